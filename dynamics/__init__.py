@@ -1,0 +1,16 @@
+"""Rigid-body dynamics of robots described by URDF, batched over a leading axis.
+
+See the README for the public API. Arrays follow Pinocchio's layout and conventions.
+"""
+
+from .errors import DimensionError, ModelError, UnknownNameError
+from .manifold import (
+    difference,
+    difference_jacobians,
+    integrate,
+    integrate_jacobians,
+    neutral,
+    random_configuration,
+)
+from .model import Model
+from .robots import ROBOTS, load

@@ -1,0 +1,193 @@
+"""The configuration manifold: ``q (+) v``, ``q1 (-) q0`` and their Jacobians.
+
+Revolute and prismatic joints are vector spaces; a continuous joint stores ``(cos, sin)``
+of its angle (SO(2)); the free-flyer root is SE(3), stored ``(x, y, z, qx, qy, qz, qw)``
+and moved in its LOCAL frame: ``integrate(q, v) = M(q) exp6(v)``,
+``difference(q0, q1) = log6(M(q0)^-1 M(q1))`` (Pinocchio's convention). The SE(3) exponential,
+logarithm and their Jacobians live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batch import batch, unbatch
+from .spatial import quat_multiply, quat_conjugate, quat_to_rotation, rotate, rotate_t, skew
+
+_SMALL = 1e-4  # below this rotation angle, Taylor series replace the closed forms
+
+
+def _coefficients(theta):
+    """``(1 - cos)/t^2, (t - sin)/t^3`` and the two higher ones of the SE(3) Jacobian."""
+    t = np.where(theta < _SMALL, 1.0, theta)
+    t2 = theta * theta
+    small = theta < _SMALL
+    a = np.where(small, 0.5 - t2 / 24, (1 - np.cos(t)) / t**2)
+    b = np.where(small, 1 / 6 - t2 / 120, (t - np.sin(t)) / t**3)
+    c = np.where(small, 1 / 24 - t2 / 720, (t**2 + 2 * np.cos(t) - 2) / (2 * t**4))
+    d = np.where(small, 1 / 120 - t2 / 2520, (2 * t - 3 * np.sin(t) + t * np.cos(t)) / (2 * t**5))
+    return a, b, c, d
+
+
+def _so3_jacobian(w, sign):
+    """Left (``sign=+1``) or right (``sign=-1``) Jacobian of the SO(3) exponential."""
+    a, b, _, _ = _coefficients(np.linalg.norm(w, axis=-1))
+    W = skew(w)
+    return np.eye(3) + sign * a[..., None, None] * W + b[..., None, None] * (W @ W)
+
+
+def exp6(nu):
+    """SE(3) exponential of twists ``(B, 6)``: ``(quaternion (B, 4), translation (B, 3))``."""
+    v, w = nu[..., :3], nu[..., 3:]
+    theta = np.linalg.norm(w, axis=-1)
+    half = np.where(theta < _SMALL, 0.5 - theta**2 / 48, np.sin(theta / 2) / np.where(theta < _SMALL, 1, theta))
+    quat = np.concatenate((half[..., None] * w, np.cos(theta / 2)[..., None]), axis=-1)
+    return quat, rotate(_so3_jacobian(w, +1.0), v)
+
+
+def log6(quat, p):
+    """SE(3) logarithm of placements given as quaternion and translation: twists ``(B, 6)``."""
+    quat = np.where(quat[..., 3:] < 0, -quat, quat)
+    s = np.linalg.norm(quat[..., :3], axis=-1)
+    theta = 2 * np.arctan2(s, quat[..., 3])
+    w = (np.where(s < 1e-12, 2 / quat[..., 3], theta / np.where(s < 1e-12, 1, s)))[..., None] * quat[..., :3]
+    t = np.where(theta < _SMALL, 1.0, theta)
+    c = np.where(theta < _SMALL, 1 / 12 + theta**2 / 720, (1 - t * np.sin(t) / (2 * (1 - np.cos(t)))) / t**2)
+    W = skew(w)
+    V_inv = np.eye(3) - 0.5 * W + c[..., None, None] * (W @ W)
+    return np.concatenate((rotate(V_inv, p), w), axis=-1)
+
+
+def jexp6(nu):
+    """Right Jacobian of the SE(3) exponential (``d exp6(nu + dnu) = exp6(nu) exp6(J dnu)``)."""
+    rho, phi = -nu[..., :3], -nu[..., 3:]  # right Jacobian = left Jacobian at -nu
+    a, b, c, d = (x[..., None, None] for x in _coefficients(np.linalg.norm(phi, axis=-1)))
+    P, R = skew(phi), skew(rho)
+    PR, RP, PRP = P @ R, R @ P, P @ R @ P
+    Q = 0.5 * R + b * (PR + RP + PRP) + c * (P @ PR + RP @ P - 3 * PRP) + d * (PRP @ P + P @ PRP)
+    J3 = _so3_jacobian(phi, +1.0)
+    out = np.zeros(nu.shape[:-1] + (6, 6))
+    out[..., :3, :3] = J3
+    out[..., 3:, 3:] = J3
+    out[..., :3, 3:] = Q
+    return out
+
+
+def _ad_inverse(quat, p):
+    """``Ad(M)^-1`` as a 6x6 matrix on (linear, angular) motions."""
+    Rt = np.swapaxes(quat_to_rotation(quat), -1, -2)
+    out = np.zeros(quat.shape[:-1] + (6, 6))
+    out[..., :3, :3] = Rt
+    out[..., 3:, 3:] = Rt
+    out[..., :3, 3:] = -Rt @ skew(p)
+    return out
+
+
+def _relative(q0, q1):
+    """``M(q0)^-1 M(q1)`` of free-flyer configurations, as (quaternion, translation)."""
+    quat = quat_multiply(quat_conjugate(q0[..., 3:7]), q1[..., 3:7])
+    p = rotate_t(quat_to_rotation(q0[..., 3:7]), q1[..., :3] - q0[..., :3])
+    return quat, p
+
+
+def neutral(model):
+    """The neutral configuration: zero joint positions, identity base placement."""
+    q = np.zeros(model.nq)
+    if model.tree.free_flyer:
+        q[6] = 1.0
+    q[model.tree.continuous_q] = 1.0
+    return q
+
+
+def random_configuration(model, rng=None, size=None):
+    """Uniform configurations within the position limits (``size`` of them, or one).
+
+    Free-flyer positions are drawn within the +-1 translation limits, orientations uniformly
+    on SO(3); continuous joints uniformly on the circle.
+    """
+    rng = np.random.default_rng(rng)
+    n = 1 if size is None else int(np.prod(size))
+    lo, hi = model.lower_position_limit, model.upper_position_limit
+    q = np.zeros((n, model.nq))
+    t = model.tree
+    for idx in (t.revolute_q, t.prismatic_q):
+        bad = idx[~np.isfinite(lo[idx]) | ~np.isfinite(hi[idx])]
+        if len(bad):
+            raise ValueError(f"cannot draw random positions for unbounded q indices {bad.tolist()}")
+        q[:, idx] = rng.uniform(lo[idx], hi[idx], (n, len(idx)))
+    angle = rng.uniform(-np.pi, np.pi, (n, len(t.continuous_q)))
+    q[:, t.continuous_q], q[:, t.continuous_q + 1] = np.cos(angle), np.sin(angle)
+    if t.free_flyer:
+        q[:, :3] = rng.uniform(lo[:3], hi[:3], (n, 3))
+        quat = rng.standard_normal((n, 4))
+        q[:, 3:7] = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
+    return q[0] if size is None else q.reshape(tuple(np.atleast_1d(size)) + (model.nq,))
+
+
+def _vector_indices(model):
+    """Configuration and velocity indices of the joints that are plain vector spaces."""
+    t = model.tree
+    joints = np.concatenate((t.revolute, t.prismatic))
+    return model.idx_q[joints], model.idx_v[joints]
+
+
+def integrate(model, q, v):
+    """``q (+) v``: the configuration reached from ``q`` by moving along ``v`` for unit time."""
+    (q, v), shape = batch(("q", q, model.nq), ("v", v, model.nv))
+    out = q.copy()
+    iq, iv = _vector_indices(model)
+    out[:, iq] += v[:, iv]
+    t = model.tree
+    if len(t.continuous):
+        cq, cv = t.continuous_q, model.idx_v[t.continuous]
+        c, s = q[:, cq], q[:, cq + 1]
+        cd, sd = np.cos(v[:, cv]), np.sin(v[:, cv])
+        out[:, cq], out[:, cq + 1] = c * cd - s * sd, s * cd + c * sd
+    if t.free_flyer:
+        quat_exp, p_exp = exp6(v[:, :6])
+        quat = quat_multiply(q[:, 3:7], quat_exp)
+        quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
+        quat = np.where(np.sum(quat * q[:, 3:7], -1, keepdims=True) < 0, -quat, quat)
+        out[:, :3] = q[:, :3] + rotate(quat_to_rotation(q[:, 3:7]), p_exp)
+        out[:, 3:7] = quat
+    return unbatch(out, shape)
+
+
+def difference(model, q0, q1):
+    """``q1 (-) q0``: the tangent vector ``v`` with ``integrate(q0, v) = q1``."""
+    (q0, q1), shape = batch(("q0", q0, model.nq), ("q1", q1, model.nq))
+    out = np.zeros((q0.shape[0], model.nv))
+    iq, iv = _vector_indices(model)
+    out[:, iv] = q1[:, iq] - q0[:, iq]
+    t = model.tree
+    if len(t.continuous):
+        cq, cv = t.continuous_q, model.idx_v[t.continuous]
+        c0, s0, c1, s1 = q0[:, cq], q0[:, cq + 1], q1[:, cq], q1[:, cq + 1]
+        out[:, cv] = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
+    if t.free_flyer:
+        out[:, :6] = log6(*_relative(q0, q1))
+    return unbatch(out, shape)
+
+
+def integrate_jacobians(model, q, v):
+    """Jacobians of ``integrate(q, v)`` in the tangent spaces: ``(dq_out_dq, dq_out_dv)``."""
+    (q, v), shape = batch(("q", q, model.nq), ("v", v, model.nv))
+    eye = np.broadcast_to(np.eye(model.nv), (q.shape[0], model.nv, model.nv))
+    d_dq, d_dv = eye.copy(), eye.copy()
+    if model.tree.free_flyer:
+        d_dq[:, :6, :6] = _ad_inverse(*exp6(v[:, :6]))
+        d_dv[:, :6, :6] = jexp6(v[:, :6])
+    return unbatch(d_dq, shape), unbatch(d_dv, shape)
+
+
+def difference_jacobians(model, q0, q1):
+    """Jacobians of ``difference(q0, q1)`` in the tangent spaces: ``(d_dq0, d_dq1)``."""
+    (q0, q1), shape = batch(("q0", q0, model.nq), ("q1", q1, model.nq))
+    eye = np.broadcast_to(np.eye(model.nv), (q0.shape[0], model.nv, model.nv))
+    d_dq0, d_dq1 = -eye, eye.copy()
+    if model.tree.free_flyer:
+        quat, p = _relative(q0, q1)
+        jlog = np.linalg.inv(jexp6(log6(quat, p)))
+        d_dq1[:, :6, :6] = jlog
+        d_dq0[:, :6, :6] = -jlog @ _ad_inverse(quat, p)
+    return unbatch(d_dq0, shape), unbatch(d_dq1, shape)

@@ -1,0 +1,66 @@
+"""Robots of the ``example-robot-data`` package by name, or any URDF by path."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import ModelError
+from .model import Model, build_model
+from .urdf import parse_urdf
+
+# name -> (URDF path inside the package's robots folder, floating base by default)
+ROBOTS = {
+    "anymal": ("anymal_b_simple_description/robots/anymal.urdf", True),
+    "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", True),
+    "hyq": ("hyq_description/robots/hyq_no_sensors.urdf", True),
+    "solo12": ("solo_description/robots/solo12.urdf", True),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True),
+    "talos_full": ("talos_data/robots/talos_full_v2.urdf", True),
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
+    "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", False),
+}
+
+
+@lru_cache(maxsize=1)
+def robots_dir() -> Path:
+    """The ``robots`` folder installed by ``example-robot-data``."""
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelError("example-robot-data is not installed (pip install example-robot-data)") from None
+    path = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    if not path.is_dir():
+        raise ModelError(f"example-robot-data is installed but its robots folder is missing: {path}")
+    return path
+
+
+def robot_urdf(name: str) -> Path:
+    """The URDF file of a robot of example-robot-data known to liftoff."""
+    if name not in ROBOTS:
+        raise ModelError(f"unknown robot {name!r}; known robots: {', '.join(sorted(ROBOTS))} (or give a path to a URDF file)")
+    return robots_dir() / ROBOTS[name][0]
+
+
+def load(robot: str | Path, floating_base: bool | None = None, locked_joints=None) -> Model:
+    """Load a robot by example-robot-data name (``"anymal"``, ``"talos"``, ...) or URDF path.
+
+    ``floating_base`` adds a free-flyer root joint (default: True for the legged robots
+    of the registry, False for arms and for URDF paths). ``locked_joints`` maps joint names
+    to the positions they are locked at (a list locks them at 0), giving the reduced model.
+    """
+    robot_str = str(robot)
+    if robot_str in ROBOTS:
+        path, default_floating = robot_urdf(robot_str), ROBOTS[robot_str][1]
+        name = robot_str
+    elif robot_str.endswith(".urdf") or Path(robot_str).is_file():
+        path, default_floating, name = Path(robot_str), False, None
+    else:
+        raise ModelError(
+            f"unknown robot {robot_str!r}; known robots: {', '.join(sorted(ROBOTS))} (or give a path to a URDF file)"
+        )
+    floating = default_floating if floating_base is None else bool(floating_base)
+    return build_model(parse_urdf(path), floating, locked_joints, name=name)

@@ -1,0 +1,159 @@
+"""Reading URDF files into plain link and joint records (no dynamics here)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ModelError
+from .spatial import rpy_to_rotation
+
+SUPPORTED_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    mass: float
+    com: np.ndarray  # (3,) in the link frame
+    inertia: np.ndarray  # (3, 3) about the centre of mass, link axes
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    rotation: np.ndarray  # placement of the joint frame in the parent link frame
+    translation: np.ndarray
+    axis: np.ndarray
+    lower: float
+    upper: float
+    velocity: float
+    effort: float
+
+
+@dataclass(frozen=True)
+class Urdf:
+    name: str
+    links: dict[str, Link]
+    joints: dict[str, Joint]
+    root: str
+    children: dict[str, list[str]] = field(default_factory=dict)  # link -> child joint names
+
+
+def _floats(text, n, where):
+    try:
+        values = [float(x) for x in text.split()]
+    except ValueError:
+        raise ModelError(f"{where}: expected {n} numbers, got {text!r}") from None
+    if len(values) != n:
+        raise ModelError(f"{where}: expected {n} numbers, got {text!r}")
+    return np.array(values)
+
+
+def _origin(elem, where):
+    origin = elem.find("origin")
+    xyz = np.zeros(3)
+    rpy = np.zeros(3)
+    if origin is not None:
+        if "xyz" in origin.attrib:
+            xyz = _floats(origin.attrib["xyz"], 3, f"{where}/origin@xyz")
+        if "rpy" in origin.attrib:
+            rpy = _floats(origin.attrib["rpy"], 3, f"{where}/origin@rpy")
+    return rpy_to_rotation(rpy), xyz
+
+
+def _link(elem) -> Link:
+    name = elem.attrib["name"]
+    inertial = elem.find("inertial")
+    if inertial is None:
+        return Link(name, 0.0, np.zeros(3), np.zeros((3, 3)))
+    R, com = _origin(inertial, f"link {name}/inertial")
+    mass_elem = inertial.find("mass")
+    mass = float(mass_elem.attrib["value"]) if mass_elem is not None else 0.0
+    I = np.zeros((3, 3))
+    inertia = inertial.find("inertia")
+    if inertia is not None:
+        a = {k: float(inertia.attrib.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        I = np.array(
+            [[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]]
+        )
+    return Link(name, mass, com, R @ I @ R.T)
+
+
+def _joint(elem) -> Joint:
+    name = elem.attrib.get("name")
+    kind = elem.attrib.get("type")
+    where = f"joint {name}"
+    if kind not in SUPPORTED_JOINT_TYPES:
+        raise ModelError(f"{where}: joint type {kind!r} is not supported (supported: {', '.join(SUPPORTED_JOINT_TYPES)})")
+    parent, child = elem.find("parent"), elem.find("child")
+    if parent is None or child is None:
+        raise ModelError(f"{where}: needs <parent link=...> and <child link=...>")
+    R, p = _origin(elem, where)
+    axis_elem = elem.find("axis")
+    axis = _floats(axis_elem.attrib["xyz"], 3, f"{where}/axis") if axis_elem is not None else np.array([1.0, 0, 0])
+    if kind != "fixed":
+        norm = np.linalg.norm(axis)
+        if norm == 0:
+            raise ModelError(f"{where}: zero joint axis")
+        axis = axis / norm
+    limit = elem.find("limit")
+    lim = limit.attrib if limit is not None else {}
+    inf = np.inf
+    lower = float(lim.get("lower", -inf if kind == "continuous" else 0.0))
+    upper = float(lim.get("upper", inf if kind == "continuous" else 0.0))
+    return Joint(
+        name=name,
+        type=kind,
+        parent=parent.attrib["link"],
+        child=child.attrib["link"],
+        rotation=R,
+        translation=p,
+        axis=axis,
+        lower=lower,
+        upper=upper,
+        velocity=float(lim.get("velocity", inf)),
+        effort=float(lim.get("effort", inf)),
+    )
+
+
+def parse_urdf(path: str | Path) -> Urdf:
+    """Parse a URDF file; raise :class:`ModelError` on anything malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"URDF file not found: {path}")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise ModelError(f"malformed URDF {path}: {err}") from None
+    if root.tag != "robot":
+        raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
+    try:
+        links = {e.attrib["name"]: _link(e) for e in root.findall("link")}
+        joints = {j.name: j for j in (_joint(e) for e in root.findall("joint"))}
+    except (KeyError, ValueError) as err:
+        raise ModelError(f"malformed URDF {path}: {err}") from None
+    if not links:
+        raise ModelError(f"malformed URDF {path}: no <link>")
+    children: dict[str, list[str]] = {name: [] for name in links}
+    child_links = set()
+    # urdfdom (hence Pinocchio) visits the child joints of a link in the order of their names
+    for jname in sorted(joints):
+        j = joints[jname]
+        for lname in (j.parent, j.child):
+            if lname not in links:
+                raise ModelError(f"malformed URDF {path}: joint {jname} refers to unknown link {lname!r}")
+        if j.child in child_links:
+            raise ModelError(f"malformed URDF {path}: link {j.child!r} has two parent joints")
+        child_links.add(j.child)
+        children[j.parent].append(jname)
+    roots = [name for name in links if name not in child_links]
+    if len(roots) != 1:
+        raise ModelError(f"malformed URDF {path}: expected one root link, found {roots}")
+    return Urdf(root.attrib.get("name", path.stem), links, joints, roots[0], children)
