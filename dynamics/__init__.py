@@ -14,3 +14,15 @@ from .manifold import (
 )
 from .model import Model
 from .robots import ROBOTS, load
+from .kinematics import (
+    ReferenceFrame,
+    center_of_mass,
+    com_jacobian,
+    frame_acceleration,
+    frame_jacobian,
+    frame_jacobian_time_variation,
+    frame_placement,
+    frame_velocity,
+)
+from .rnea import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
+from .aba import aba, aba_derivatives

@@ -60,9 +60,16 @@ class Tree:
     prismatic: np.ndarray
     prismatic_q: np.ndarray
     free_flyer: bool  # joint 0 is a free flyer (the only multi-dof joint liftoff supports)
+    motion_subspace: np.ndarray  # (nv, 6) joint motion subspace columns, in the joint frame
+    lower_l: np.ndarray  # (l, k) with dof k moving the body of dof l: the lower triangle of M
+    lower_k: np.ndarray
+    lower_pair: np.ndarray  # pair (joint of l, k)
+    below_l: np.ndarray  # (l, k) with the joint of k a strict descendant of the joint of l
+    below_k: np.ndarray
+    below_pair: np.ndarray  # pair (joint of k, k)
 
 
-def _tree(parents, nvs, types, idx_q) -> Tree:
+def _tree(parents, nvs, types, idx_q, axis) -> Tree:
     n = len(parents)
     depth = np.zeros(n, dtype=int)
     for i in range(n):
@@ -86,6 +93,17 @@ def _tree(parents, nvs, types, idx_q) -> Tree:
                 cols.append(p)
     P = len(pair_body)
     subtree = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(P, P))
+    S = np.zeros((len(dof_joint), 6))
+    for i, t in enumerate(types):
+        k = int(np.flatnonzero(dof_joint == i)[0])
+        if t == FREE_FLYER:
+            S[k : k + 6] = np.eye(6)
+        elif t == PRISMATIC:
+            S[k, :3] = axis[i]
+        else:
+            S[k, 3:] = axis[i]
+    lower_l, lower_k = np.nonzero(support[dof_joint])
+    below_k, below_l = np.nonzero(support[dof_joint] & (dof_joint[:, None] != dof_joint[None, :]))
     return Tree(
         levels=levels,
         dof_joint=_frozen(dof_joint, int),
@@ -105,6 +123,13 @@ def _tree(parents, nvs, types, idx_q) -> Tree:
             for group, kind in (("revolute", REVOLUTE), ("continuous", CONTINUOUS), ("prismatic", PRISMATIC))
         },
         free_flyer=bool(types) and types[0] == FREE_FLYER,
+        motion_subspace=_frozen(S),
+        lower_l=_frozen(lower_l, int),
+        lower_k=_frozen(lower_k, int),
+        lower_pair=_frozen(pair_index[dof_joint[lower_l], lower_k], int),
+        below_l=_frozen(below_l, int),
+        below_k=_frozen(below_k, int),
+        below_pair=_frozen(pair_index[dof_joint[below_k], below_k], int),
     )
 
 
@@ -299,7 +324,7 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
         velocity_limit=_frozen(velocity),
         effort_limit=_frozen(effort),
         gravity=_frozen([0.0, 0.0, -9.81]),
-        tree=_tree(parents, nvs, types, idx_q),
+        tree=_tree(parents, nvs, types, idx_q, np.array([j['axis'] for j in b.joints]).reshape(n, 3)),
     )
 
 
