@@ -17,69 +17,61 @@ import numpy as np
 
 from .batch import unbatch
 from .kinematics import forward, tree_sum
-from .rnea import _inputs, body_forces, rnea_derivatives, world_inertias
-from .spatial import inertia_matrix, motion_cross
-
-
-def _joint_bias(model, kin, v):
-    """Bias acceleration ``c_j = ov_parent x S_j v_j`` of each joint: ``(n, B, 6)``."""
-    t = model.tree
-    c_dof = motion_cross(kin.parent_velocity(model), kin.oS * v.T[..., None])
-    owner = (t.dof_joint[None, :] == np.arange(model.njoints)[:, None]).astype(float)
-    return tree_sum(owner, c_dof)
+from .rnea import body_forces, inputs, rnea_derivatives, world_inertias
+from .spatial import dot, matmul, matvec, motion_cross, rigid_matrix, transpose
 
 
 def articulated_forward_dynamics(model, kin, v, tau, fext=None):
     """Accelerations ``(B, nv)`` from world kinematics (with ``-g`` as universe acceleration)."""
     t = model.tree
     inertia = world_inertias(model, kin)
-    IA = inertia_matrix(*inertia)
+    IA = rigid_matrix(*inertia)
     pA, _ = body_forces(model, replace(kin, oa=np.zeros_like(kin.ov)), inertia, fext)  # ov x* I ov - fext
-    c = _joint_bias(model, kin, v)
-    S, tau_t = kin.oS, tau.T
-    B = S.shape[1]
+    S = kin.oS
+    c = tree_sum(t.owner, motion_cross(kin.parent_velocity(model), S * v.T))  # ov_parent x S v per joint
+    tau_t = tau.T
     stored = []
     for depth in range(len(t.levels) - 1, -1, -1):
         J = t.levels[depth]
         if depth == 0 and t.free_flyer:
-            S6 = S[:6].transpose(1, 2, 0)  # (B, 6, 6), columns oS_k
-            U = IA[0] @ S6
-            D = np.swapaxes(S6, -1, -2) @ U
-            u = tau[:, :6] - np.einsum("bji,bj->bi", S6, pA[0])
+            S6 = S[:, :6]  # (6 components, 6 dofs, B)
+            U = matmul(IA[:, :, 0], S6)
+            D = matmul(transpose(S6), U)
+            u = tau_t[:6] - matvec(transpose(S6), pA[:, 0])
             stored.append((J, S6, U, D, u))
             continue
-        k = model.idx_v[J]
-        SJ = S[k]
-        U = (IA[J] @ SJ[..., None])[..., 0]
-        D = np.sum(SJ * U, axis=-1)
-        u = tau_t[k] - np.sum(SJ * pA[J], axis=-1)
+        SJ = S[:, model.idx_v[J]]
+        U = matvec(IA[:, :, J], SJ)
+        D = dot(SJ, U)
+        u = tau_t[model.idx_v[J]] - dot(SJ, pA[:, J])
         stored.append((J, SJ, U, D, u))
         if depth > 0:
-            Ia = IA[J] - U[..., :, None] * U[..., None, :] / D[..., None, None]
-            pa = pA[J] + (Ia @ c[J][..., None])[..., 0] + U * (u / D)[..., None]
+            Ia = IA[:, :, J] - U[:, None] * U[None, :] / D
+            pa = pA[:, J] + matvec(Ia, c[:, J]) + U * (u / D)
             par = model.parents[J]
-            np.add.at(IA, par, Ia)
-            np.add.at(pA, par, pa)
-    acc = np.zeros((model.njoints, B, 6))
+            np.add.at(IA, (slice(None), slice(None), par), Ia)
+            np.add.at(pA, (slice(None), par), pa)
+    B = kin.batch_size
+    acc = np.zeros((6, model.njoints, B))
     qdd = np.zeros((model.nv, B))
-    for depth, (J, SJ, U, D, u) in zip(range(len(t.levels)), reversed(stored)):
-        a_par = np.broadcast_to(kin.a0, (len(J), B, 6)) if depth == 0 else acc[model.parents[J]]
-        ap = a_par + c[J]
+    for depth, (J, SJ, U, D, u) in enumerate(reversed(stored)):
+        a_par = np.broadcast_to(kin.a0, (6, len(J), B)) if depth == 0 else acc[:, model.parents[J]]
+        ap = a_par + c[:, J]
         if depth == 0 and t.free_flyer:
-            rhs = u - np.einsum("bji,bj->bi", U, ap[0])
-            qdd6 = np.linalg.solve(D, rhs[..., None])[..., 0]
-            qdd[:6] = qdd6.T
-            acc[0] = ap[0] + (SJ @ qdd6[..., None])[..., 0]
+            rhs = u - matvec(transpose(U), ap[:, 0])
+            qdd6 = np.linalg.solve(D.transpose(2, 0, 1), rhs.T[..., None])[..., 0].T
+            qdd[:6] = qdd6
+            acc[:, 0] = ap[:, 0] + matvec(SJ, qdd6)
             continue
-        qj = (u - np.sum(U * ap, axis=-1)) / D
+        qj = (u - dot(U, ap)) / D
         qdd[model.idx_v[J]] = qj
-        acc[J] = ap + SJ * qj[..., None]
+        acc[:, J] = ap + SJ * qj
     return qdd.T
 
 
 def aba(model, q, v, tau, fext=None):
     """Forward dynamics ``a = M(q)^-1 (tau - h(q, v) + sum J_i^T fext_i)`` by the ABA."""
-    (q, v, tau, fext), shape = _inputs(model, q, v, tau, fext)
+    (q, v, tau, fext), shape = inputs(model, q, v, tau, fext, "tau")
     kin = forward(model, q, v, gravity=True)
     return unbatch(articulated_forward_dynamics(model, kin, v, tau, fext), shape)
 
@@ -90,11 +82,11 @@ def aba_derivatives(model, q, v, tau, fext=None):
     From the RNEA derivatives at ``a = aba(q, v, tau)``: ``da_dq = -M^-1 dtau_dq``,
     ``da_dv = -M^-1 dtau_dv``, ``da_dtau = M^-1``.
     """
-    (q, v, tau, fext), shape = _inputs(model, q, v, tau, fext)
+    (q, v, tau, fext), shape = inputs(model, q, v, tau, fext, "tau")
     kin = forward(model, q, v, gravity=True)
     a = articulated_forward_dynamics(model, kin, v, tau, fext)
     fext = None if fext is None else fext.reshape(-1, model.njoints, 6)
     dtau_dq, dtau_dv, M = rnea_derivatives(model, q, v, a, fext)
     Minv = np.linalg.inv(M)
-    Minv = 0.5 * (Minv + np.swapaxes(Minv, -1, -2))
+    Minv = 0.5 * (Minv + Minv.swapaxes(-1, -2))
     return unbatch(-Minv @ dtau_dq, shape), unbatch(-Minv @ dtau_dv, shape), unbatch(Minv, shape)

@@ -6,8 +6,10 @@ subspace of each dof mapped to the world), spatial velocities ``ov`` and acceler
 ``oa``. In these coordinates ``ov_i = sum_k support[i, k] oS_k v_k``, so velocities and
 accelerations of all bodies are one matrix product over the tree's ``support`` table.
 
-Internal arrays are item-major, ``(joints or dofs, B, ...)``: tree operations act on the
-first axis as matrix products, the batch rides along.
+Internal arrays put spatial components first and (joints or dofs, batch) last, see
+:mod:`dynamics.spatial`: ``oR (3, 3, n, B)``, ``oS (6, nv, B)``, ``ov (6, n, B)``. Tree
+operations are matrix products over the joint axis; public functions return batch-first
+arrays.
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from enum import Enum
 import numpy as np
 
 from .batch import batch, unbatch
-from .spatial import act_inv_motion, act_motion, cross, motion_cross, quat_to_rotation, rotate, rotation_about, shift_motion
+from .spatial import (
+    act_inv_motion,
+    act_motion,
+    cross,
+    matmul,
+    matvec,
+    motion_cross,
+    quat_to_rotation,
+    rotation_about,
+    shift_motion,
+)
 
 
 class ReferenceFrame(str, Enum):
@@ -42,83 +54,87 @@ class ReferenceFrame(str, Enum):
 
 @dataclass(frozen=True)
 class Kinematics:
-    """World placements ``oR (n, B, 3, 3)``, ``op (n, B, 3)``, Jacobian columns ``oS (nv, B, 6)``,
-    velocities ``ov (n, B, 6)`` and accelerations ``oa (n, B, 6)`` (when computed); ``oa``
-    includes the fictitious acceleration ``-g`` of the universe when asked for."""
+    """World placements ``oR (3, 3, n, B)``, ``op (3, n, B)``, Jacobian columns ``oS (6, nv, B)``,
+    velocities ``ov (6, n, B)`` and accelerations ``oa (6, n, B)`` (when computed); ``oa``
+    includes the fictitious acceleration ``a0 = -g`` of the universe when asked for."""
 
     oR: np.ndarray
     op: np.ndarray
     oS: np.ndarray
     ov: np.ndarray | None = None
     oa: np.ndarray | None = None
-    a0: np.ndarray | None = None  # acceleration of the universe, (6,)
+    a0: np.ndarray | None = None  # acceleration of the universe, (6, 1, 1)
+
+    @property
+    def batch_size(self) -> int:
+        return self.op.shape[-1]
 
     def parent_velocity(self, model):
-        """Velocity of the parent body of each dof's joint, ``(nv, B, 6)`` (zero for the universe)."""
-        return _pad(self.ov, 0.0)[model.tree.dof_parent + 1]
+        """Velocity of the parent body of each dof's joint, ``(6, nv, B)`` (zero for the universe)."""
+        return _pad(self.ov, 0.0)[:, model.tree.dof_parent + 1]
 
     def parent_acceleration(self, model):
-        return _pad(self.oa, self.a0)[model.tree.dof_parent + 1]
+        return _pad(self.oa, self.a0)[:, model.tree.dof_parent + 1]
 
 
 def _pad(x, first):
-    """Prepend the universe's entry to an ``(n, B, 6)`` array."""
-    head = np.broadcast_to(np.asarray(first, dtype=float), (1,) + x.shape[1:])
-    return np.concatenate((head, x), axis=0)
+    """Prepend the universe's entry to a ``(6, n, B)`` array."""
+    head = np.broadcast_to(np.asarray(first, dtype=float).reshape(-1, 1, 1), (x.shape[0], 1, x.shape[2]))
+    return np.concatenate((head, x), axis=1)
 
 
 def tree_sum(table, x):
-    """``table @ x`` over the first axis of ``x`` (``table`` is ``(m, n)``, ``x`` is ``(n, ...)``)."""
-    return (table @ x.reshape(x.shape[0], -1)).reshape((table.shape[0],) + x.shape[1:])
+    """``table (m, n)`` applied over the joint axis of ``x (..., n, B)``."""
+    return np.matmul(table, x)
 
 
 def joint_placements(model, q):
-    """World placements of all joint frames: ``oR (n, B, 3, 3)``, ``op (n, B, 3)``; ``q`` is ``(B, nq)``."""
+    """World placements of all joint frames ``oR (3, 3, n, B)``, ``op (3, n, B)`` of ``q (B, nq)``."""
     t = model.tree
     n, B = model.njoints, q.shape[0]
-    jR = np.broadcast_to(np.eye(3), (n, B, 3, 3)).copy()
-    jp = np.zeros((n, B, 3))
+    qt = q.T
+    jR = np.zeros((3, 3, n, B))
+    jR[[0, 1, 2], [0, 1, 2]] = 1.0
+    jp = np.zeros((3, n, B))
     if len(t.revolute):
-        angle = q[:, t.revolute_q].T
-        jR[t.revolute] = rotation_about(model.axis[t.revolute, None], np.cos(angle), np.sin(angle))
+        angle = qt[t.revolute_q]
+        jR[:, :, t.revolute] = rotation_about(model.axis[t.revolute].T[..., None], np.cos(angle), np.sin(angle))
     if len(t.continuous):
-        jR[t.continuous] = rotation_about(model.axis[t.continuous, None], q[:, t.continuous_q].T, q[:, t.continuous_q + 1].T)
+        jR[:, :, t.continuous] = rotation_about(model.axis[t.continuous].T[..., None], qt[t.continuous_q], qt[t.continuous_q + 1])
     if len(t.prismatic):
-        jp[t.prismatic] = model.axis[t.prismatic, None] * q[:, t.prismatic_q].T[..., None]
+        jp[:, t.prismatic] = model.axis[t.prismatic].T[..., None] * qt[t.prismatic_q]
     if t.free_flyer:
-        jR[0] = quat_to_rotation(q[:, 3:7])
-        jp[0] = q[:, :3]
-    R0, p0 = model.joint_rotation[:, None], model.joint_translation[:, None]
-    lR = R0 @ jR
-    lp = p0 + rotate(R0, jp)
-    oR, op = lR, lp  # the root level is placed in the universe already
+        jR[:, :, 0] = quat_to_rotation(qt[3:7])
+        jp[:, 0] = qt[:3]
+    R0 = model.joint_rotation.transpose(1, 2, 0)[..., None]
+    oR = matmul(R0, jR)  # placements in the parent frames, made absolute level by level
+    op = model.joint_translation.T[..., None] + matvec(R0, jp)
     for level in t.levels[1:]:
         par = model.parents[level]
-        oR[level] = oR[par] @ lR[level]
-        op[level] = op[par] + rotate(oR[par], lp[level])
+        oR[:, :, level] = matmul(oR[:, :, par], oR[:, :, level])
+        op[:, level] = op[:, par] + matvec(oR[:, :, par], op[:, level])
     return oR, op
 
 
 def forward(model, q, v=None, a=None, gravity=False) -> Kinematics:
     """World kinematics of ``(B, nq)`` configurations, with velocities and accelerations if given.
 
-    ``a = oS a + ov_parent x oS v`` summed over the support: the time derivative of
+    ``oa = sum over the support of (oS a + ov_parent x oS v)``: the time derivative of
     ``oS_k`` is ``ov_joint(k) x oS_k``, and ``ov_joint(k) x oS_k v_k = ov_parent x oS_k v_k``.
     """
     oR, op = joint_placements(model, q)
     t = model.tree
-    oS = act_motion(oR[t.dof_joint], op[t.dof_joint], t.motion_subspace[:, None, :])
+    oS = act_motion(oR[:, :, t.dof_joint], op[:, t.dof_joint], t.motion_subspace)
     if v is None:
         return Kinematics(oR, op, oS)
-    Sv = oS * v.T[..., None]
+    Sv = oS * v.T
     ov = tree_sum(t.support, Sv)
-    a0 = np.concatenate((-model.gravity, np.zeros(3))) if gravity else np.zeros(6)
-    if a is None:
-        return Kinematics(oR, op, oS, ov, None, a0)
+    a0 = (np.concatenate((-model.gravity, np.zeros(3))) if gravity else np.zeros(6)).reshape(6, 1, 1)
     kin = Kinematics(oR, op, oS, ov, None, a0)
-    bias = oS * a.T[..., None] + motion_cross(kin.parent_velocity(model), Sv)
-    oa = tree_sum(t.support, bias) + a0
-    return Kinematics(oR, op, oS, ov, oa, a0)
+    if a is None:
+        return kin
+    bias = oS * a.T + motion_cross(kin.parent_velocity(model), Sv)
+    return Kinematics(oR, op, oS, ov, tree_sum(t.support, bias) + a0, a0)
 
 
 # ----------------------------------------------------------------------------- frames
@@ -129,34 +145,44 @@ def _frame(model, frame):
     return f, int(model.frame_parent[f])
 
 
-def _frame_placement(model, kin, f, j):
-    """World placement of frame ``f`` attached to joint ``j``, ``(B, 3, 3), (B, 3)``."""
+def frame_placement_world(model, kin, f, j):
+    """World placement of frame ``f`` attached to joint ``j``: ``(3, 3, B), (3, B)``."""
     fR, fp = model.frame_rotation[f], model.frame_translation[f]
-    B = kin.op.shape[1]
+    B = kin.batch_size
     if j < 0:
-        return np.broadcast_to(fR, (B, 3, 3)), np.broadcast_to(fp, (B, 3))
-    return kin.oR[j] @ fR, kin.op[j] + rotate(kin.oR[j], fp)
+        return np.broadcast_to(fR[..., None], (3, 3, B)), np.broadcast_to(fp[:, None], (3, B))
+    R = kin.oR[:, :, j]
+    return matmul(R, fR[..., None]), kin.op[:, j] + matvec(R, fp[:, None])
 
 
 def _express(m, R, p, reference):
-    """A world motion (at the origin) expressed in the frame ``(R, p)`` per ``reference``."""
+    """World motions (at the origin) ``(6, ..., B)`` expressed in the frame ``(R, p)`` per ``reference``."""
     if reference is ReferenceFrame.WORLD:
         return m
+    extra = m.ndim - 2  # axes between components and batch
+    R = R.reshape(R.shape[:2] + (1,) * extra + R.shape[-1:])
+    p = p.reshape(p.shape[:1] + (1,) * extra + p.shape[-1:])
     if reference is ReferenceFrame.LOCAL:
         return act_inv_motion(R, p, m)
     return shift_motion(m, p)
 
 
-def _body_motion(kin_motion, j, B):
-    return np.zeros((B, 6)) if j < 0 else kin_motion[j]
+def _body(x, j, B):
+    """Entry of joint ``j`` of a ``(6, n, B)`` array (zero for the universe)."""
+    return np.zeros((6, B)) if j < 0 else x[:, j]
+
+
+def _batch_first(x):
+    """``(c, ..., B) -> (B, c, ...)``."""
+    return np.ascontiguousarray(np.moveaxis(x, -1, 0))
 
 
 def frame_placement(model, q, frame):
     """Placement of ``frame`` in the world: ``(R (..., 3, 3), p (..., 3))``."""
     (q,), shape = batch(("q", q, model.nq))
     f, j = _frame(model, frame)
-    R, p = _frame_placement(model, forward(model, q), f, j)
-    return unbatch(np.ascontiguousarray(R), shape), unbatch(np.ascontiguousarray(p), shape)
+    R, p = frame_placement_world(model, forward(model, q), f, j)
+    return unbatch(_batch_first(R), shape), unbatch(_batch_first(p), shape)
 
 
 def frame_velocity(model, q, v, frame, reference="LOCAL"):
@@ -165,8 +191,8 @@ def frame_velocity(model, q, v, frame, reference="LOCAL"):
     (q, v), shape = batch(("q", q, model.nq), ("v", v, model.nv))
     f, j = _frame(model, frame)
     kin = forward(model, q, v)
-    R, p = _frame_placement(model, kin, f, j)
-    return unbatch(_express(_body_motion(kin.ov, j, q.shape[0]), R, p, reference), shape)
+    R, p = frame_placement_world(model, kin, f, j)
+    return unbatch(_batch_first(_express(_body(kin.ov, j, kin.batch_size), R, p, reference)), shape)
 
 
 def frame_acceleration(model, q, v, a, frame, reference="LOCAL", classical=False):
@@ -180,20 +206,20 @@ def frame_acceleration(model, q, v, a, frame, reference="LOCAL", classical=False
     (q, v, a), shape = batch(("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv))
     f, j = _frame(model, frame)
     kin = forward(model, q, v, a)
-    R, p = _frame_placement(model, kin, f, j)
-    B = q.shape[0]
-    acc = _express(_body_motion(kin.oa, j, B), R, p, reference)
+    R, p = frame_placement_world(model, kin, f, j)
+    B = kin.batch_size
+    acc = _express(_body(kin.oa, j, B), R, p, reference)
     if classical:
-        vel = _express(_body_motion(kin.ov, j, B), R, p, reference)
-        acc = acc + np.concatenate((cross(vel[:, 3:], vel[:, :3]), np.zeros((B, 3))), axis=-1)
-    return unbatch(acc, shape)
+        vel = _express(_body(kin.ov, j, B), R, p, reference)
+        acc = acc + np.concatenate((cross(vel[3:], vel[:3]), np.zeros((3, B))))
+    return unbatch(_batch_first(acc), shape)
 
 
-def _world_jacobian(model, kin, j):
-    """Jacobian of the body of joint ``j`` in the world: ``(nv, B, 6)`` (zero columns off its support)."""
+def world_jacobian(model, kin, j):
+    """Jacobian ``(6, nv, B)`` of the body of joint ``j`` in the world (zero off its support)."""
     if j < 0:
         return np.zeros_like(kin.oS)
-    return kin.oS * model.tree.support[j][:, None, None]
+    return kin.oS * model.tree.support[j][:, None]
 
 
 def frame_jacobian(model, q, frame, reference="LOCAL"):
@@ -202,9 +228,8 @@ def frame_jacobian(model, q, frame, reference="LOCAL"):
     (q,), shape = batch(("q", q, model.nq))
     f, j = _frame(model, frame)
     kin = forward(model, q)
-    R, p = _frame_placement(model, kin, f, j)
-    J = _express(_world_jacobian(model, kin, j), R, p, reference)
-    return unbatch(np.ascontiguousarray(J.transpose(1, 2, 0)), shape)
+    R, p = frame_placement_world(model, kin, f, j)
+    return unbatch(_batch_first(_express(world_jacobian(model, kin, j), R, p, reference)), shape)
 
 
 def frame_jacobian_time_variation(model, q, v, frame, reference="LOCAL"):
@@ -217,35 +242,35 @@ def frame_jacobian_time_variation(model, q, v, frame, reference="LOCAL"):
     (q, v), shape = batch(("q", q, model.nq), ("v", v, model.nv))
     f, j = _frame(model, frame)
     kin = forward(model, q, v)
-    R, p = _frame_placement(model, kin, f, j)
-    Jw = _world_jacobian(model, kin, j)
-    dJw = motion_cross(kin.ov[model.tree.dof_joint], Jw)
-    vf = _body_motion(kin.ov, j, q.shape[0])
+    R, p = frame_placement_world(model, kin, f, j)
+    Jw = world_jacobian(model, kin, j)
+    dJw = motion_cross(kin.ov[:, model.tree.dof_joint], Jw)
+    vf = _body(kin.ov, j, kin.batch_size)[:, None]
     if reference is ReferenceFrame.WORLD:
         dJ = dJw
     elif reference is ReferenceFrame.LOCAL:
-        dJ = act_inv_motion(R, p, dJw - motion_cross(vf, Jw))
+        dJ = _express(dJw - motion_cross(vf, Jw), R, p, reference)
     else:
-        pdot = shift_motion(vf, p)[:, :3]
-        dJ = shift_motion(dJw, p)
-        dJ[..., :3] -= cross(pdot, Jw[..., 3:])
-    return unbatch(np.ascontiguousarray(dJ.transpose(1, 2, 0)), shape)
+        pdot = _express(vf, R, p, reference)[:3]
+        dJ = _express(dJw, R, p, reference)
+        dJ[:3] -= cross(pdot, Jw[3:])
+    return unbatch(_batch_first(dJ), shape)
 
 
 # ----------------------------------------------------------------------------- centre of mass
 
 
 def _mass_moments(model, kin):
-    """Body masses ``(n,)`` and first moments ``m_i c_i (n, B, 3)`` in the world."""
-    c = kin.op + rotate(kin.oR, model.body_com[:, None])
-    return model.body_mass, model.body_mass[:, None, None] * c
+    """Body masses ``(n,)`` and first moments ``m_i c_i (3, n, B)`` in the world."""
+    c = kin.op + matvec(kin.oR, model.body_com.T[..., None])
+    return model.body_mass, model.body_mass[:, None] * c
 
 
 def center_of_mass(model, q):
     """Position ``(..., 3)`` of the centre of mass in the world."""
     (q,), shape = batch(("q", q, model.nq))
     m, mc = _mass_moments(model, forward(model, q))
-    return unbatch(mc.sum(0) / m.sum(), shape)
+    return unbatch(_batch_first(mc.sum(1) / m.sum()), shape)
 
 
 def com_jacobian(model, q):
@@ -258,7 +283,7 @@ def com_jacobian(model, q):
     kin = forward(model, q)
     m, mc = _mass_moments(model, kin)
     t = model.tree
-    m_sub = (t.descendants @ m)[t.dof_joint]
-    mc_sub = tree_sum(t.descendants, mc)[t.dof_joint]
-    J = (m_sub[:, None, None] * kin.oS[..., :3] - cross(mc_sub, kin.oS[..., 3:])) / m.sum()
-    return unbatch(np.ascontiguousarray(J.transpose(1, 2, 0)), shape)
+    m_sub = (t.descendants @ m)[t.dof_joint][:, None]
+    mc_sub = tree_sum(t.descendants, mc)[:, t.dof_joint]
+    J = (m_sub * kin.oS[:3] - cross(mc_sub, kin.oS[3:])) / m.sum()
+    return unbatch(_batch_first(J), shape)

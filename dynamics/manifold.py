@@ -12,16 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import batch, unbatch
-from .spatial import quat_multiply, quat_conjugate, quat_to_rotation, rotate, rotate_t, skew
+from .spatial import eye, matmul, matvec, quat_conjugate, quat_multiply, quat_to_rotation, skew, transpose
 
 _SMALL = 1e-4  # below this rotation angle, Taylor series replace the closed forms
 
 
 def _coefficients(theta):
     """``(1 - cos)/t^2, (t - sin)/t^3`` and the two higher ones of the SE(3) Jacobian."""
-    t = np.where(theta < _SMALL, 1.0, theta)
-    t2 = theta * theta
     small = theta < _SMALL
+    t = np.where(small, 1.0, theta)
+    t2 = theta * theta
     a = np.where(small, 0.5 - t2 / 24, (1 - np.cos(t)) / t**2)
     b = np.where(small, 1 / 6 - t2 / 120, (t - np.sin(t)) / t**3)
     c = np.where(small, 1 / 24 - t2 / 720, (t**2 + 2 * np.cos(t) - 2) / (2 * t**4))
@@ -29,65 +29,67 @@ def _coefficients(theta):
     return a, b, c, d
 
 
-def _so3_jacobian(w, sign):
-    """Left (``sign=+1``) or right (``sign=-1``) Jacobian of the SO(3) exponential."""
-    a, b, _, _ = _coefficients(np.linalg.norm(w, axis=-1))
+def _so3_left_jacobian(w):
+    """Left Jacobian of the SO(3) exponential (its transpose is the right one)."""
+    a, b, _, _ = _coefficients(np.linalg.norm(w, axis=0))
     W = skew(w)
-    return np.eye(3) + sign * a[..., None, None] * W + b[..., None, None] * (W @ W)
+    return eye(3, w) + a * W + b * matmul(W, W)
 
 
 def exp6(nu):
-    """SE(3) exponential of twists ``(B, 6)``: ``(quaternion (B, 4), translation (B, 3))``."""
-    v, w = nu[..., :3], nu[..., 3:]
-    theta = np.linalg.norm(w, axis=-1)
-    half = np.where(theta < _SMALL, 0.5 - theta**2 / 48, np.sin(theta / 2) / np.where(theta < _SMALL, 1, theta))
-    quat = np.concatenate((half[..., None] * w, np.cos(theta / 2)[..., None]), axis=-1)
-    return quat, rotate(_so3_jacobian(w, +1.0), v)
+    """SE(3) exponential of twists ``(6, B)``: ``(quaternion (4, B), translation (3, B))``."""
+    v, w = nu[:3], nu[3:]
+    theta = np.linalg.norm(w, axis=0)
+    small = theta < _SMALL
+    half = np.where(small, 0.5 - theta**2 / 48, np.sin(theta / 2) / np.where(small, 1, theta))
+    quat = np.concatenate((half * w, np.cos(theta / 2)[None]))
+    return quat, matvec(_so3_left_jacobian(w), v)
 
 
 def log6(quat, p):
-    """SE(3) logarithm of placements given as quaternion and translation: twists ``(B, 6)``."""
-    quat = np.where(quat[..., 3:] < 0, -quat, quat)
-    s = np.linalg.norm(quat[..., :3], axis=-1)
-    theta = 2 * np.arctan2(s, quat[..., 3])
-    w = (np.where(s < 1e-12, 2 / quat[..., 3], theta / np.where(s < 1e-12, 1, s)))[..., None] * quat[..., :3]
-    t = np.where(theta < _SMALL, 1.0, theta)
-    c = np.where(theta < _SMALL, 1 / 12 + theta**2 / 720, (1 - t * np.sin(t) / (2 * (1 - np.cos(t)))) / t**2)
+    """SE(3) logarithm of placements given as quaternion ``(4, B)`` and translation ``(3, B)``."""
+    quat = np.where(quat[3] < 0, -quat, quat)
+    s = np.linalg.norm(quat[:3], axis=0)
+    tiny = s < 1e-12
+    theta = 2 * np.arctan2(s, quat[3])
+    w = np.where(tiny, 2 / quat[3], theta / np.where(tiny, 1, s)) * quat[:3]
+    small = theta < _SMALL
+    t = np.where(small, 1.0, theta)
+    c = np.where(small, 1 / 12 + theta**2 / 720, (1 - t * np.sin(t) / (2 * (1 - np.cos(t)))) / t**2)
     W = skew(w)
-    V_inv = np.eye(3) - 0.5 * W + c[..., None, None] * (W @ W)
-    return np.concatenate((rotate(V_inv, p), w), axis=-1)
+    V_inv = eye(3, w) - 0.5 * W + c * matmul(W, W)
+    return np.concatenate((matvec(V_inv, p), w))
 
 
 def jexp6(nu):
-    """Right Jacobian of the SE(3) exponential (``d exp6(nu + dnu) = exp6(nu) exp6(J dnu)``)."""
-    rho, phi = -nu[..., :3], -nu[..., 3:]  # right Jacobian = left Jacobian at -nu
-    a, b, c, d = (x[..., None, None] for x in _coefficients(np.linalg.norm(phi, axis=-1)))
+    """Right Jacobian ``(6, 6, B)`` of the SE(3) exponential: ``exp6(nu + dnu) = exp6(nu) exp6(J dnu)``."""
+    rho, phi = -nu[:3], -nu[3:]  # right Jacobian = left Jacobian at -nu
+    a, b, c, d = _coefficients(np.linalg.norm(phi, axis=0))
     P, R = skew(phi), skew(rho)
-    PR, RP, PRP = P @ R, R @ P, P @ R @ P
-    Q = 0.5 * R + b * (PR + RP + PRP) + c * (P @ PR + RP @ P - 3 * PRP) + d * (PRP @ P + P @ PRP)
-    J3 = _so3_jacobian(phi, +1.0)
-    out = np.zeros(nu.shape[:-1] + (6, 6))
-    out[..., :3, :3] = J3
-    out[..., 3:, 3:] = J3
-    out[..., :3, 3:] = Q
-    return out
+    PR, RP = matmul(P, R), matmul(R, P)
+    PRP = matmul(PR, P)
+    Q = 0.5 * R + b * (PR + RP + PRP) + c * (matmul(P, PR) + matmul(RP, P) - 3 * PRP) + d * (matmul(PRP, P) + matmul(P, PRP))
+    J3 = _so3_left_jacobian(phi)
+    return np.concatenate((np.concatenate((J3, Q), axis=1), np.concatenate((np.zeros_like(J3), J3), axis=1)))
 
 
 def _ad_inverse(quat, p):
-    """``Ad(M)^-1`` as a 6x6 matrix on (linear, angular) motions."""
-    Rt = np.swapaxes(quat_to_rotation(quat), -1, -2)
-    out = np.zeros(quat.shape[:-1] + (6, 6))
-    out[..., :3, :3] = Rt
-    out[..., 3:, 3:] = Rt
-    out[..., :3, 3:] = -Rt @ skew(p)
-    return out
+    """``Ad(M)^-1 (6, 6, B)`` on (linear, angular) motions."""
+    Rt = transpose(quat_to_rotation(quat))
+    return np.concatenate((np.concatenate((Rt, -matmul(Rt, skew(p))), axis=1), np.concatenate((np.zeros_like(Rt), Rt), axis=1)))
 
 
 def _relative(q0, q1):
-    """``M(q0)^-1 M(q1)`` of free-flyer configurations, as (quaternion, translation)."""
-    quat = quat_multiply(quat_conjugate(q0[..., 3:7]), q1[..., 3:7])
-    p = rotate_t(quat_to_rotation(q0[..., 3:7]), q1[..., :3] - q0[..., :3])
+    """``M(q0)^-1 M(q1)`` of free-flyer configurations ``(B, nq)``, as quaternion and translation."""
+    quat0 = q0[:, 3:7].T
+    quat = quat_multiply(quat_conjugate(quat0), q1[:, 3:7].T)
+    p = matvec(transpose(quat_to_rotation(quat0)), (q1[:, :3] - q0[:, :3]).T)
     return quat, p
+
+
+def _batch_first(A):
+    """``(6, 6, B) -> (B, 6, 6)``."""
+    return A.transpose(2, 0, 1)
 
 
 def neutral(model):
@@ -144,12 +146,13 @@ def integrate(model, q, v):
         cd, sd = np.cos(v[:, cv]), np.sin(v[:, cv])
         out[:, cq], out[:, cq + 1] = c * cd - s * sd, s * cd + c * sd
     if t.free_flyer:
-        quat_exp, p_exp = exp6(v[:, :6])
-        quat = quat_multiply(q[:, 3:7], quat_exp)
-        quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
-        quat = np.where(np.sum(quat * q[:, 3:7], -1, keepdims=True) < 0, -quat, quat)
-        out[:, :3] = q[:, :3] + rotate(quat_to_rotation(q[:, 3:7]), p_exp)
-        out[:, 3:7] = quat
+        quat0 = q[:, 3:7].T
+        quat_exp, p_exp = exp6(v[:, :6].T)
+        quat = quat_multiply(quat0, quat_exp)
+        quat /= np.linalg.norm(quat, axis=0)
+        quat = np.where(np.sum(quat * quat0, axis=0) < 0, -quat, quat)
+        out[:, :3] = q[:, :3] + matvec(quat_to_rotation(quat0), p_exp).T
+        out[:, 3:7] = quat.T
     return unbatch(out, shape)
 
 
@@ -165,7 +168,7 @@ def difference(model, q0, q1):
         c0, s0, c1, s1 = q0[:, cq], q0[:, cq + 1], q1[:, cq], q1[:, cq + 1]
         out[:, cv] = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
     if t.free_flyer:
-        out[:, :6] = log6(*_relative(q0, q1))
+        out[:, :6] = log6(*_relative(q0, q1)).T
     return unbatch(out, shape)
 
 
@@ -175,8 +178,9 @@ def integrate_jacobians(model, q, v):
     eye = np.broadcast_to(np.eye(model.nv), (q.shape[0], model.nv, model.nv))
     d_dq, d_dv = eye.copy(), eye.copy()
     if model.tree.free_flyer:
-        d_dq[:, :6, :6] = _ad_inverse(*exp6(v[:, :6]))
-        d_dv[:, :6, :6] = jexp6(v[:, :6])
+        nu = v[:, :6].T
+        d_dq[:, :6, :6] = _batch_first(_ad_inverse(*exp6(nu)))
+        d_dv[:, :6, :6] = _batch_first(jexp6(nu))
     return unbatch(d_dq, shape), unbatch(d_dv, shape)
 
 
@@ -187,7 +191,7 @@ def difference_jacobians(model, q0, q1):
     d_dq0, d_dq1 = -eye, eye.copy()
     if model.tree.free_flyer:
         quat, p = _relative(q0, q1)
-        jlog = np.linalg.inv(jexp6(log6(quat, p)))
+        jlog = np.linalg.inv(_batch_first(jexp6(log6(quat, p))))
         d_dq1[:, :6, :6] = jlog
-        d_dq0[:, :6, :6] = -jlog @ _ad_inverse(quat, p)
+        d_dq0[:, :6, :6] = -jlog @ _batch_first(_ad_inverse(quat, p))
     return unbatch(d_dq0, shape), unbatch(d_dq1, shape)

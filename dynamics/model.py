@@ -14,10 +14,9 @@ import difflib
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import ModelError, UnknownNameError
-from .spatial import inertia_from_matrix, inertia_matrix, rotation_about
+from .spatial import rigid_from_com, rigid_to_com, rotation_about
 from .urdf import Urdf
 
 FREE_FLYER, REVOLUTE, CONTINUOUS, PRISMATIC = "free_flyer", "revolute", "continuous", "prismatic"
@@ -38,9 +37,9 @@ class Tree:
 
     ``support[i, k] = 1`` when dof ``k`` moves body ``i`` (its joint is ``i`` or an ancestor);
     ``descendants[j, i] = 1`` when body ``i`` is in the subtree of joint ``j``;
-    ``pair_*``: the nonzeros of ``support`` as (body, dof) pairs, the sparsity of every
-    derivative of body quantities with respect to q and v; ``pair_subtree`` sums pair
-    quantities over subtrees, ``pair_index[i, k]`` locates a pair (``-1`` if none).
+    ``owner[i, k] = 1`` when dof ``k`` belongs to joint ``i``. Masks over (dof ``l``, dof ``k``):
+    ``lower`` when ``k`` moves the body of ``l`` (the sparsity of the lower triangle of M),
+    ``below`` when ``l`` moves the body of ``k`` and the two belong to different joints.
     """
 
     levels: tuple  # joints grouped by depth, root level first
@@ -48,10 +47,10 @@ class Tree:
     dof_parent: np.ndarray  # parent joint of the joint of each dof (-1: universe)
     support: np.ndarray
     descendants: np.ndarray
-    pair_body: np.ndarray
-    pair_dof: np.ndarray
-    pair_index: np.ndarray
-    pair_subtree: sp.csr_matrix
+    owner: np.ndarray
+    lower: np.ndarray
+    below: np.ndarray
+    motion_subspace: np.ndarray  # (6, nv, 1) joint motion subspace columns, in the joint frame
     # joints (and their first configuration index) grouped by type
     revolute: np.ndarray
     revolute_q: np.ndarray
@@ -60,13 +59,6 @@ class Tree:
     prismatic: np.ndarray
     prismatic_q: np.ndarray
     free_flyer: bool  # joint 0 is a free flyer (the only multi-dof joint liftoff supports)
-    motion_subspace: np.ndarray  # (nv, 6) joint motion subspace columns, in the joint frame
-    lower_l: np.ndarray  # (l, k) with dof k moving the body of dof l: the lower triangle of M
-    lower_k: np.ndarray
-    lower_pair: np.ndarray  # pair (joint of l, k)
-    below_l: np.ndarray  # (l, k) with the joint of k a strict descendant of the joint of l
-    below_k: np.ndarray
-    below_pair: np.ndarray  # pair (joint of k, k)
 
 
 def _tree(parents, nvs, types, idx_q, axis) -> Tree:
@@ -81,18 +73,7 @@ def _tree(parents, nvs, types, idx_q, axis) -> Tree:
         if parents[i] >= 0:
             ancestors[i] |= ancestors[parents[i]]
     support = ancestors[:, dof_joint]
-    pair_body, pair_dof = np.nonzero(support)
-    pair_index = -np.ones((n, len(dof_joint)), dtype=int)
-    pair_index[pair_body, pair_dof] = np.arange(len(pair_body))
-    # (j, k) <- (i, k) for every body i in the subtree of j
-    rows, cols = [], []
-    for p, (i, k) in enumerate(zip(pair_body, pair_dof)):
-        for j in np.flatnonzero(ancestors[i]):
-            if pair_index[j, k] >= 0:
-                rows.append(pair_index[j, k])
-                cols.append(p)
-    P = len(pair_body)
-    subtree = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(P, P))
+    lower = support[dof_joint]
     S = np.zeros((len(dof_joint), 6))
     for i, t in enumerate(types):
         k = int(np.flatnonzero(dof_joint == i)[0])
@@ -102,34 +83,27 @@ def _tree(parents, nvs, types, idx_q, axis) -> Tree:
             S[k, :3] = axis[i]
         else:
             S[k, 3:] = axis[i]
-    lower_l, lower_k = np.nonzero(support[dof_joint])
-    below_k, below_l = np.nonzero(support[dof_joint] & (dof_joint[:, None] != dof_joint[None, :]))
+
+    def group(kind, q=False):
+        return _frozen([idx_q[i] if q else i for i, t in enumerate(types) if t == kind], int)
+
     return Tree(
         levels=levels,
         dof_joint=_frozen(dof_joint, int),
         dof_parent=_frozen(np.asarray(parents, int)[dof_joint], int),
         support=_frozen(support),
         descendants=_frozen(ancestors.T),
-        pair_body=_frozen(pair_body, int),
-        pair_dof=_frozen(pair_dof, int),
-        pair_index=_frozen(pair_index, int),
-        pair_subtree=subtree,
-        **{
-            group: _frozen([i for i, t in enumerate(types) if t == kind], int)
-            for group, kind in (("revolute", REVOLUTE), ("continuous", CONTINUOUS), ("prismatic", PRISMATIC))
-        },
-        **{
-            group + "_q": _frozen([idx_q[i] for i, t in enumerate(types) if t == kind], int)
-            for group, kind in (("revolute", REVOLUTE), ("continuous", CONTINUOUS), ("prismatic", PRISMATIC))
-        },
+        owner=_frozen(dof_joint[None, :] == np.arange(n)[:, None]),
+        lower=_frozen(lower, bool),
+        below=_frozen(lower.T & (dof_joint[:, None] != dof_joint[None, :]), bool),
+        motion_subspace=_frozen(S.T[..., None]),
+        revolute=group(REVOLUTE),
+        revolute_q=group(REVOLUTE, True),
+        continuous=group(CONTINUOUS),
+        continuous_q=group(CONTINUOUS, True),
+        prismatic=group(PRISMATIC),
+        prismatic_q=group(PRISMATIC, True),
         free_flyer=bool(types) and types[0] == FREE_FLYER,
-        motion_subspace=_frozen(S),
-        lower_l=_frozen(lower_l, int),
-        lower_k=_frozen(lower_k, int),
-        lower_pair=_frozen(pair_index[dof_joint[lower_l], lower_k], int),
-        below_l=_frozen(below_l, int),
-        below_k=_frozen(below_k, int),
-        below_pair=_frozen(pair_index[dof_joint[below_k], below_k], int),
     )
 
 
@@ -228,14 +202,15 @@ class _Builder:
 
     def _add_joint(self, name, kind, parent, R, p, axis, urdf_joint):
         self.joints.append(dict(name=name, type=kind, parent=parent, R=R, p=p, axis=axis, urdf=urdf_joint))
-        self.inertias.append(np.zeros((6, 6)))
+        self.inertias.append((0.0, np.zeros(3), np.zeros((3, 3))))
         self.frames.append((name, "joint", len(self.joints) - 1, np.eye(3), np.zeros(3)))
 
     def _add_body(self, link_name, joint, R, p):
         self.frames.append((link_name, "body", joint, R, p))
         link = self.urdf.links[link_name]
         if joint >= 0 and link.mass > 0:
-            self.inertias[joint] += inertia_matrix(np.array(link.mass), R @ link.com + p, R @ link.inertia @ R.T)
+            added = rigid_from_com(link.mass, R @ link.com + p, R @ link.inertia @ R.T)
+            self.inertias[joint] = tuple(x + y for x, y in zip(self.inertias[joint], added))
 
     def _visit(self, link_name, joint, R, p):
         """Add ``link_name``, placed at ``(R, p)`` in the frame of ``joint``, and its subtree."""
@@ -295,7 +270,11 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
             effort.append(uj.effort)
     idx_q = np.concatenate(([0], np.cumsum(nqs)[:-1])) if n else np.zeros(0, int)
     idx_v = np.concatenate(([0], np.cumsum(nvs)[:-1])) if n else np.zeros(0, int)
-    mass, com, inertia = inertia_from_matrix(np.array(b.inertias).reshape(n, 6, 6))
+    mass = np.array([m for m, _, _ in b.inertias])
+    mc = np.array([x for _, x, _ in b.inertias]).reshape(n, 3).T
+    Io = np.array([x for _, _, x in b.inertias]).reshape(n, 3, 3).transpose(1, 2, 0)
+    mass, com, inertia = rigid_to_com(mass, mc, Io)
+    com, inertia = com.T, inertia.transpose(2, 0, 1)
     frames = b.frames
     return Model(
         name=name or urdf.name,

@@ -5,19 +5,25 @@ the force on each body is ``of_i = I_i oa_i + ov_i x* I_i ov_i - fext_i`` (gravi
 as the acceleration ``-g`` of the universe), the force transmitted by joint ``j`` is the
 subtree sum ``oF_j = sum_{i in subtree(j)} of_i`` and ``tau_k = oS_k . oF_joint(k)``.
 
-Derivatives (Carpentier & Mansard's analytical RNEA derivatives, written for pairs): a
-tangent perturbation of dof ``k`` rigidly rotates every body of its subtree by ``oS_k``,
-so for each pair (body ``i``, dof ``k``) with ``k`` in the support of ``i``
+Derivatives (the analytical RNEA derivatives of Carpentier & Mansard, in world
+coordinates). A tangent perturbation of dof ``k`` rigidly rotates its subtree by ``oS_k``;
+what does not rotate is the motion of the parent ``lambda(k)`` of its joint. With
+``u_k = ov_lambda(k) x oS_k``, for a body ``i`` moved by ``k``:
 
-    d ov_i/dq_k = oS_k x ov_i + dv,   dv = -oS_k x ov_lambda(k)
-    d oa_i/dq_k = oS_k x oa_i + da,   da = -oS_k x oa_lambda(k) + (ov_lambda(k) x oS_k) x (ov_i - ov_lambda(k))
-    d of_i/dq_k = oS_k x* of_i + I_i da + dv x* I_i ov_i + ov_i x* I_i dv
+    d ov_i/dq_k = oS_k x ov_i + u_k
+    d oa_i/dq_k = oS_k x oa_i + alpha_k - ov_i x u_k,   alpha_k = -oS_k x oa_lambda(k) - u_k x ov_lambda(k)
+    d of_i/dq_k = oS_k x* of_i + I_i alpha_k + BC_i u_k + u_k x* h_i
+    d oa_i/dv_k = beta_k - ov_i x oS_k,                  beta_k = u_k - oS_k x ov_joint(k)
+    d of_i/dv_k = I_i beta_k + BC_i oS_k + oS_k x* h_i
 
-(``lambda(k)``: parent of the joint of ``k``), and with respect to velocities
-``d oa_i/dv_k = ov_lambda(k) x oS_k + oS_k x (ov_i - ov_joint(k))``. Subtree sums of these
-pair quantities give ``d oF_j``, and ``dtau_l/dq_k = oS_l . d oF_joint(l)/dq_k +
-(oS_k x oS_l) . oF_joint(l)`` when ``k`` supports ``l``, ``oS_l . d oF_joint(k)/dq_k`` when
-``k`` is below ``l``. No loop over joints: every step is one array operation over pairs.
+where ``h_i = I_i ov_i`` and ``BC_i = [ov_i x*] I_i - I_i [ov_i x]``, which for a rigid
+inertia is ``[[0, -[h_lin]x], [[h_lin]x, Z + Z^T]]`` with ``Z = [w]x Io - [v]x [mc]x``.
+Summed over a subtree these need only composites (subtree sums of ``I``, ``Z + Z^T``,
+``h`` and ``of``). For ``k`` moving the body of ``l`` the rotation cancels in
+``tau_l = oS_l . oF`` and ``dtau_l/dq_k = (Yc oS_l) . alpha_k + R_l . u_k`` with
+``R_l = BCc oS_l - oS_l x* Hc`` (composites at the joint of ``l``): products of
+``(nv x 6)`` by ``(6 x nv)`` matrices. For ``l`` above ``k``, ``dtau_l/dq_k = oS_l . G_k``
+with ``G_k`` the subtree derivative of the force at the joint of ``k``.
 """
 
 from __future__ import annotations
@@ -27,14 +33,14 @@ import numpy as np
 from .batch import batch, unbatch
 from .errors import DimensionError
 from .kinematics import forward, tree_sum
-from .spatial import act_force, force_cross, inertia_apply, inertia_matrix, motion_cross
+from .spatial import act_force, cross, dot, force_cross, matmul, matvec, motion_cross, rigid_apply, rigid_from_com, skew, transpose
 
 
 def world_inertias(model, kin):
-    """Body inertias in the world: mass ``(n, 1)``, centre of mass ``(n, B, 3)``, ``Ic (n, B, 3, 3)``."""
-    c = kin.op + np.einsum("nbij,nj->nbi", kin.oR, model.body_com)
-    Ic = kin.oR @ model.body_inertia[:, None] @ np.swapaxes(kin.oR, -1, -2)
-    return model.body_mass[:, None], c, Ic
+    """Body inertias about the world origin: mass ``(n, 1)``, ``mc (3, n, B)``, ``Io (3, 3, n, B)``."""
+    c = kin.op + matvec(kin.oR, model.body_com.T[..., None])
+    Ic = matmul(matmul(kin.oR, model.body_inertia.transpose(1, 2, 0)[..., None]), transpose(kin.oR))
+    return rigid_from_com(model.body_mass[:, None], c, Ic)
 
 
 def fext_batch(model, fext):
@@ -45,27 +51,29 @@ def fext_batch(model, fext):
     return fext.reshape(fext.shape[:-2] + (model.njoints * 6,))
 
 
-def _external(model, kin, fext):
-    """External forces given per joint in its LOCAL frame, moved to the world: ``(n, B, 6)``."""
-    f = fext.reshape(fext.shape[0], model.njoints, 6).transpose(1, 0, 2)
-    return act_force(kin.oR, kin.op, f)
-
-
 def body_forces(model, kin, inertia, fext=None):
-    """``of_i = I_i oa_i + ov_i x* I_i ov_i - fext_i`` and the momenta ``h_i = I_i ov_i``."""
-    h = inertia_apply(*inertia, kin.ov)
-    of = inertia_apply(*inertia, kin.oa) + force_cross(kin.ov, h)
+    """``of_i = I_i oa_i + ov_i x* I_i ov_i - fext_i`` and the momenta ``h_i = I_i ov_i``.
+
+    ``fext``: ``(B, njoints * 6)`` forces in the LOCAL joint frames."""
+    h = rigid_apply(*inertia, kin.ov)
+    of = rigid_apply(*inertia, kin.oa) + force_cross(kin.ov, h)
     if fext is not None:
-        of = of - _external(model, kin, fext)
+        of = of - act_force(kin.oR, kin.op, fext.reshape(-1, model.njoints, 6).transpose(2, 1, 0))
     return of, h
 
 
-def _inputs(model, q, v, a, fext):
-    specs = [("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv)]
+def inputs(model, q, v, x, fext, x_name="a"):
+    """Validated ``(B, .)`` arrays ``q, v, x`` (acceleration or torque) and ``fext`` (or None)."""
+    specs = [("q", q, model.nq), ("v", v, model.nv), (x_name, x, model.nv)]
     if fext is not None:
         specs.append(("fext", fext_batch(model, fext), model.njoints * 6))
     arrays, shape = batch(*specs)
     return arrays + [None] * (4 - len(arrays)), shape
+
+
+def _torques(model, kin, of):
+    oF = tree_sum(model.tree.descendants, of)
+    return dot(kin.oS, oF[:, model.tree.dof_joint])
 
 
 def rnea(model, q, v, a, fext=None):
@@ -74,12 +82,10 @@ def rnea(model, q, v, a, fext=None):
     ``fext`` (optional): ``(..., njoints, 6)`` forces applied to each joint's body,
     expressed in that joint's LOCAL frame (Pinocchio's ``fext`` without the universe).
     """
-    (q, v, a, fext), shape = _inputs(model, q, v, a, fext)
+    (q, v, a, fext), shape = inputs(model, q, v, a, fext)
     kin = forward(model, q, v, a, gravity=True)
     of, _ = body_forces(model, kin, world_inertias(model, kin), fext)
-    oF = tree_sum(model.tree.descendants, of)
-    tau = np.sum(kin.oS * oF[model.tree.dof_joint], axis=-1)
-    return unbatch(tau.T, shape)
+    return unbatch(_torques(model, kin, of).T, shape)
 
 
 def nonlinear_effects(model, q, v):
@@ -92,21 +98,44 @@ def generalized_gravity(model, q):
     return rnea(model, q, np.zeros(model.nv), np.zeros(model.nv))
 
 
-def mass_matrix(model, kin):
-    """Joint-space inertia ``M (B, nv, nv)`` from world kinematics.
+def _pairwise(X, Y):
+    """``out[b, l, k] = X[:, l, b] . Y[:, k, b]`` for ``(c, nv, B)`` arrays."""
+    return np.matmul(X.transpose(2, 1, 0), Y.transpose(2, 0, 1))
 
-    World composite inertias are plain subtree sums; ``M[k, l] = oS_k . Yc_joint(l) oS_l``
-    for ``k`` in the support of ``l`` (and symmetric).
-    """
+
+def _lower_and_below(model, lower, below):
+    """Assemble ``(B, nv, nv)`` from its entries on the ``lower`` and ``below`` masks."""
     t = model.tree
-    Y = inertia_matrix(*world_inertias(model, kin))
-    Yc = tree_sum(t.descendants, Y)
-    F = (Yc[t.dof_joint] @ kin.oS[..., None])[..., 0]
-    values = np.sum(kin.oS[t.lower_k] * F[t.lower_l], axis=-1)
-    M = np.zeros((model.nv, model.nv, kin.oS.shape[1]))
-    M[t.lower_l, t.lower_k] = values
-    M[t.lower_k, t.lower_l] = values
-    return M.transpose(2, 0, 1)
+    return np.where(t.lower, lower, np.where(t.below, below, 0.0))
+
+
+def _composites(model, *arrays):
+    """Subtree sums of ``(..., n, B)`` arrays, taken at the joint of each dof: ``(..., nv, B)``."""
+    t = model.tree
+    sizes = [int(np.prod(x.shape[:-2])) for x in arrays]
+    stacked = np.concatenate([x.reshape(-1, *x.shape[-2:]) for x in arrays])
+    summed = tree_sum(t.descendants, stacked)[:, t.dof_joint]
+    parts = np.split(summed, np.cumsum(sizes)[:-1])
+    return [p.reshape(x.shape[:-2] + p.shape[-2:]) for p, x in zip(parts, arrays)]
+
+
+def _composite_mass(model):
+    """Mass of the subtree of the joint of each dof, ``(nv, 1)``."""
+    return (model.tree.descendants @ model.body_mass)[model.tree.dof_joint][:, None]
+
+
+def mass_matrix(model, kin):
+    """Joint-space inertia ``M (B, nv, nv)``: ``M[l, k] = oS_k . Yc_joint(l) oS_l`` for ``k`` moving ``l``.
+
+    World composite inertias ``Yc`` are plain subtree sums."""
+    _, mc, Io = world_inertias(model, kin)
+    F = rigid_apply(_composite_mass(model), *_composites(model, mc, Io), kin.oS)
+    return _symmetric_from_lower(model, _pairwise(F, kin.oS))
+
+
+def _symmetric_from_lower(model, X):
+    t = model.tree
+    return np.where(t.lower, X, np.where(t.lower.T, X.swapaxes(-1, -2), 0.0))
 
 
 def crba(model, q):
@@ -115,54 +144,37 @@ def crba(model, q):
     return unbatch(mass_matrix(model, forward(model, q)), shape)
 
 
-def _pair_force_derivatives(model, kin, inertia, of, h):
-    """``d of_i/dq_k`` and ``d of_i/dv_k`` for every (body i, dof k) pair: ``(P, B, 6)`` each."""
-    t = model.tree
-    pb, pk = t.pair_body, t.pair_dof
-    mass, c, Ic = inertia
-    Ip = (mass[pb], c[pb], Ic[pb])
-    S = kin.oS[pk]
-    v_i = kin.ov[pb]
-    v_par = kin.parent_velocity(model)[pk]
-    a_par = kin.parent_acceleration(model)[pk]
-    h_i = h[pb]
-    dv = -motion_cross(S, v_par)
-    da = -motion_cross(S, a_par) + motion_cross(motion_cross(v_par, S), v_i - v_par)
-    df_dq = force_cross(S, of[pb]) + inertia_apply(*Ip, da) + force_cross(dv, h_i) + force_cross(v_i, inertia_apply(*Ip, dv))
-    da_dv = motion_cross(v_par, S) + motion_cross(S, v_i - kin.ov[t.dof_joint[pk]])
-    df_dv = inertia_apply(*Ip, da_dv) + force_cross(S, h_i) + force_cross(v_i, inertia_apply(*Ip, S))
-    return df_dq, df_dv
-
-
-def _torque_derivative(model, kin, dF, oF=None):
-    """Assemble ``dtau (nv, nv, B)`` from subtree force derivatives over pairs ``dF (P, B, 6)``.
-
-    ``oF`` adds the rotation of ``oS_l`` itself (the q derivative)."""
-    t = model.tree
-    S = kin.oS
-    out = np.zeros((model.nv, model.nv, S.shape[1]))
-    lower = np.sum(S[t.lower_l] * dF[t.lower_pair], axis=-1)
-    if oF is not None:
-        lower += np.sum(motion_cross(S[t.lower_k], S[t.lower_l]) * oF[t.dof_joint[t.lower_l]], axis=-1)
-    out[t.lower_l, t.lower_k] = lower
-    out[t.below_l, t.below_k] = np.sum(S[t.below_l] * dF[t.below_pair], axis=-1)
-    return out.transpose(2, 0, 1)
-
-
 def rnea_derivatives(model, q, v, a, fext=None):
     """Partial derivatives of :func:`rnea`: ``(dtau_dq, dtau_dv, dtau_da)``, each ``(..., nv, nv)``.
 
     ``dtau_dq`` is with respect to tangent perturbations of ``q`` (``integrate(q, dq)``);
     ``dtau_da = M(q)``. ``fext`` is held fixed in the LOCAL frames of the joints.
     """
-    (q, v, a, fext), shape = _inputs(model, q, v, a, fext)
+    (q, v, a, fext), shape = inputs(model, q, v, a, fext)
     kin = forward(model, q, v, a, gravity=True)
+    t = model.tree
     inertia = world_inertias(model, kin)
     of, h = body_forces(model, kin, inertia, fext)
-    t = model.tree
-    oF = tree_sum(t.descendants, of)
-    df_dq, df_dv = _pair_force_derivatives(model, kin, inertia, of, h)
-    dtau_dq = _torque_derivative(model, kin, tree_sum(t.pair_subtree, df_dq), oF)
-    dtau_dv = _torque_derivative(model, kin, tree_sum(t.pair_subtree, df_dv))
-    M = mass_matrix(model, kin)
+    _, mc, Io = inertia
+    Z = matmul(skew(kin.ov[3:]), Io) - matmul(skew(kin.ov[:3]), skew(mc))
+    mc_c, Io_c, X_c, H_c, oF = _composites(model, mc, Io, Z + transpose(Z), h, of)
+    Yc = (_composite_mass(model), mc_c, Io_c)
+    Hl, Ha = H_c[:3], H_c[3:]
+
+    def bc_plus_cross(x):  # BCc x + x x* Hc
+        return np.concatenate((2 * cross(x[3:], Hl), matvec(X_c, x[3:]) + cross(x[3:], Ha)))
+
+    S = kin.oS
+    v_par, a_par = kin.parent_velocity(model), kin.parent_acceleration(model)
+    u = motion_cross(v_par, S)
+    alpha = -motion_cross(S, a_par) - motion_cross(u, v_par)
+    beta = u - motion_cross(S, kin.ov[:, t.dof_joint])
+    F = rigid_apply(*Yc, S)  # the CRBA columns
+    R = np.concatenate((np.zeros_like(S[:3]), 2 * cross(Hl, S[:3]) + matvec(X_c, S[3:]) - cross(S[3:], Ha)))
+    G_q = rigid_apply(*Yc, alpha) + bc_plus_cross(u) + force_cross(S, oF)
+    G_v = rigid_apply(*Yc, beta) + bc_plus_cross(S)
+    FR = np.concatenate((F, R))
+    dtau_dq = _lower_and_below(model, _pairwise(FR, np.concatenate((alpha, u))), _pairwise(S, G_q))
+    dtau_dv = _lower_and_below(model, _pairwise(FR, np.concatenate((beta, S))), _pairwise(S, G_v))
+    M = _symmetric_from_lower(model, _pairwise(F, S))
     return unbatch(dtau_dq, shape), unbatch(dtau_dv, shape), unbatch(M, shape)

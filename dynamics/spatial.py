@@ -1,4 +1,10 @@
-"""Spatial algebra on batched arrays (component axis last).
+"""Spatial algebra on arrays with the components FIRST.
+
+A 3-vector array has shape ``(3, ...)``, a spatial vector ``(6, ...)``, a rotation
+``(3, 3, ...)``, a 6x6 matrix ``(6, 6, ...)``; the trailing axes (bodies, batch) are
+what numpy vectorizes over. This "structure of arrays" layout keeps every component a
+contiguous block, which makes the many tiny 3x3 and 6x6 products of rigid-body algorithms
+run at array speed instead of per-matrix speed.
 
 Conventions (Pinocchio's): a motion vector is ``m = (v, w)`` (linear, angular), a force
 vector is ``f = (f, n)`` (linear, angular). A placement ``M = (R, p)`` maps coordinates of
@@ -7,10 +13,8 @@ its frame to the world; its actions are
     Ad(M) m  = (R v + p x R w, R w)             (motion)
     Ad*(M) f = (R f, R n + p x R f)             (force)
 
-``m1 x m2`` is the motion cross product and ``m x* f`` its dual on forces. A rigid-body
-inertia in world coordinates is kept as ``(mass, c, Ic)``: mass, centre of mass, rotational
-inertia about the centre of mass in world axes; ``I m = (mass (v - c x w), c x mass (v - c x w) + Ic w)``.
-Every function broadcasts over leading axes.
+``m1 x m2`` is the motion cross product and ``m x* f`` its dual on forces. Rigid-body
+inertias are kept about the origin of their coordinates (see :func:`rigid_apply`).
 """
 
 from __future__ import annotations
@@ -19,131 +23,143 @@ import numpy as np
 
 
 def cross(a, b):
-    """3-vector cross product over the last axis (faster than ``np.cross`` on small axes)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+    """3-vector cross product ``a x b``."""
+    return np.stack((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+
+
+def dot(a, b):
+    """Inner product over the component axis."""
+    return np.einsum("i...,i...->...", a, b)
 
 
 def skew(w):
-    """The matrix ``[w]x`` such that ``[w]x u = w x u``; shape ``(..., 3, 3)``."""
-    z = np.zeros_like(w[..., 0])
-    return np.stack(
-        (
-            np.stack((z, -w[..., 2], w[..., 1]), axis=-1),
-            np.stack((w[..., 2], z, -w[..., 0]), axis=-1),
-            np.stack((-w[..., 1], w[..., 0], z), axis=-1),
-        ),
-        axis=-2,
-    )
+    """The matrix ``[w]x`` (``[w]x u = w x u``), shape ``(3, 3, ...)``."""
+    z = np.zeros_like(w[0])
+    return np.stack((np.stack((z, -w[2], w[1])), np.stack((w[2], z, -w[0])), np.stack((-w[1], w[0], z))))
 
 
-def rotate(R, x):
-    """``R x`` for stacks of 3x3 matrices and 3-vectors."""
-    return np.einsum("...ij,...j->...i", R, x)
+def matmul(A, B):
+    """Product of matrix arrays ``(i, j, ...) (j, k, ...) -> (i, k, ...)``."""
+    return np.einsum("ij...,jk...->ik...", A, B)
 
 
-def rotate_t(R, x):
-    """``R^T x``."""
-    return np.einsum("...ji,...j->...i", R, x)
+def matvec(A, x):
+    """``A x`` for ``(i, j, ...)`` matrices and ``(j, ...)`` vectors."""
+    return np.einsum("ij...,j...->i...", A, x)
+
+
+def transpose(A):
+    return A.swapaxes(0, 1)
+
+
+def eye(n, like):
+    """Identity matrices ``(n, n) + like.shape[...]`` broadcast over trailing axes of ``like``."""
+    return np.eye(n).reshape((n, n) + (1,) * (like.ndim - 1)) * np.ones(like.shape[1:])
 
 
 def motion_cross(m1, m2):
     """Spatial motion cross product ``m1 x m2``."""
-    v1, w1 = m1[..., :3], m1[..., 3:]
-    v2, w2 = m2[..., :3], m2[..., 3:]
-    return np.concatenate((cross(w1, v2) + cross(v1, w2), cross(w1, w2)), axis=-1)
+    v1, w1, v2, w2 = m1[:3], m1[3:], m2[:3], m2[3:]
+    return np.concatenate((cross(w1, v2) + cross(v1, w2), cross(w1, w2)))
 
 
 def force_cross(m, f):
     """Dual cross product ``m x* f``."""
-    v, w = m[..., :3], m[..., 3:]
-    lin, ang = f[..., :3], f[..., 3:]
-    return np.concatenate((cross(w, lin), cross(w, ang) + cross(v, lin)), axis=-1)
+    v, w, lin, ang = m[:3], m[3:], f[:3], f[3:]
+    return np.concatenate((cross(w, lin), cross(w, ang) + cross(v, lin)))
 
 
 def act_motion(R, p, m):
     """``Ad(M) m``."""
-    w = rotate(R, m[..., 3:])
-    return np.concatenate((rotate(R, m[..., :3]) + cross(p, w), w), axis=-1)
+    w = matvec(R, m[3:])
+    return np.concatenate((matvec(R, m[:3]) + cross(p, w), w))
 
 
 def act_inv_motion(R, p, m):
     """``Ad(M)^-1 m``."""
-    v, w = m[..., :3], m[..., 3:]
-    return np.concatenate((rotate_t(R, v - cross(p, w)), rotate_t(R, w)), axis=-1)
+    Rt = transpose(R)
+    return np.concatenate((matvec(Rt, m[:3] - cross(p, m[3:])), matvec(Rt, m[3:])))
 
 
 def act_force(R, p, f):
-    """``Ad*(M) f``: a force given in the frame of ``M`` expressed in the world."""
-    lin = rotate(R, f[..., :3])
-    return np.concatenate((lin, rotate(R, f[..., 3:]) + cross(p, lin)), axis=-1)
+    """``Ad*(M) f``: a force given in the frame of ``M``, expressed in the world."""
+    lin = matvec(R, f[:3])
+    return np.concatenate((lin, matvec(R, f[3:]) + cross(p, lin)))
 
 
 def shift_motion(m, p):
     """A motion given at the origin, expressed at point ``p`` (same axes)."""
-    v, w = m[..., :3], m[..., 3:]
-    return np.concatenate((v - cross(p, w), w), axis=-1)
+    return np.concatenate((m[:3] - cross(p, m[3:]), m[3:]))
 
 
-def inertia_apply(mass, c, Ic, m):
-    """Apply the world inertia ``(mass, c, Ic)`` to motion ``m``; ``mass`` has no trailing axis."""
-    v, w = m[..., :3], m[..., 3:]
-    lin = mass[..., None] * (v - cross(c, w))
-    return np.concatenate((lin, cross(c, lin) + rotate(Ic, w)), axis=-1)
+def rigid_apply(mass, mc, Io, m):
+    """Apply the rigid inertia ``(mass, mc, Io)`` to the motion ``m``.
+
+    The inertia is kept about the world origin: mass, first moment ``mc = mass c``, and
+    rotational inertia ``Io = Ic + mass (|c|^2 1 - c c^T)``; these add up over bodies.
+    ``I m = (mass v - mc x w, mc x v + Io w)``.
+    """
+    v, w = m[:3], m[3:]
+    return np.concatenate((mass * v - cross(mc, w), cross(mc, v) + matvec(Io, w)))
 
 
-def inertia_matrix(mass, c, Ic):
-    """The 6x6 matrix of the inertia ``(mass, c, Ic)`` in (linear, angular) ordering."""
-    mc = mass[..., None, None] * skew(c)
-    eye = np.broadcast_to(np.eye(3), Ic.shape) * mass[..., None, None]
-    top = np.concatenate((eye, -mc), axis=-1)
-    bottom = np.concatenate((mc, Ic - mc @ skew(c)), axis=-1)
-    return np.concatenate((top, bottom), axis=-2)
+def rigid_from_com(mass, c, Ic):
+    """``(mass, mc, Io)`` of a body given by its mass, centre of mass and inertia about it."""
+    mc = mass * c
+    return mass, mc, Ic + mass * (dot(c, c) * eye(3, c) - c[:, None] * c[None, :])
 
 
-def inertia_from_matrix(Y):
-    """Inverse of :func:`inertia_matrix`: ``(mass, c, Ic)`` from a 6x6 spatial inertia."""
-    mass = Y[..., 0, 0]
-    mc = Y[..., 3:, :3]
-    safe = np.where(mass > 0, mass, 1.0)
-    c = np.stack((mc[..., 2, 1], mc[..., 0, 2], mc[..., 1, 0]), axis=-1) / safe[..., None]
-    Ic = Y[..., 3:, 3:] + mc @ skew(c)
-    return mass, c, Ic
+def rigid_to_com(mass, mc, Io):
+    """Inverse of :func:`rigid_from_com`: ``(mass, c, Ic)`` (``c = 0`` for a massless body)."""
+    c = mc / np.where(mass > 0, mass, 1.0)
+    return mass, c, Io - mass * (dot(c, c) * eye(3, c) - c[:, None] * c[None, :])
+
+
+def rigid_matrix(mass, mc, Io):
+    """The 6x6 matrix ``(6, 6, ...)`` of a rigid inertia, (linear, angular) order."""
+    C = skew(mc)
+    top = np.concatenate((mass * eye(3, mc), -C), axis=1)
+    return np.concatenate((top, np.concatenate((C, Io), axis=1)))
+
+
+def motion_matrix(m):
+    """The 6x6 matrix of ``x -> m x x``."""
+    W, V = skew(m[3:]), skew(m[:3])
+    return np.concatenate((np.concatenate((W, V), axis=1), np.concatenate((np.zeros_like(W), W), axis=1)))
+
+
+def force_matrix(m):
+    """The 6x6 matrix of ``f -> m x* f`` (minus the transpose of :func:`motion_matrix`)."""
+    W, V = skew(m[3:]), skew(m[:3])
+    return np.concatenate((np.concatenate((W, np.zeros_like(W)), axis=1), np.concatenate((V, W), axis=1)))
 
 
 def rotation_about(axis, cos, sin):
     """Rotation of angle ``atan2(sin, cos)`` about the unit ``axis`` (Rodrigues)."""
     K = skew(axis)
-    return (
-        np.eye(3)
-        + sin[..., None, None] * K
-        + (1.0 - cos)[..., None, None] * (K @ K)
-    )
+    return np.eye(3).reshape((3, 3) + (1,) * (K.ndim - 2)) + sin * K + (1.0 - cos) * matmul(K, K)
 
 
 def quat_to_rotation(quat):
     """Rotation matrix of a unit quaternion stored ``(x, y, z, w)``."""
-    x, y, z, w = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
+    x, y, z, w = quat
     return np.stack(
         (
-            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)), axis=-1),
-            np.stack((2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)), axis=-1),
-            np.stack((2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)), axis=-1),
-        ),
-        axis=-2,
+            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w))),
+            np.stack((2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w))),
+            np.stack((2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))),
+        )
     )
 
 
 def quat_multiply(a, b):
     """Hamilton product ``a * b`` of quaternions stored ``(x, y, z, w)``."""
-    av, aw = a[..., :3], a[..., 3:]
-    bv, bw = b[..., :3], b[..., 3:]
-    return np.concatenate((aw * bv + bw * av + cross(av, bv), aw * bw - np.sum(av * bv, -1, keepdims=True)), axis=-1)
+    av, aw, bv, bw = a[:3], a[3], b[:3], b[3]
+    return np.concatenate((aw * bv + bw * av + cross(av, bv), (aw * bw - dot(av, bv))[None]))
 
 
 def quat_conjugate(q):
-    return np.concatenate((-q[..., :3], q[..., 3:]), axis=-1)
+    return np.concatenate((-q[:3], q[3:]))
 
 
 def rpy_to_rotation(rpy):
