@@ -33,7 +33,7 @@ import numpy as np
 from .batch import batch, unbatch
 from .errors import DimensionError
 from .kinematics import forward, tree_sum
-from .spatial import act_force, cross, dot, force_cross, matmul, matvec, motion_cross, rigid_apply, rigid_from_com, skew, transpose
+from .spatial import act_force, cross, dot, eye, force_cross, matmul, matvec, motion_cross, rigid_apply, rigid_from_com, transpose
 
 
 def world_inertias(model, kin):
@@ -99,14 +99,8 @@ def generalized_gravity(model, q):
 
 
 def _pairwise(X, Y):
-    """``out[b, l, k] = X[:, l, b] . Y[:, k, b]`` for ``(c, nv, B)`` arrays."""
-    return np.matmul(X.transpose(2, 1, 0), Y.transpose(2, 0, 1))
-
-
-def _lower_and_below(model, lower, below):
-    """Assemble ``(B, nv, nv)`` from its entries on the ``lower`` and ``below`` masks."""
-    t = model.tree
-    return np.where(t.lower, lower, np.where(t.below, below, 0.0))
+    """``out[b, l, k] = X[:, l, b] . Y[:, k, b]`` for ``(c, nv, B)`` and ``(c, m, B)`` arrays."""
+    return np.matmul(np.ascontiguousarray(X.transpose(2, 1, 0)), np.ascontiguousarray(Y.transpose(2, 0, 1)))
 
 
 def _composites(model, *arrays):
@@ -134,8 +128,10 @@ def mass_matrix(model, kin):
 
 
 def _symmetric_from_lower(model, X):
-    t = model.tree
-    return np.where(t.lower, X, np.where(t.lower.T, X.swapaxes(-1, -2), 0.0))
+    """The symmetric matrix whose lower-mask entries are those of ``X (B, nv, nv)``."""
+    lower = model.tree.lower
+    X = X * lower
+    return X + X.swapaxes(-1, -2) * ~lower
 
 
 def crba(model, q):
@@ -156,7 +152,8 @@ def rnea_derivatives(model, q, v, a, fext=None):
     inertia = world_inertias(model, kin)
     of, h = body_forces(model, kin, inertia, fext)
     _, mc, Io = inertia
-    Z = matmul(skew(kin.ov[3:]), Io) - matmul(skew(kin.ov[:3]), skew(mc))
+    v, w = kin.ov[:3], kin.ov[3:]
+    Z = cross(w[:, None], Io) - mc[:, None] * v[None, :] + dot(v, mc) * eye(3, v)  # [w]x Io - [v]x [mc]x
     mc_c, Io_c, X_c, H_c, oF = _composites(model, mc, Io, Z + transpose(Z), h, of)
     Yc = (_composite_mass(model), mc_c, Io_c)
     Hl, Ha = H_c[:3], H_c[3:]
@@ -173,8 +170,12 @@ def rnea_derivatives(model, q, v, a, fext=None):
     R = np.concatenate((np.zeros_like(S[:3]), 2 * cross(Hl, S[:3]) + matvec(X_c, S[3:]) - cross(S[3:], Ha)))
     G_q = rigid_apply(*Yc, alpha) + bc_plus_cross(u) + force_cross(S, oF)
     G_v = rigid_apply(*Yc, beta) + bc_plus_cross(S)
-    FR = np.concatenate((F, R))
-    dtau_dq = _lower_and_below(model, _pairwise(FR, np.concatenate((alpha, u))), _pairwise(S, G_q))
-    dtau_dv = _lower_and_below(model, _pairwise(FR, np.concatenate((beta, S))), _pairwise(S, G_v))
-    M = _symmetric_from_lower(model, _pairwise(F, S))
+    nv = model.nv
+    columns = np.concatenate((np.concatenate((alpha, beta, S), axis=1), np.concatenate((u, S, 0 * S), axis=1)))
+    lower = _pairwise(np.concatenate((F, R)), columns)  # [F; R] . [alpha, beta, S; u, S, 0]
+    below = _pairwise(S, np.concatenate((G_q, G_v), axis=1))
+    L, Bm = t.lower, t.below
+    dtau_dq = lower[..., :nv] * L + below[..., :nv] * Bm
+    dtau_dv = lower[..., nv : 2 * nv] * L + below[..., nv:] * Bm
+    M = _symmetric_from_lower(model, lower[..., 2 * nv :])
     return unbatch(dtau_dq, shape), unbatch(dtau_dv, shape), unbatch(M, shape)
