@@ -129,9 +129,9 @@ def mass_matrix(model, kin):
 
 def _symmetric_from_lower(model, X):
     """The symmetric matrix whose lower-mask entries are those of ``X (B, nv, nv)``."""
-    lower = model.tree.lower
-    X = X * lower
-    return X + X.swapaxes(-1, -2) * ~lower
+    tril = np.tril(model.tree.lower)
+    X = X * tril
+    return X + np.tril(X, -1).swapaxes(-1, -2)
 
 
 def crba(model, q):
