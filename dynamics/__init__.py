@@ -13,7 +13,7 @@ from .manifold import (
     random_configuration,
 )
 from .model import Model
-from .robots import ROBOTS, load
+from .robots import ROBOTS, load, robot_urdf
 from .kinematics import (
     ReferenceFrame,
     center_of_mass,

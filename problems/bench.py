@@ -1,0 +1,237 @@
+"""Speed of the dynamics kernels, as ratios against Pinocchio measured in the same run.
+
+For each batch size ``B`` the same ``B`` random states are given to liftoff (one batched
+call) and to Pinocchio (a Python loop over the states, the way a user of its bindings
+evaluates a horizon). Before anything is timed, every quantity is checked against
+Pinocchio to ``TOLERANCE``: a benchmark never times a wrong computation. Absolute times
+are noisy on shared machines; the ratio ``ours / pin`` is the number to read (DESIGN.md,
+Speed).
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import timeit
+from pathlib import Path
+
+import numpy as np
+
+import dynamics
+
+QUANTITIES = ("rnea", "rnea_derivatives", "aba", "aba_derivatives", "crba", "frame_jacobian")
+DEFAULT_FRAME = "LF_FOOT"  # a foot of ANYmal
+TOLERANCE = 1e-8  # |ours - pin| <= TOLERANCE * (1 + |pin|), entry by entry
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot run: Pinocchio is missing or disagrees with liftoff."""
+
+
+def import_pinocchio():
+    try:
+        import pinocchio
+    except ImportError:
+        raise BenchError(
+            "the dynamics benchmark times Pinocchio in the same run as the reference, but it is "
+            'not installed; install it with: pip install -e ".[bench]"'
+        ) from None
+    return pinocchio
+
+
+def _urdf_path(robot: str) -> Path:
+    return dynamics.robot_urdf(robot) if robot in dynamics.ROBOTS else Path(robot)
+
+
+def pinocchio_model(pin, model: dynamics.Model, robot: str):
+    """Pinocchio's model of the same URDF, checked to have our joint order and dimensions."""
+    path = str(_urdf_path(robot))
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.has_free_flyer else pin.buildModelFromUrdf(path)
+    names = tuple(pmodel.names)[1:]  # without the universe
+    if (pmodel.nq, pmodel.nv) != (model.nq, model.nv) or names != model.joint_names:
+        raise BenchError(
+            f"Pinocchio's model of {robot!r} does not match liftoff's: nq, nv = {pmodel.nq}, {pmodel.nv} vs "
+            f"{model.nq}, {model.nv}; joints {names} vs {model.joint_names}"
+        )
+    return pmodel
+
+
+def random_states(model, size: int, seed: int):
+    """``size`` states ``(q, v, a, tau)``: q uniform within the limits, the others standard normal."""
+    rng = np.random.default_rng(seed)
+    q = dynamics.random_configuration(model, rng, size=size)
+    v, a, tau = (rng.standard_normal((size, model.nv)) for _ in range(3))
+    return q, v, a, tau
+
+
+def ours_kernels(model, frame, q, v, a, tau):
+    """One batched call per quantity on all the states."""
+    return {
+        "rnea": lambda: dynamics.rnea(model, q, v, a),
+        "rnea_derivatives": lambda: dynamics.rnea_derivatives(model, q, v, a),
+        "aba": lambda: dynamics.aba(model, q, v, tau),
+        "aba_derivatives": lambda: dynamics.aba_derivatives(model, q, v, tau),
+        "crba": lambda: dynamics.crba(model, q),
+        "frame_jacobian": lambda: dynamics.frame_jacobian(model, q, frame, "LOCAL"),
+    }
+
+
+def pin_kernels(pin, pmodel, pdata, frame_id, q, v, a, tau):
+    """A Python loop over the states per quantity (results left in Pinocchio's data)."""
+    states = [tuple(np.ascontiguousarray(x) for x in s) for s in zip(q, v, a, tau)]
+    local = pin.ReferenceFrame.LOCAL
+
+    def rnea():
+        for qi, vi, ai, _ in states:
+            pin.rnea(pmodel, pdata, qi, vi, ai)
+
+    def rnea_derivatives():
+        for qi, vi, ai, _ in states:
+            pin.computeRNEADerivatives(pmodel, pdata, qi, vi, ai)
+
+    def aba():
+        for qi, vi, _, ti in states:
+            pin.aba(pmodel, pdata, qi, vi, ti)
+
+    def aba_derivatives():
+        for qi, vi, _, ti in states:
+            pin.computeABADerivatives(pmodel, pdata, qi, vi, ti)
+
+    def crba():
+        for qi, _, _, _ in states:
+            pin.crba(pmodel, pdata, qi)
+
+    def frame_jacobian():
+        for qi, _, _, _ in states:
+            pin.computeFrameJacobian(pmodel, pdata, qi, frame_id, local)
+
+    return dict(zip(QUANTITIES, (rnea, rnea_derivatives, aba, aba_derivatives, crba, frame_jacobian)))
+
+
+def _symmetric(M):
+    """Pinocchio may fill only the upper triangle of ``M`` and ``M^-1``."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def pin_values(pin, pmodel, pdata, frame_id, q, v, a, tau):
+    """Pinocchio's results per quantity, stacked over the states, as tuples of arrays."""
+    out = {name: [] for name in QUANTITIES}
+    for qi, vi, ai, ti in zip(q, v, a, tau):
+        out["rnea"].append((pin.rnea(pmodel, pdata, qi, vi, ai).copy(),))
+        dq, dv, da = pin.computeRNEADerivatives(pmodel, pdata, qi, vi, ai)
+        out["rnea_derivatives"].append((np.array(dq), np.array(dv), _symmetric(np.array(da))))
+        out["aba"].append((pin.aba(pmodel, pdata, qi, vi, ti).copy(),))
+        dq, dv, dtau = pin.computeABADerivatives(pmodel, pdata, qi, vi, ti)
+        out["aba_derivatives"].append((np.array(dq), np.array(dv), _symmetric(np.array(dtau))))
+        out["crba"].append((_symmetric(pin.crba(pmodel, pdata, qi).copy()),))
+        out["frame_jacobian"].append((pin.computeFrameJacobian(pmodel, pdata, qi, frame_id, pin.ReferenceFrame.LOCAL).copy(),))
+    return {name: tuple(np.stack(parts) for parts in zip(*rows)) for name, rows in out.items()}
+
+
+def check_against_pinocchio(ours: dict, pins: dict) -> dict:
+    """Max absolute error per quantity; raise :class:`BenchError` beyond the tolerance."""
+    errors, failures = {}, []
+    for name in QUANTITIES:
+        mine = ours[name]()
+        mine = mine if isinstance(mine, tuple) else (mine,)
+        worst = 0.0
+        for part, (x, y) in enumerate(zip(mine, pins[name])):
+            x = np.asarray(x)
+            if x.shape != y.shape:
+                raise BenchError(f"{name}: output {part} has shape {x.shape}, Pinocchio's has {y.shape}")
+            diff = np.abs(x - y)
+            err = float(np.max(diff)) if x.size else 0.0
+            if not np.all(diff <= TOLERANCE * (1.0 + np.abs(y))):  # also catches NaN
+                failures.append(f"{name} (output {part}): max |ours - pin| = {err:.3g}")
+            worst = max(worst, err)
+        errors[name] = worst
+    if failures:
+        raise BenchError(
+            f"liftoff disagrees with Pinocchio beyond {TOLERANCE:g} * (1 + |pin|); "
+            f"refusing to time a wrong computation: {'; '.join(failures)}"
+        )
+    return errors
+
+
+def seconds_per_call(fn, repeat: int) -> float:
+    """Best of ``repeat`` runs of ``number`` calls, ``number`` chosen so a run lasts >= 0.2 s."""
+    timer = timeit.Timer(fn)
+    number, _ = timer.autorange()
+    return min(timer.repeat(repeat, number)) / number
+
+
+def dynamics_benchmark(robot="anymal", batches=(1, 128), repeat=5, frame=None, seed=0, progress=None) -> dict:
+    """Time liftoff and Pinocchio on the same states; a JSON-ready dict of the results.
+
+    ``frame``: the frame of ``frame_jacobian`` (default ``LF_FOOT``, else the model's last
+    frame). ``progress``: optional callable receiving one line of text per step.
+    """
+    pin = import_pinocchio()
+    model = dynamics.load(robot)
+    if frame is None:
+        frame = DEFAULT_FRAME if DEFAULT_FRAME in model.frame_names else model.frame_names[-1]
+    frame_name = model.frame_names[model.frame_id(frame)]
+    pmodel = pinocchio_model(pin, model, robot)
+    pdata = pmodel.createData()
+    frame_id = pmodel.getFrameId(frame_name)
+    states = random_states(model, max(batches), seed)
+
+    say = progress or (lambda line: None)
+    say(f"checking liftoff against Pinocchio {pin.__version__} on {max(batches)} states")
+    errors = check_against_pinocchio(ours_kernels(model, frame_name, *states), pin_values(pin, pmodel, pdata, frame_id, *states))
+
+    rows = []
+    for B in batches:
+        first = tuple(x[:B] for x in states)
+        ours = ours_kernels(model, frame_name, *first)
+        theirs = pin_kernels(pin, pmodel, pdata, frame_id, *first)
+        for name in QUANTITIES:
+            say(f"timing {name}, B = {B}")
+            t_ours = seconds_per_call(ours[name], repeat) / B
+            t_pin = seconds_per_call(theirs[name], repeat) / B
+            rows.append(
+                dict(
+                    quantity=name,
+                    batch=B,
+                    ours_us_per_state=t_ours * 1e6,
+                    pinocchio_us_per_state=t_pin * 1e6,
+                    ratio_ours_over_pin=t_ours / t_pin,
+                )
+            )
+    return dict(
+        robot=model.name,
+        nq=model.nq,
+        nv=model.nv,
+        frame=frame_name,
+        seed=seed,
+        repeat=repeat,
+        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
+        max_abs_error_vs_pinocchio=errors,
+        tolerance=TOLERANCE,
+        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
+        machine=f"{platform.machine()} {platform.system()}",
+        results=rows,
+    )
+
+
+def format_table(result: dict) -> str:
+    head = (
+        f"{result['robot']} (nq={result['nq']}, nv={result['nv']}), frame_jacobian of {result['frame']} in LOCAL; "
+        f"best of {result['repeat']} runs; Pinocchio {result['versions']['pinocchio']}, "
+        f"numpy {result['versions']['numpy']}, Python {result['versions']['python']}"
+    )
+    checked = f"checked against Pinocchio to {result['tolerance']:g}: max |ours - pin| = " + ", ".join(
+        f"{name} {err:.1e}" for name, err in result["max_abs_error_vs_pinocchio"].items()
+    )
+    columns = f"{'quantity':<18} {'B':>5} {'ours µs/state':>14} {'pinocchio µs/state':>19} {'ours/pin':>9}"
+    lines = [head, checked, "", columns, "-" * len(columns)]
+    for r in result["results"]:
+        lines.append(
+            f"{r['quantity']:<18} {r['batch']:>5} {r['ours_us_per_state']:>14.2f} "
+            f"{r['pinocchio_us_per_state']:>19.2f} {r['ratio_ours_over_pin']:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def stderr_progress(line: str) -> None:
+    print(f"liftoff: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,181 @@
+"""The ``liftoff`` command line.
+
+    liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
+    liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
+
+User errors (unknown robot, joint or frame, malformed URDF, bad arguments) print one line
+``liftoff: error: ...`` on stderr and exit with status 2; a benchmark that cannot run
+(Pinocchio missing, or disagreeing with liftoff) exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+PROG = "liftoff"
+USAGE_ERROR, RUN_ERROR = 2, 1
+
+
+class UserError(ValueError):
+    """A mistake in the command line, reported without a traceback."""
+
+
+def _lock(text: str) -> tuple[str, float]:
+    """``JOINT=VALUE`` -> ``(joint, value)``."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UserError(f"--lock expects JOINT=VALUE, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise UserError(f"--lock {text}: {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise UserError(f"--lock {text}: the value must be finite")
+    return name.strip(), number
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def _range(start: int, size: int) -> str:
+    return str(start) if size == 1 else f"{start}:{start + size}"
+
+
+def _number(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x:g}"
+
+
+def _limits(model, i: int) -> tuple[str, str, str]:
+    """Position range, velocity and effort limits of joint ``i`` as table cells."""
+    kind = model.joint_types[i]
+    iq, iv = int(model.idx_q[i]), int(model.idx_v[i])
+    if kind in ("revolute", "prismatic"):
+        position = f"[{_number(model.lower_position_limit[iq])}, {_number(model.upper_position_limit[iq])}]"
+    elif kind == "free_flyer":
+        t = model.upper_position_limit[0]
+        position = f"xyz in [{_number(-t)}, {_number(t)}]"
+    else:  # continuous: (cos, sin) on the circle
+        position = "unbounded"
+    nv = int(model.nvs[i])
+    if nv == 1:
+        return position, _number(model.velocity_limit[iv]), _number(model.effort_limit[iv])
+    velocity, effort = model.velocity_limit[iv : iv + nv], model.effort_limit[iv : iv + nv]
+    return (
+        position,
+        _number(velocity[0]) if len(set(velocity)) == 1 else " ".join(map(_number, velocity)),
+        _number(effort[0]) if len(set(effort)) == 1 else " ".join(map(_number, effort)),
+    )
+
+
+def info(args) -> int:
+    import dynamics
+
+    locked = dict(_lock(item) for item in args.lock or ())
+    model = dynamics.load(args.robot, floating_base=args.floating_base, locked_joints=locked or None)
+    counts = {}
+    for kind in model.frame_types:
+        counts[kind] = counts.get(kind, 0) + 1
+    print(f"robot    {model.name}" + (f"  ({args.robot})" if args.robot != model.name else ""))
+    print(f"base     {'floating (free flyer)' if model.has_free_flyer else 'fixed'}")
+    if locked:
+        print("locked   " + ", ".join(f"{name}={value:g}" for name, value in locked.items()))
+    print(f"nq, nv   {model.nq}, {model.nv}")
+    print(f"njoints  {model.njoints}")
+    print(f"nframes  {model.nframes}  (" + ", ".join(f"{n} {kind}" for kind, n in counts.items()) + ")")
+    print(f"mass     {model.mass:.4f} kg")
+    print()
+    rows = [("#", "joint", "type", "q", "v", "position", "velocity", "effort")]
+    for i, (name, kind) in enumerate(zip(model.joint_names, model.joint_types)):
+        q, v = _range(int(model.idx_q[i]), int(model.nqs[i])), _range(int(model.idx_v[i]), int(model.nvs[i]))
+        rows.append((str(i), name, kind, q, v, *_limits(model, i)))
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.rjust(w) if c in (0, 6, 7) else cell.ljust(w) for c, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    print()
+    print("limits: position in rad or m, velocity in rad/s or m/s, effort in N m or N ('-': none)")
+    return 0
+
+
+def bench_dynamics(args) -> int:
+    from . import bench
+
+    progress = None if args.quiet else bench.stderr_progress
+    try:
+        result = bench.dynamics_benchmark(
+            robot=args.robot, batches=tuple(args.batch), repeat=args.repeat, frame=args.frame, seed=args.seed, progress=progress
+        )
+    except bench.BenchError as err:
+        return _error(str(err), RUN_ERROR)
+    print(json.dumps(result, indent=2) if args.json else bench.format_table(result))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
+    )
+    commands = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p_info = commands.add_parser("info", help="describe a robot model", description="Load a robot and describe its model.")
+    p_info.add_argument("robot", metavar="ROBOT", help="a robot of example-robot-data (anymal, talos, ur5, ...) or a URDF path")
+    base = p_info.add_mutually_exclusive_group()
+    base.add_argument("--fixed-base", dest="floating_base", action="store_false", default=None, help="no free-flyer root")
+    base.add_argument("--floating-base", dest="floating_base", action="store_true", help="add a free-flyer root")
+    p_info.add_argument(
+        "--lock", metavar="JOINT=VALUE", nargs="+", action="extend", help="lock joints at the given positions (reduced model)"
+    )
+    p_info.set_defaults(run=info)
+
+    p_bench = commands.add_parser("bench", help="benchmarks against reference implementations")
+    benches = p_bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    p_dyn = benches.add_parser(
+        "dynamics",
+        help="dynamics kernels vs Pinocchio",
+        description="Time the batched dynamics kernels against Pinocchio on the same random states "
+        "(after checking they agree to 1e-8).",
+    )
+    p_dyn.add_argument("--robot", default="anymal", help="robot name or URDF path (default: anymal)")
+    p_dyn.add_argument("--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)")
+    p_dyn.add_argument("--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)")
+    p_dyn.add_argument("--frame", default=None, help="frame of frame_jacobian (default: LF_FOOT, else the last frame)")
+    p_dyn.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
+    p_dyn.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p_dyn.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p_dyn.set_defaults(run=bench_dynamics)
+    return p
+
+
+def _error(message: str, status: int) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return status
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
+    from dynamics import DimensionError, ModelError, UnknownNameError
+
+    try:
+        return args.run(args)
+    except (ModelError, UnknownNameError, DimensionError, UserError) as err:
+        return _error(str(err), USAGE_ERROR)
+    except KeyboardInterrupt:
+        return _error("interrupted", 130)
+    except BrokenPipeError:  # output piped into `head` and the like
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return RUN_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The ``liftoff`` command line: what it prints and how it fails."""
+
+import pytest
+
+from problems.cli import main
+
+
+def test_info_prints_the_model_dimensions(capsys):
+    assert main(["info", "anymal"]) == 0
+    out = capsys.readouterr().out
+    assert "nq, nv   19, 18" in out
+    assert "LF_HAA" in out and "free_flyer" in out
+
+
+def test_info_of_a_reduced_model(capsys):
+    assert main(["info", "talos", "--lock", "torso_1_joint=0.1", "torso_2_joint=0"]) == 0
+    assert "nq, nv   37, 36" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["info", "nope"], "unknown robot 'nope'"),
+        (["info", "anymal", "--lock", "LF_HAA"], "--lock expects JOINT=VALUE"),
+        (["info", "anymal", "--lock", "LF_HAA=abc"], "is not a number"),
+        (["info", "anymal", "--lock", "LF_HAX=0"], "cannot lock unknown joint 'LF_HAX'"),
+        (["info", "/no/such/robot.urdf"], "URDF file not found"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1
