@@ -12,6 +12,7 @@ from .manifold import (
     neutral,
     random_configuration,
 )
+from .memory import retain_freed_memory
 from .model import Model
 from .robots import ROBOTS, load, robot_urdf
 from .kinematics import (
@@ -24,5 +25,5 @@ from .kinematics import (
     frame_placement,
     frame_velocity,
 )
-from .rnea import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
-from .aba import aba, aba_derivatives
+from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
+from .forward_dynamics import aba, aba_derivatives

@@ -28,7 +28,6 @@ from .spatial import (
     matvec,
     motion_cross,
     quat_to_rotation,
-    rotation_about,
     shift_motion,
 )
 
@@ -89,26 +88,29 @@ def tree_sum(table, x):
 
 
 def joint_placements(model, q):
-    """World placements of all joint frames ``oR (3, 3, n, B)``, ``op (3, n, B)`` of ``q (B, nq)``."""
+    """World placements of all joint frames ``oR (3, 3, n, B)``, ``op (3, n, B)`` of ``q (B, nq)``.
+
+    Each joint is first placed in its parent (``R0 R(q)``; for revolute joints
+    ``R0 + sin R0 [a]x + (1 - cos) R0 [a]x^2`` with precomputed products), then the
+    placements are made absolute level by level.
+    """
     t = model.tree
     n, B = model.njoints, q.shape[0]
     qt = q.T
-    jR = np.zeros((3, 3, n, B))
-    jR[[0, 1, 2], [0, 1, 2]] = 1.0
-    jp = np.zeros((3, n, B))
-    if len(t.revolute):
-        angle = qt[t.revolute_q]
-        jR[:, :, t.revolute] = rotation_about(model.axis[t.revolute].T[..., None], np.cos(angle), np.sin(angle))
-    if len(t.continuous):
-        jR[:, :, t.continuous] = rotation_about(model.axis[t.continuous].T[..., None], qt[t.continuous_q], qt[t.continuous_q + 1])
-    if len(t.prismatic):
-        jp[:, t.prismatic] = model.axis[t.prismatic].T[..., None] * qt[t.prismatic_q]
-    if t.free_flyer:
-        jR[:, :, 0] = quat_to_rotation(qt[3:7])
-        jp[:, 0] = qt[:3]
     R0 = model.joint_rotation.transpose(1, 2, 0)[..., None]
-    oR = matmul(R0, jR)  # placements in the parent frames, made absolute level by level
-    op = model.joint_translation.T[..., None] + matvec(R0, jp)
+    oR = np.repeat(R0, B, axis=-1)
+    op = np.repeat(model.joint_translation.T[..., None], B, axis=-1)
+    for joints, cos, sin in (
+        (t.revolute, np.cos(qt[t.revolute_q]), np.sin(qt[t.revolute_q])),
+        (t.continuous, qt[t.continuous_q], qt[t.continuous_q + 1]),
+    ):
+        if len(joints):
+            oR[:, :, joints] += sin * t.placement_sin[:, :, joints] + (1 - cos) * t.placement_cos[:, :, joints]
+    if len(t.prismatic):
+        op[:, t.prismatic] += matvec(R0[:, :, t.prismatic], model.axis[t.prismatic].T[..., None]) * qt[t.prismatic_q]
+    if t.free_flyer:
+        oR[:, :, 0] = matmul(R0[:, :, 0], quat_to_rotation(qt[3:7]))
+        op[:, 0] += matvec(R0[:, :, 0], qt[:3])
     for level in t.levels[1:]:
         par = model.parents[level]
         oR[:, :, level] = matmul(oR[:, :, par], oR[:, :, level])

@@ -51,6 +51,12 @@ class Tree:
     lower: np.ndarray
     below: np.ndarray
     motion_subspace: np.ndarray  # (6, nv, 1) joint motion subspace columns, in the joint frame
+    mass_lower: np.ndarray  # lower triangle of ``lower`` (float), the entries CRBA computes
+    mass_strict: np.ndarray  # the same without the diagonal
+    dof_descendants: np.ndarray  # (nv, n): ``descendants`` at the joint of each dof
+    # placement of each joint in its parent at angle t: R0 + sin(t) R0 [a]x + (1 - cos(t)) R0 [a]x^2
+    placement_sin: np.ndarray  # (3, 3, n, 1) R0 [a]x
+    placement_cos: np.ndarray  # (3, 3, n, 1) R0 [a]x^2
     # joints (and their first configuration index) grouped by type
     revolute: np.ndarray
     revolute_q: np.ndarray
@@ -61,7 +67,7 @@ class Tree:
     free_flyer: bool  # joint 0 is a free flyer (the only multi-dof joint liftoff supports)
 
 
-def _tree(parents, nvs, types, idx_q, axis) -> Tree:
+def _tree(parents, nvs, types, idx_q, axis, R0) -> Tree:
     n = len(parents)
     depth = np.zeros(n, dtype=int)
     for i in range(n):
@@ -84,6 +90,9 @@ def _tree(parents, nvs, types, idx_q, axis) -> Tree:
         else:
             S[k, 3:] = axis[i]
 
+    K = np.array([[[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]] for a in axis]).reshape(n, 3, 3)
+    R0K = R0 @ K
+
     def group(kind, q=False):
         return _frozen([idx_q[i] if q else i for i, t in enumerate(types) if t == kind], int)
 
@@ -97,6 +106,11 @@ def _tree(parents, nvs, types, idx_q, axis) -> Tree:
         lower=_frozen(lower, bool),
         below=_frozen(lower.T & (dof_joint[:, None] != dof_joint[None, :]), bool),
         motion_subspace=_frozen(S.T[..., None]),
+        mass_lower=_frozen(np.tril(lower)),
+        mass_strict=_frozen(np.tril(lower, -1)),
+        dof_descendants=_frozen(ancestors.T[dof_joint]),
+        placement_sin=_frozen(R0K.transpose(1, 2, 0)[..., None]),
+        placement_cos=_frozen((R0K @ K).transpose(1, 2, 0)[..., None]),
         revolute=group(REVOLUTE),
         revolute_q=group(REVOLUTE, True),
         continuous=group(CONTINUOUS),
@@ -303,7 +317,7 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
         velocity_limit=_frozen(velocity),
         effort_limit=_frozen(effort),
         gravity=_frozen([0.0, 0.0, -9.81]),
-        tree=_tree(parents, nvs, types, idx_q, np.array([j['axis'] for j in b.joints]).reshape(n, 3)),
+        tree=_tree(parents, nvs, types, idx_q, np.array([j['axis'] for j in b.joints]).reshape(n, 3), np.array([j['R'] for j in b.joints]).reshape(n, 3, 3)),
     )
 
 

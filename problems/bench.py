@@ -167,6 +167,7 @@ def dynamics_benchmark(robot="anymal", batches=(1, 128), repeat=5, frame=None, s
     frame). ``progress``: optional callable receiving one line of text per step.
     """
     pin = import_pinocchio()
+    retained = dynamics.retain_freed_memory()  # as the liftoff command does
     model = dynamics.load(robot)
     if frame is None:
         frame = DEFAULT_FRAME if DEFAULT_FRAME in model.frame_names else model.frame_names[-1]
@@ -209,6 +210,7 @@ def dynamics_benchmark(robot="anymal", batches=(1, 128), repeat=5, frame=None, s
         max_abs_error_vs_pinocchio=errors,
         tolerance=TOLERANCE,
         versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
+        retained_freed_memory=retained,
         machine=f"{platform.machine()} {platform.system()}",
         results=rows,
     )
@@ -218,7 +220,8 @@ def format_table(result: dict) -> str:
     head = (
         f"{result['robot']} (nq={result['nq']}, nv={result['nv']}), frame_jacobian of {result['frame']} in LOCAL; "
         f"best of {result['repeat']} runs; Pinocchio {result['versions']['pinocchio']}, "
-        f"numpy {result['versions']['numpy']}, Python {result['versions']['python']}"
+        f"numpy {result['versions']['numpy']}, Python {result['versions']['python']}; "
+        f"freed memory retained (dynamics.retain_freed_memory): {result['retained_freed_memory']}"
     )
     checked = f"checked against Pinocchio to {result['tolerance']:g}: max |ours - pin| = " + ", ".join(
         f"{name} {err:.1e}" for name, err in result["max_abs_error_vs_pinocchio"].items()

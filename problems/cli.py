@@ -164,7 +164,9 @@ def _error(message: str, status: int) -> int:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
-    from dynamics import DimensionError, ModelError, UnknownNameError
+    from dynamics import DimensionError, ModelError, UnknownNameError, retain_freed_memory
+
+    retain_freed_memory()  # batched kernels reuse their large temporaries (see dynamics.memory)
 
     try:
         return args.run(args)

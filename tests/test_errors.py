@@ -155,3 +155,4 @@ def test_unknown_reference_frame(reference):
         dynamics.frame_velocity(model, q, np.zeros(model.nv), "tool0", reference)
     with pytest.raises(ValueError):
         dynamics.frame_acceleration(model, q, np.zeros(model.nv), np.zeros(model.nv), "tool0", reference)
+

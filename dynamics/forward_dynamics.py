@@ -17,7 +17,7 @@ import numpy as np
 
 from .batch import unbatch
 from .kinematics import forward, tree_sum
-from .rnea import body_forces, inputs, rnea_derivatives, world_inertias
+from .inverse_dynamics import body_forces, inputs, rnea_derivatives, world_inertias
 from .spatial import dot, matmul, matvec, motion_cross, rigid_matrix, transpose
 
 

@@ -99,16 +99,30 @@ def generalized_gravity(model, q):
 
 
 def _pairwise(X, Y):
-    """``out[b, l, k] = X[:, l, b] . Y[:, k, b]`` for ``(c, nv, B)`` and ``(c, m, B)`` arrays."""
-    return np.matmul(np.ascontiguousarray(X.transpose(2, 1, 0)), np.ascontiguousarray(Y.transpose(2, 0, 1)))
+    """``out[b, l, k] = X[:, l, b] . Y[:, k, b]``: ``X`` is a list of ``(c_i, nv, B)`` arrays
+    stacked along ``c``, ``Y`` a list of lists: row ``i`` pairs with ``X[i]``, columns go along ``k``."""
+    B, nv = X[0].shape[-1], X[0].shape[1]
+    c = [x.shape[0] for x in X]
+    left = np.empty((B, nv, sum(c)))
+    right = np.zeros((B, sum(c), sum(y.shape[1] for y in Y[0])))
+    row = 0
+    for x, ys, ci in zip(X, Y, c):
+        left[:, :, row : row + ci] = x.transpose(2, 1, 0)
+        col = 0
+        for y in ys:
+            if y is not None:
+                right[:, row : row + ci, col : col + y.shape[1]] = y.transpose(2, 0, 1)
+            col += nv if y is None else y.shape[1]
+        row += ci
+    return left @ right
 
 
 def _composites(model, *arrays):
     """Subtree sums of ``(..., n, B)`` arrays, taken at the joint of each dof: ``(..., nv, B)``."""
-    t = model.tree
+    n, B = arrays[0].shape[-2:]
     sizes = [int(np.prod(x.shape[:-2])) for x in arrays]
-    stacked = np.concatenate([x.reshape(-1, *x.shape[-2:]) for x in arrays])
-    summed = tree_sum(t.descendants, stacked)[:, t.dof_joint]
+    stacked = np.concatenate([x.reshape(-1, n, B) for x in arrays]).transpose(1, 0, 2).reshape(n, -1)
+    summed = (model.tree.dof_descendants @ stacked).reshape(model.nv, -1, B).transpose(1, 0, 2)
     parts = np.split(summed, np.cumsum(sizes)[:-1])
     return [p.reshape(x.shape[:-2] + p.shape[-2:]) for p, x in zip(parts, arrays)]
 
@@ -124,14 +138,13 @@ def mass_matrix(model, kin):
     World composite inertias ``Yc`` are plain subtree sums."""
     _, mc, Io = world_inertias(model, kin)
     F = rigid_apply(_composite_mass(model), *_composites(model, mc, Io), kin.oS)
-    return _symmetric_from_lower(model, _pairwise(F, kin.oS))
+    return _symmetric_from_lower(model, _pairwise([F], [[kin.oS]]))
 
 
 def _symmetric_from_lower(model, X):
     """The symmetric matrix whose lower-mask entries are those of ``X (B, nv, nv)``."""
-    tril = np.tril(model.tree.lower)
-    X = X * tril
-    return X + np.tril(X, -1).swapaxes(-1, -2)
+    t = model.tree
+    return X * t.mass_lower + (X * t.mass_strict).swapaxes(-1, -2)
 
 
 def crba(model, q):
@@ -171,11 +184,8 @@ def rnea_derivatives(model, q, v, a, fext=None):
     G_q = rigid_apply(*Yc, alpha) + bc_plus_cross(u) + force_cross(S, oF)
     G_v = rigid_apply(*Yc, beta) + bc_plus_cross(S)
     nv = model.nv
-    columns = np.concatenate((np.concatenate((alpha, beta, S), axis=1), np.concatenate((u, S, 0 * S), axis=1)))
-    lower = _pairwise(np.concatenate((F, R)), columns)  # [F; R] . [alpha, beta, S; u, S, 0]
-    below = _pairwise(S, np.concatenate((G_q, G_v), axis=1))
-    L, Bm = t.lower, t.below
-    dtau_dq = lower[..., :nv] * L + below[..., :nv] * Bm
-    dtau_dv = lower[..., nv : 2 * nv] * L + below[..., nv:] * Bm
+    lower = _pairwise([F, R], [[alpha, beta, S], [u, S, None]])  # [F; R] . [alpha, beta, S; u, S, 0]
+    below = _pairwise([S], [[G_q, G_v]])
+    dtau_dq, dtau_dv = (np.where(t.lower, lower[..., i * nv : (i + 1) * nv], below[..., i * nv : (i + 1) * nv] * t.below) for i in (0, 1))
     M = _symmetric_from_lower(model, lower[..., 2 * nv :])
     return unbatch(dtau_dq, shape), unbatch(dtau_dv, shape), unbatch(M, shape)

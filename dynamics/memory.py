@@ -1,0 +1,26 @@
+"""Keeping freed memory for reuse: batched algorithms allocate many large temporaries.
+
+By default glibc serves every allocation above 128 KiB with a fresh ``mmap`` and returns
+it on free, so each batched call pays page faults for all its temporaries (a third of the
+time of :func:`dynamics.rnea_derivatives` on 128 ANYmal states). Raising the thresholds
+keeps those pages in the heap for the next call. This changes the whole process's
+allocator, so it is opt-in: the ``liftoff`` command calls it at start-up, scripts may too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def retain_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 128 << 20) -> bool:
+    """Serve allocations below ``mmap_threshold`` bytes from the heap and keep up to
+    ``trim_threshold`` bytes of freed heap; returns False where the C library is not glibc."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)))
