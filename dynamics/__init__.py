@@ -14,7 +14,7 @@ from .manifold import (
 )
 from .memory import retain_freed_memory
 from .model import Model
-from .robots import ROBOTS, load, robot_urdf
+from .robots import ROBOTS, load, load_urdf_string, robot_urdf
 from .kinematics import (
     ReferenceFrame,
     center_of_mass,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import ModelError
 from .model import Model, build_model
-from .urdf import parse_urdf
+from .urdf import parse_urdf, parse_urdf_string
 
 # name -> (URDF path inside the package's robots folder, floating base by default)
 ROBOTS = {
@@ -64,3 +64,8 @@ def load(robot: str | Path, floating_base: bool | None = None, locked_joints=Non
         )
     floating = default_floating if floating_base is None else bool(floating_base)
     return build_model(parse_urdf(path), floating, locked_joints, name=name)
+
+
+def load_urdf_string(text: str, floating_base: bool = False, locked_joints=None) -> Model:
+    """A model from URDF text (for models built in code: chains, trees, test mechanisms)."""
+    return build_model(parse_urdf_string(text), bool(floating_base), locked_joints)

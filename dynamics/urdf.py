@@ -132,6 +132,19 @@ def parse_urdf(path: str | Path) -> Urdf:
         root = ET.parse(path).getroot()
     except ET.ParseError as err:
         raise ModelError(f"malformed URDF {path}: {err}") from None
+    return _robot(root, path)
+
+
+def parse_urdf_string(text: str) -> Urdf:
+    """Parse URDF text (an XML string)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise ModelError(f"malformed URDF text: {err}") from None
+    return _robot(root, Path("<string>"))
+
+
+def _robot(root, path: Path) -> Urdf:
     if root.tag != "robot":
         raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
     try:
