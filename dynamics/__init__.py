@@ -27,3 +27,11 @@ from .kinematics import (
 )
 from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
 from .forward_dynamics import aba, aba_derivatives
+from .contacts import COMPONENTS, Contact
+from .constrained import (
+    ALGORITHMS,
+    SingularConstraintError,
+    constrained_dynamics,
+    delassus,
+    impulse_dynamics,
+)

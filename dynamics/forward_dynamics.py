@@ -11,7 +11,7 @@ level handled for all its joints and the whole batch at once.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,24 +21,36 @@ from .inverse_dynamics import body_forces, inputs, rnea_derivatives, world_inert
 from .spatial import dot, matmul, matvec, motion_cross, rigid_matrix, transpose
 
 
-def articulated_forward_dynamics(model, kin, v, tau, fext=None):
-    """Accelerations ``(B, nv)`` from world kinematics (with ``-g`` as universe acceleration)."""
-    t = model.tree
+@dataclass(frozen=True)
+class Sweep:
+    """What the backward sweep leaves for the forward one, per tree level (root level first):
+    ``(joints, S, U, D, u)`` with ``U = IA S``, ``D = S^T U``, ``u = tau - S^T pA``; and the
+    bias accelerations ``c (6, n, B)``."""
+
+    levels: tuple
+    c: np.ndarray
+
+
+def articulated_inertias(model, kin, v, fext=None):
+    """Initial articulated inertias ``IA (6, 6, n, B)``, bias forces ``pA = v x* I v - fext``
+    and bias accelerations ``c = ov_parent x S v`` per joint."""
     inertia = world_inertias(model, kin)
-    IA = rigid_matrix(*inertia)
-    pA, _ = body_forces(model, replace(kin, oa=np.zeros_like(kin.ov)), inertia, fext)  # ov x* I ov - fext
-    S = kin.oS
-    c = tree_sum(t.owner, motion_cross(kin.parent_velocity(model), S * v.T))  # ov_parent x S v per joint
-    tau_t = tau.T
+    pA, _ = body_forces(model, replace(kin, oa=np.zeros_like(kin.ov)), inertia, fext)
+    c = tree_sum(model.tree.owner, motion_cross(kin.parent_velocity(model), kin.oS * v.T))
+    return rigid_matrix(*inertia), pA, c
+
+
+def backward_sweep(model, kin, IA, pA, c, tau) -> Sweep:
+    """Articulated inertias and forces from the leaves to the root (modifies ``IA, pA``)."""
+    t = model.tree
+    S, tau_t = kin.oS, tau.T
     stored = []
     for depth in range(len(t.levels) - 1, -1, -1):
         J = t.levels[depth]
         if depth == 0 and t.free_flyer:
             S6 = S[:, :6]  # (6 components, 6 dofs, B)
             U = matmul(IA[:, :, 0], S6)
-            D = matmul(transpose(S6), U)
-            u = tau_t[:6] - matvec(transpose(S6), pA[:, 0])
-            stored.append((J, S6, U, D, u))
+            stored.append((J, S6, U, matmul(transpose(S6), U), tau_t[:6] - matvec(transpose(S6), pA[:, 0])))
             continue
         SJ = S[:, model.idx_v[J]]
         U = matvec(IA[:, :, J], SJ)
@@ -51,22 +63,48 @@ def articulated_forward_dynamics(model, kin, v, tau, fext=None):
             par = model.parents[J]
             np.add.at(IA, (slice(None), slice(None), par), Ia)
             np.add.at(pA, (slice(None), par), pa)
+    return Sweep(tuple(reversed(stored)), c)
+
+
+def propagate_forces(model, sweep: Sweep, dpA):
+    """Add to the bias forces ``dpA (6, n, B)`` their articulated propagation to the root
+    (``P = 1 - U D^-1 S^T``, seed 003 Alg. 2 backward sweep); returns the propagated array."""
+    dpA = dpA.copy()
+    for depth in range(len(sweep.levels) - 1, 0, -1):
+        J, SJ, U, D, _ = sweep.levels[depth]
+        np.add.at(dpA, (slice(None), model.parents[J]), dpA[:, J] - U * (dot(SJ, dpA[:, J]) / D))
+    return dpA
+
+
+def forward_sweep(model, kin, sweep: Sweep, dpA=None):
+    """Joint accelerations ``(nv, B)`` and body accelerations ``(6, n, B)`` from the root to the
+    leaves; ``dpA``: propagated bias-force changes since the backward sweep (or None)."""
+    t = model.tree
     B = kin.batch_size
     acc = np.zeros((6, model.njoints, B))
     qdd = np.zeros((model.nv, B))
-    for depth, (J, SJ, U, D, u) in enumerate(reversed(stored)):
+    for depth, (J, SJ, U, D, u) in enumerate(sweep.levels):
         a_par = np.broadcast_to(kin.a0, (6, len(J), B)) if depth == 0 else acc[:, model.parents[J]]
-        ap = a_par + c[:, J]
+        ap = a_par + sweep.c[:, J]
         if depth == 0 and t.free_flyer:
+            if dpA is not None:
+                u = u - matvec(transpose(SJ), dpA[:, 0])
             rhs = u - matvec(transpose(U), ap[:, 0])
-            qdd6 = np.linalg.solve(D.transpose(2, 0, 1), rhs.T[..., None])[..., 0].T
-            qdd[:6] = qdd6
-            acc[:, 0] = ap[:, 0] + matvec(SJ, qdd6)
+            qdd[:6] = np.linalg.solve(D.transpose(2, 0, 1), rhs.T[..., None])[..., 0].T
+            acc[:, 0] = ap[:, 0] + matvec(SJ, qdd[:6])
             continue
+        if dpA is not None:
+            u = u - dot(SJ, dpA[:, J])
         qj = (u - dot(U, ap)) / D
         qdd[model.idx_v[J]] = qj
         acc[:, J] = ap + SJ * qj
-    return qdd.T
+    return qdd, acc
+
+
+def articulated_forward_dynamics(model, kin, v, tau, fext=None):
+    """Accelerations ``(B, nv)`` from world kinematics (with ``-g`` as universe acceleration)."""
+    IA, pA, c = articulated_inertias(model, kin, v, fext)
+    return forward_sweep(model, kin, backward_sweep(model, kin, IA, pA, c, tau))[0].T
 
 
 def aba(model, q, v, tau, fext=None):

@@ -160,7 +160,12 @@ def rnea_derivatives(model, q, v, a, fext=None):
     ``dtau_da = M(q)``. ``fext`` is held fixed in the LOCAL frames of the joints.
     """
     (q, v, a, fext), shape = inputs(model, q, v, a, fext)
-    kin = forward(model, q, v, a, gravity=True)
+    return tuple(unbatch(x, shape) for x in derivatives_batch(model, q, v, a, fext))
+
+
+def derivatives_batch(model, q, v, a, fext=None, gravity=True):
+    """:func:`rnea_derivatives` of validated ``(B, .)`` arrays, optionally without gravity."""
+    kin = forward(model, q, v, a, gravity=gravity)
     t = model.tree
     inertia = world_inertias(model, kin)
     of, h = body_forces(model, kin, inertia, fext)
@@ -187,5 +192,4 @@ def rnea_derivatives(model, q, v, a, fext=None):
     lower = _pairwise([F, R], [[alpha, beta, S], [u, S, None]])  # [F; R] . [alpha, beta, S; u, S, 0]
     below = _pairwise([S], [[G_q, G_v]])
     dtau_dq, dtau_dv = (np.where(t.lower, lower[..., i * nv : (i + 1) * nv], below[..., i * nv : (i + 1) * nv] * t.below) for i in (0, 1))
-    M = _symmetric_from_lower(model, lower[..., 2 * nv :])
-    return unbatch(dtau_dq, shape), unbatch(dtau_dv, shape), unbatch(M, shape)
+    return dtau_dq, dtau_dv, _symmetric_from_lower(model, lower[..., 2 * nv :])

@@ -195,3 +195,40 @@ def difference_jacobians(model, q0, q1):
         d_dq1[:, :6, :6] = jlog
         d_dq0[:, :6, :6] = -jlog @ _batch_first(_ad_inverse(quat, p))
     return unbatch(d_dq0, shape), unbatch(d_dq1, shape)
+
+
+def rotation_to_quat(R):
+    """Unit quaternion ``(4, B)``, stored ``(x, y, z, w)`` with ``w >= 0``, of rotations ``(3, 3, B)``."""
+    trace = R[0, 0] + R[1, 1] + R[2, 2]
+    candidates = np.stack(  # 4 q_i q_j rows of the largest diagonal term, Shepperd's method
+        (
+            np.stack((1 + 2 * R[0, 0] - trace, R[0, 1] + R[1, 0], R[0, 2] + R[2, 0], R[2, 1] - R[1, 2])),
+            np.stack((R[0, 1] + R[1, 0], 1 + 2 * R[1, 1] - trace, R[1, 2] + R[2, 1], R[0, 2] - R[2, 0])),
+            np.stack((R[0, 2] + R[2, 0], R[1, 2] + R[2, 1], 1 + 2 * R[2, 2] - trace, R[1, 0] - R[0, 1])),
+            np.stack((R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1], 1 + trace)),
+        )
+    )
+    pivot = np.argmax(np.stack((R[0, 0], R[1, 1], R[2, 2], trace)), axis=0)
+    quat = np.take_along_axis(candidates, pivot[None, None], axis=0)[0]
+    quat = quat / np.linalg.norm(quat, axis=0)
+    return np.where(quat[3] < 0, -quat, quat)
+
+
+def log3(R):
+    """Rotation vectors ``(3, B)`` of rotations ``(3, 3, B)`` (angle in ``[0, pi]``)."""
+    return log6(rotation_to_quat(R), np.zeros(R.shape[:1] + R.shape[2:]))[3:]
+
+
+def jlog3(w):
+    """Inverse of the right Jacobian of the SO(3) exponential at ``w`` (3, B): ``d log3(R exp(dw)) = jlog3 dw``."""
+    theta = np.linalg.norm(w, axis=0)
+    small = theta < _SMALL
+    t = np.where(small, 1.0, theta)
+    c = np.where(small, 1 / 12 + theta**2 / 720, 1 / t**2 - (1 + np.cos(t)) / (2 * t * np.sin(t)))
+    W = skew(w)
+    return eye(3, w) + 0.5 * W + c * matmul(W, W)
+
+
+def jlog6(xi):
+    """Inverse ``(6, 6, B)`` of :func:`jexp6`: ``d log6(M exp6(dxi)) = jlog6 dxi`` with ``xi = log6(M)``."""
+    return np.linalg.inv(jexp6(xi).transpose(2, 0, 1)).transpose(1, 2, 0)

@@ -1,0 +1,366 @@
+"""Proximal constrained forward dynamics, impulse dynamics and their derivatives.
+
+Constrained dynamics (seed 001 eq. 2-3) finds ``a`` and the contact forces ``f`` with
+
+    M a = tau - b(q, v) + J^T f,     J a = alpha* - drift     (the rows of dynamics.contacts)
+
+and impulse dynamics (seed 004 eq. 9-13) the velocity jump ``dv`` and impulses ``Lambda``
+with ``M dv = J^T Lambda``, ``J (v + dv) = 0``: the same system with other right-hand
+sides, ``M x = h + J^T f``, ``J x = r``. Three interchangeable proximal algorithms solve it
+(``mu > 0`` is the proximal damping of seed 000 eq. 18; the penalty of seed 003 is 1/mu):
+
+- ``proxLTL`` (seed 000 Alg. 1): sparse ``U D U^T`` factorization of the KKT matrix
+  ``[[-mu 1, J], [J^T, M]]``, joints eliminated along their ancestor chains, then a dense
+  Cholesky of the damped Delassus matrix ``J M^-1 J^T + mu 1`` (whose inverse is the damped
+  OSIM); proximal iterations ``(J M^-1 J^T + mu 1) f+ = r - J M^-1 h + mu f``;
+- ``proxLTLs`` (seed 003 eq. 16): augmented Lagrangian on ``M + J^T J / mu``;
+- ``constrainedABA`` (seed 003 Alg. 1-3): the world-frame ABA with inertias and forces of
+  the constrained bodies augmented, then reduced force sweeps per iteration.
+
+All converge to the least-squares solution for redundant constraints; ``"kkt"`` is the plain
+solve (``mu = 0``), which refuses rank-deficient constraints. Iterations stop when the
+constraint residual ``|J x - r|_inf <= tol``.
+
+Derivatives follow seed 001 Prop. 1: ``d(a, f)/dz`` solves the same system with
+``h = -dID/dz``, ``r = -d alpha/dz``, where ``ID(q, v, a, f) = rnea(q, v, a) - J^T f`` and
+``alpha = J a + drift - alpha*`` (the pieces below, also what the lifted OCP uses).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batch import batch, unbatch
+from .contacts import contact_rows, dimension, generalized_force_derivative, resolve, row_derivatives
+from .errors import DimensionError
+from .forward_dynamics import articulated_inertias, backward_sweep, forward_sweep, propagate_forces
+from .inverse_dynamics import derivatives_batch, mass_matrix, rnea
+from .kinematics import forward
+
+ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "kkt")
+
+
+class SingularConstraintError(ValueError):
+    """The plain KKT solve met rank-deficient constraints (use a proximal algorithm)."""
+
+
+class Solution(tuple):
+    """``(x, f)`` with the solver's report per state: ``iterations``, ``residual`` (the final
+    ``|J x - r|_inf``) and ``converged`` (``residual <= tol``)."""
+
+    def __new__(cls, x, f, iterations, residual, converged):
+        out = super().__new__(cls, (x, f))
+        out.iterations, out.residual, out.converged = iterations, residual, converged
+        return out
+
+
+def _settings(mu, max_iter, tol, algorithm):
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    if algorithm != "kkt" and not (np.isscalar(mu) and np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu must be a finite number > 0 (the proximal damping), got {mu!r}")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not (np.isscalar(tol) and tol > 0):
+        raise ValueError(f"tol must be a number > 0, got {tol!r}")
+
+
+# ----------------------------------------------------------------------------- the system
+
+
+class _System:
+    """Joint-space inertia, contact rows and kinematics of ``(B, .)`` states, batch-first."""
+
+    def __init__(self, model, q, v, contacts):
+        self.model = model
+        self.resolved = resolve(model, contacts)
+        self.m = dimension(self.resolved)
+        self.kin = forward(model, q, v, np.zeros_like(v), gravity=False)
+        self.rows = [contact_rows(model, self.kin, rc) for rc in self.resolved]
+        self.J = np.concatenate([r.J for r in self.rows]).transpose(2, 0, 1)  # (B, m, nv)
+        self.velocity, self.drift, self.target = (
+            np.concatenate([getattr(r, name) for r in self.rows]).T for name in ("velocity", "drift", "target")
+        )
+        self._M = None
+
+    @property
+    def M(self):
+        if self._M is None:
+            self._M = mass_matrix(self.model, self.kin)
+        return self._M
+
+    @property
+    def world_contacts_only(self):
+        return all(rc.frame2 is None for rc in self.resolved)
+
+
+def _chains(model):
+    """Per dof ``k``, the dofs before it that move its body: the pattern of ``U`` (seed 000 eq. 23)."""
+    return [np.flatnonzero(model.tree.lower[k, :k]) for k in range(model.nv)]
+
+
+def _udu(A, chains, C=None):
+    """Sparse ``A = U D U^T`` (unit upper ``U`` with the tree pattern), eliminating the joints
+    from the last; ``C (B, m, n)``: constraint rows eliminated alongside (seed 000 Alg. 1),
+    which become ``J U^-T D^-1`` and whose Schur complement ``J A^-1 J^T`` is accumulated."""
+    A = A.copy()
+    C = None if C is None else C.copy()
+    schur = None if C is None else np.zeros(C.shape[:2] + C.shape[1:2])
+    for k in range(A.shape[-1] - 1, -1, -1):
+        anc = chains[k]
+        d = A[:, k, k]
+        if len(anc):
+            col = A[:, anc, k]
+            ratio = col / d[:, None]
+            A[:, anc[:, None], anc[None, :]] -= col[:, :, None] * ratio[:, None, :]
+            if C is not None:
+                C[:, :, anc] -= C[:, :, k, None] * ratio[:, None, :]
+            A[:, anc, k] = ratio
+        if C is not None:
+            schur += C[:, :, k, None] * C[:, None, :, k] / d[:, None, None]
+            C[:, :, k] /= d[:, None]
+    return A, np.diagonal(A, axis1=1, axis2=2).copy(), C, schur
+
+
+def _back(U, x, chains):
+    """``U^-1 x`` for the unit upper ``U`` of :func:`_udu` (``x (B, n, c)``)."""
+    x = x.copy()
+    for k in range(x.shape[1] - 1, -1, -1):
+        if len(chains[k]):
+            x[:, chains[k]] -= U[:, chains[k], k, None] * x[:, k, None]
+    return x
+
+
+def _forth(U, x, chains):
+    """``U^-T x``."""
+    x = x.copy()
+    for k in range(x.shape[1]):
+        if len(chains[k]):
+            x[:, k] -= np.einsum("bi,bic->bc", U[:, chains[k], k], x[:, chains[k]])
+    return x
+
+
+def _spd_inverse(A):
+    L = np.linalg.cholesky(A)
+    Linv = np.linalg.inv(L)
+    return np.swapaxes(Linv, 1, 2) @ Linv
+
+
+def _iterate(update, f, max_iter, tol):
+    """Run ``f, residual = update(f)`` until every state's residual is ``<= tol``.
+
+    Returns the last ``f`` and, per state, the number of updates until its residual first
+    met ``tol`` (``max_iter`` if never)."""
+    first = np.zeros(len(f), dtype=int)
+    for k in range(1, max_iter + 1):
+        f, residual = update(f)
+        first = np.where((first == 0) & (residual <= tol), k, first)
+        if np.all(first > 0):
+            break
+    return f, np.where(first > 0, first, max_iter)
+
+
+def _inf_norm(x):
+    return np.max(np.abs(x), axis=tuple(range(1, x.ndim)))
+
+
+class _LTL:
+    """proxLTL: the sparse KKT factorization (seed 000 Alg. 1) and the dual proximal steps."""
+
+    def __init__(self, system, mu):
+        self.chains = _chains(system.model)
+        self.U, self.D, self.Y, schur = _udu(system.M, self.chains, system.J)
+        self.delassus = schur + mu * np.eye(system.m)  # J M^-1 J^T + mu 1
+        self.osim = _spd_inverse(self.delassus)  # the damped OSIM, from the Cholesky factor
+        self.mu = mu
+
+    def solve(self, h, r, J, max_iter, tol):
+        """Proximal steps ``(J M^-1 J^T + mu) (f+ - f) = r - J x(f)`` with ``x(f) = M^-1 (h + J^T f)``:
+        seed 000 eq. 18 written on the true residual, so that rounding errors are fed back
+        (iterative refinement; it matters when the Delassus matrix is singular)."""
+        w = _back(self.U, h, self.chains) / self.D[:, :, None]  # D^-1 U^-1 h
+        Yt = np.swapaxes(self.Y, 1, 2)
+        state = {}
+
+        def update(f):
+            x = _forth(self.U, w + Yt @ f, self.chains)
+            residual = r - J @ x
+            state["x"] = x
+            return f + self.osim @ residual, _inf_norm(residual)
+
+        f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
+        x = _forth(self.U, w + Yt @ f, self.chains)
+        return x, f, iterations
+
+
+class _LTLs:
+    """proxLTLs: augmented Lagrangian with ``M + J^T J / mu`` (seed 003 eq. 16).
+
+    ``J^T J`` keeps the tree pattern for contacts with the world (seed 003 eq. 24), so the
+    sparse factorization serves; loop closures couple branches and use a dense Cholesky."""
+
+    def __init__(self, system, mu):
+        self.J, self.rho = system.J, 1.0 / mu
+        M_rho = system.M + self.rho * np.swapaxes(self.J, 1, 2) @ self.J
+        if system.world_contacts_only:
+            self.chains = _chains(system.model)
+            self.U, self.D, _, _ = _udu(M_rho, self.chains)
+            self.solve_M = lambda x: _forth(self.U, _back(self.U, x, self.chains) / self.D[:, :, None], self.chains)
+        else:
+            L = np.linalg.cholesky(M_rho)
+            self.solve_M = lambda x: np.linalg.solve(np.swapaxes(L, 1, 2), np.linalg.solve(L, x))
+
+    def solve(self, h, r, max_iter, tol):
+        Jt = np.swapaxes(self.J, 1, 2)
+        state = {}
+
+        def update(f):
+            x = self.solve_M(h + Jt @ (f + self.rho * r))
+            residual = self.J @ x - r
+            state["x"] = x
+            return f - self.rho * residual, _inf_norm(residual)
+
+        f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
+        return state["x"], f, iterations
+
+
+class _CABA:
+    """constrainedABA (seed 003 Alg. 1-3) in world coordinates.
+
+    Body ``j`` of a contact with world rows ``K`` gets ``IA += K^T K / mu`` and bias force
+    ``pA -= K^T (k / mu + f)``, with ``K a_j = k`` the rows in the ABA's accelerations
+    (which include the ``-g`` of the universe). Later iterations only propagate the force
+    change ``K^T (K a_j - k) / mu`` (seed 003 Alg. 2) and roll out again."""
+
+    def __init__(self, system, kin, v, tau, mu):
+        if not system.world_contacts_only:
+            raise ValueError("constrainedABA handles contacts with the world (seed 003 eq. 20c); use proxLTL or proxLTLs for loop closures")
+        self.model, self.kin, self.tau, self.rho = system.model, kin, tau, 1.0 / mu
+        self.IA, self.pA, self.c = articulated_inertias(system.model, kin, v)
+        self.blocks = []  # (joint, row slice, K (m_c, 6, B), bias rows (m_c, B))
+        for rc, rows in zip(system.resolved, system.rows):
+            (j, K), = rows.bodies
+            if j < 0:
+                raise ValueError(f"contact on {rc.contact.frame!r} is attached to the universe: it constrains nothing")
+            bias = np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration (with a0)
+            self.blocks.append((j, rc.slice, K, bias))
+            self.IA[:, :, j] += self.rho * np.einsum("rcb,rdb->cdb", K, K)
+
+    def _rows(self, acc):
+        return np.concatenate([np.einsum("rcb,cb->rb", K, acc[:, j]) for j, _, K, _ in self.blocks]).T[..., None]
+
+    def _forces(self, f):
+        """World bias forces ``K^T f`` of the contacts, ``(6, n, B)``."""
+        out = np.zeros_like(self.pA)
+        for j, sl, K, _ in self.blocks:
+            out[:, j] += np.einsum("rcb,br->cb", K, f[:, sl, 0])
+        return out
+
+    def solve(self, r, max_iter, tol):
+        k = r + np.concatenate([bias for *_, bias in self.blocks]).T[..., None]
+        pA = self.pA - self._forces(self.rho * k)
+        sweep = backward_sweep(self.model, self.kin, self.IA, pA, self.c, self.tau)
+        f0 = np.zeros_like(r)
+        state = {}
+
+        def update(f):
+            dpA = None if f is f0 else propagate_forces(self.model, sweep, -self._forces(f))
+            qdd, acc = forward_sweep(self.model, self.kin, sweep, dpA)
+            residual = self._rows(acc) - k
+            state["x"] = qdd.T[..., None]
+            return f - self.rho * residual, _inf_norm(residual)
+
+        f, iterations = _iterate(update, f0, max_iter, tol)
+        return state["x"], f, iterations
+
+
+def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):
+    """``x, f`` with ``M x = h + J^T f``, ``J x = r`` (``h (B, nv, c)``, ``r (B, m, c)``)."""
+    if algorithm == "kkt":
+        return _kkt(system, h, r)
+    if algorithm == "proxLTL":
+        return _LTL(system, mu).solve(h, r, system.J, max_iter, tol)
+    if algorithm == "proxLTLs":
+        return _LTLs(system, mu).solve(h, r, max_iter, tol)
+    return aba().solve(r, max_iter, tol)
+
+
+def _kkt(system, h, r):
+    """Plain KKT solve (no damping): refuses rank-deficient constraint Jacobians."""
+    J = system.J
+    rank = np.linalg.matrix_rank(J)
+    if np.any(rank < system.m):
+        b = int(np.argmax(rank < system.m))
+        raise SingularConstraintError(
+            f"the KKT matrix is singular: the constraint Jacobian has rank {int(rank[b])} < {system.m} rows "
+            f"(state {b}; redundant or singular contacts); use a proximal algorithm (proxLTL, proxLTLs, constrainedABA)"
+        )
+    Minv_Jt = np.linalg.solve(system.M, np.swapaxes(J, 1, 2))
+    Minv_h = np.linalg.solve(system.M, h)
+    f = np.linalg.solve(J @ Minv_Jt, r - J @ Minv_h)
+    return Minv_h + Minv_Jt @ f, f, np.ones(len(h), dtype=int)
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _inputs(model, q, v, x=None, name="tau"):
+    specs = [("q", q, model.nq), ("v", v, model.nv)] + ([] if x is None else [(name, x, model.nv)])
+    return batch(*specs)
+
+
+def constrained_dynamics(model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL"):
+    """Accelerations and contact forces: a :class:`Solution` ``(a, f)``.
+
+    ``a (..., nv)``; ``f (..., m)`` stacks the contacts in list order, each in its own frame
+    and components (6D as (linear, angular)), the force on the robot. ``mu > 0``: proximal
+    damping; iterations stop at constraint residual ``tol`` or ``max_iter``.
+    """
+    _settings(mu, max_iter, tol, algorithm)
+    (q, v, tau), shape = _inputs(model, q, v, tau)
+    system = _System(model, q, v, contacts)
+    h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
+    r = (system.target - system.drift)[..., None]
+    aba = lambda: _CABA(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, mu)  # noqa: E731
+    x, f, iterations = _solve(system, algorithm, h, r, mu, max_iter, tol, aba)
+    return _solution(system, x, f, r, iterations, tol, shape)
+
+
+def impulse_dynamics(model, q, v, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL"):
+    """Velocity after a fully inelastic impact and the contact impulses: ``(v_plus, impulse)``.
+
+    ``M dv = J^T impulse`` and ``J (v + dv) = 0`` (seed 004 eq. 9-13); ``impulse`` is laid out
+    like the forces of :func:`constrained_dynamics`."""
+    _settings(mu, max_iter, tol, algorithm)
+    (q, v), shape = _inputs(model, q, v)
+    system = _System(model, q, v, contacts)
+    r = -system.velocity[..., None]
+    zeros = np.zeros_like(v)
+    aba = lambda: _CABA(system, forward(model, q, zeros, zeros, gravity=False), zeros, zeros, mu)  # noqa: E731
+    dv, impulse, iterations = _solve(system, algorithm, zeros[..., None], r, mu, max_iter, tol, aba)
+    sol = _solution(system, dv, impulse, r, iterations, tol, shape)
+    return Solution(unbatch(v, shape) + sol[0], sol[1], sol.iterations, sol.residual, sol.converged)
+
+
+def _solution(system, x, f, r, iterations, tol, shape):
+    residual = _inf_norm(system.J @ x - r)
+    return Solution(
+        unbatch(x[..., 0], shape),
+        unbatch(f[..., 0], shape),
+        unbatch(iterations, shape),
+        unbatch(residual, shape),
+        unbatch(residual <= tol, shape),
+    )
+
+
+def delassus(model, q, contacts, mu=0.0):
+    """The damped Delassus matrix ``J M^-1 J^T + mu 1`` and its inverse, the damped OSIM,
+    from the proxLTL factorization: ``(delassus, osim)``, each ``(..., m, m)``."""
+    if not (np.isscalar(mu) and mu >= 0):
+        raise ValueError(f"mu must be a number >= 0, got {mu!r}")
+    (q,), shape = batch(("q", q, model.nq))
+    system = _System(model, q, np.zeros((len(q), model.nv)), contacts)
+    chains = _chains(model)
+    _, _, _, schur = _udu(system.M, chains, system.J)
+    damped = schur + mu * np.eye(system.m)
+    return unbatch(damped, shape), unbatch(_spd_inverse(damped), shape)
