@@ -364,3 +364,173 @@ def delassus(model, q, contacts, mu=0.0):
     _, _, _, schur = _udu(system.M, chains, system.J)
     damped = schur + mu * np.eye(system.m)
     return unbatch(damped, shape), unbatch(_spd_inverse(damped), shape)
+
+
+# ----------------------------------------------------------------------------- the pieces of the lifted OCP
+
+
+def _stack(blocks):
+    """Per-contact ``(m_c, nv, B)`` blocks -> ``(B, m, nv)``."""
+    return np.concatenate(blocks).transpose(2, 0, 1)
+
+
+def _acceleration_derivatives(system, kin):
+    """``d alpha/dq, d alpha/dv (B, m, nv)`` of ``alpha = J a + drift - alpha*`` at ``kin``'s
+    velocity and acceleration, with ``alpha* = -kp e - kd J v``."""
+    dq, dv = [], []
+    for rc, rows in zip(system.resolved, system.rows):
+        d = row_derivatives(system.model, kin, rc, rows)
+        c = rc.contact
+        dq.append(d.acceleration_dq + c.kd * d.velocity_dq + (c.kp * d.error_dq if d.error_dq is not None and c.kp > 0 else 0.0))
+        dv.append(d.acceleration_dv + c.kd * rows.J)
+    return _stack(dq), _stack(dv)
+
+
+def _velocity_derivative(system, kin):
+    """``d (J v)/dq (B, m, nv)`` at ``kin``'s velocity."""
+    return _stack([row_derivatives(system.model, kin, rc, rows).velocity_dq for rc, rows in zip(system.resolved, system.rows)])
+
+
+def _force_derivative(system, f):
+    """``d (J^T f)/dq (B, nv, nv)`` for forces ``f (B, m)`` held in their contact frames."""
+    return sum(
+        generalized_force_derivative(system.model, system.kin, rc, rows, f[:, rc.slice].T)
+        for rc, rows in zip(system.resolved, system.rows)
+    )
+
+
+def contact_jacobian(model, q, contacts):
+    """``J (..., m, nv)``: the contact rows' Jacobian (velocity rows ``J v``)."""
+    (q,), shape = batch(("q", q, model.nq))
+    return unbatch(_System(model, q, np.zeros((len(q), model.nv)), contacts).J, shape)
+
+
+def contact_acceleration(model, q, v, a, contacts):
+    """``alpha = J a + drift - alpha* (..., m)``: zero when the contacts hold (seed 004 eq. 5)."""
+    (q, v, a), shape = _inputs(model, q, v, a, "a")
+    system = _System(model, q, v, contacts)
+    return unbatch(np.einsum("bmn,bn->bm", system.J, a) + system.drift - system.target, shape)
+
+
+def contact_acceleration_derivatives(model, q, v, a, contacts):
+    """Derivatives of :func:`contact_acceleration`: ``(d_dq, d_dv, d_da)``, each ``(..., m, nv)``."""
+    (q, v, a), shape = _inputs(model, q, v, a, "a")
+    system = _System(model, q, v, contacts)
+    d_dq, d_dv = _acceleration_derivatives(system, forward(model, q, v, a, gravity=False))
+    return unbatch(d_dq, shape), unbatch(d_dv, shape), unbatch(system.J, shape)
+
+
+def contact_velocity(model, q, v, contacts):
+    """``J v (..., m)``: the contact rows' velocity (zero after an inelastic impact, seed 004 eq. 12)."""
+    (q, v), shape = _inputs(model, q, v)
+    return unbatch(_System(model, q, v, contacts).velocity, shape)
+
+
+def contact_velocity_derivatives(model, q, v, contacts):
+    """Derivatives of :func:`contact_velocity`: ``(d_dq, d_dv)``, each ``(..., m, nv)``."""
+    (q, v), shape = _inputs(model, q, v)
+    system = _System(model, q, v, contacts)
+    return unbatch(_velocity_derivative(system, system.kin), shape), unbatch(system.J, shape)
+
+
+def _forces(model, f, m, shape_name="f"):
+    f = np.asarray(f, dtype=float)
+    if f.ndim == 0 or f.shape[-1] != m:
+        raise DimensionError(f"{shape_name}: expected shape ({m},) or (B, {m}) for these contacts, got {f.shape}")
+    return f
+
+
+def contact_inverse_dynamics(model, q, v, a, f, contacts):
+    """``ID(q, v, a, f) = rnea(q, v, a) - J^T f (..., nv)`` (seed 004 eq. 16)."""
+    m = dimension(resolve(model, contacts))
+    (q, v, a, f), shape = batch(("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m))
+    system = _System(model, q, v, contacts)
+    return unbatch(rnea(model, q, v, a) - np.einsum("bmn,bm->bn", system.J, f), shape)
+
+
+def contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts):
+    """Derivatives of :func:`contact_inverse_dynamics`: ``(d_dq, d_dv, d_da, d_df)``, the
+    first three ``(..., nv, nv)``, ``d_df = -J^T (..., nv, m)``; ``f`` held in its frames."""
+    m = dimension(resolve(model, contacts))
+    (q, v, a, f), shape = batch(("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m))
+    system = _System(model, q, v, contacts)
+    dtau_dq, dtau_dv, M = derivatives_batch(model, q, v, a)
+    out = (dtau_dq - _force_derivative(system, f), dtau_dv, M, -np.swapaxes(system.J, 1, 2))
+    return tuple(unbatch(x, shape) for x in out)
+
+
+def impulse_inverse_dynamics(model, q, dv, impulse, contacts):
+    """``M(q) dv - J^T impulse (..., nv)`` (seed 004 eq. 11)."""
+    m = dimension(resolve(model, contacts))
+    (q, dv, impulse), shape = batch(("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m))
+    system = _System(model, q, np.zeros_like(dv), contacts)
+    return unbatch(np.einsum("bij,bj->bi", system.M, dv) - np.einsum("bmn,bm->bn", system.J, impulse), shape)
+
+
+def impulse_inverse_dynamics_derivatives(model, q, dv, impulse, contacts):
+    """Derivatives of :func:`impulse_inverse_dynamics`: ``(d_dq, d_ddv = M, d_dimpulse = -J^T)``."""
+    m = dimension(resolve(model, contacts))
+    (q, dv, impulse), shape = batch(("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m))
+    zeros = np.zeros_like(dv)
+    system = _System(model, q, zeros, contacts)
+    dM_dq, _, M = derivatives_batch(model, q, zeros, dv, gravity=False)
+    out = (dM_dq - _force_derivative(system, impulse), M, -np.swapaxes(system.J, 1, 2))
+    return tuple(unbatch(x, shape) for x in out)
+
+
+# ----------------------------------------------------------------------------- derivatives (seed 001 Prop. 1)
+
+
+def _split(x, f, sizes):
+    cuts = np.cumsum(sizes)[:-1]
+    return np.split(x, cuts, axis=-1), np.split(f, cuts, axis=-1)
+
+
+def _derivative_solve(system, mu, h, r, max_iter, tol):
+    """Solve ``M X = h + J^T F``, ``J X = r`` for matrix right-hand sides (KKT of Prop. 1)."""
+    scale = max(1.0, float(np.max(np.abs(h), initial=0.0)), float(np.max(np.abs(r), initial=0.0)))
+    x, f, _ = _LTL(system, mu).solve(h, r, system.J, max_iter, tol * scale)
+    return x, f
+
+
+def constrained_dynamics_derivatives(model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1e-10):
+    """Derivatives of :func:`constrained_dynamics`: ``(da_dq, da_dv, da_dtau, df_dq, df_dv,
+    df_dtau)``, ``da_* (..., nv, nv)``, ``df_* (..., m, nv)`` (seed 001 Prop. 1, solved with
+    the proxLTL factorization)."""
+    _settings(mu, max_iter, tol, "proxLTL")
+    (q, v, tau), shape = _inputs(model, q, v, tau)
+    system = _System(model, q, v, contacts)
+    h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
+    r = (system.target - system.drift)[..., None]
+    a, f, _ = _LTL(system, mu).solve(h, r, system.J, max_iter, tol)
+    a, f = a[..., 0], f[..., 0]
+    dtau_dq, dtau_dv, _ = derivatives_batch(model, q, v, a)
+    dID_dq = dtau_dq - _force_derivative(system, f)
+    dalpha_dq, dalpha_dv = _acceleration_derivatives(system, forward(model, q, v, a, gravity=False))
+    nv = model.nv
+    eye = np.broadcast_to(np.eye(nv), dtau_dq.shape)
+    H = np.concatenate((-dID_dq, -dtau_dv, eye), axis=-1)
+    R = np.concatenate((-dalpha_dq, -dalpha_dv, np.zeros_like(dalpha_dq)), axis=-1)
+    X, F = _derivative_solve(system, mu, H, R, max_iter, tol)
+    (da_dq, da_dv, da_dtau), (df_dq, df_dv, df_dtau) = _split(X, F, (nv, nv, nv))
+    return tuple(unbatch(x, shape) for x in (da_dq, da_dv, da_dtau, df_dq, df_dv, df_dtau))
+
+
+def impulse_dynamics_derivatives(model, q, v, contacts, mu=1e-4, max_iter=30, tol=1e-10):
+    """Derivatives of :func:`impulse_dynamics`: ``(dvplus_dq, dvplus_dv, dimpulse_dq,
+    dimpulse_dv)``: Prop. 1 on ``M dv - J^T Lambda = 0``, ``J (v + dv) = 0``."""
+    _settings(mu, max_iter, tol, "proxLTL")
+    (q, v), shape = _inputs(model, q, v)
+    system = _System(model, q, v, contacts)
+    zeros = np.zeros_like(v)
+    dv, impulse, _ = _LTL(system, mu).solve(zeros[..., None], -system.velocity[..., None], system.J, max_iter, tol)
+    dv, impulse = dv[..., 0], impulse[..., 0]
+    dM_dq, _, _ = derivatives_batch(model, q, zeros, dv, gravity=False)
+    dE1_dq = dM_dq - _force_derivative(system, impulse)
+    dE2_dq = _velocity_derivative(system, forward(model, q, v + dv, zeros, gravity=False))
+    nv = model.nv
+    H = np.concatenate((-dE1_dq, np.zeros_like(dE1_dq)), axis=-1)
+    R = np.concatenate((-dE2_dq, -system.J), axis=-1)
+    X, F = _derivative_solve(system, mu, H, R, max_iter, tol)
+    (ddv_dq, ddv_dv), (di_dq, di_dv) = _split(X, F, (nv, nv))
+    return tuple(unbatch(x, shape) for x in (ddv_dq, np.eye(nv) + ddv_dv, di_dq, di_dv))
