@@ -41,7 +41,7 @@ import numpy as np
 from .errors import UnknownNameError
 from .kinematics import ReferenceFrame, frame_placement_world, world_jacobian
 from .manifold import jlog3, jlog6, log3, log6, rotation_to_quat
-from .spatial import act_inv_motion, cross, dot, eye, force_cross, matmul, matvec, motion_cross, shift_motion, skew, transpose
+from .spatial import act_inv_motion, cross, eye, force_cross, matmul, matvec, motion_cross, shift_motion, skew, transpose
 
 COMPONENTS = ("x", "y", "z", "rx", "ry", "rz")
 

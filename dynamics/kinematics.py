@@ -95,7 +95,7 @@ def joint_placements(model, q):
     placements are made absolute level by level.
     """
     t = model.tree
-    n, B = model.njoints, q.shape[0]
+    B = q.shape[0]
     qt = q.T
     R0 = model.joint_rotation.transpose(1, 2, 0)[..., None]
     oR = np.repeat(R0, B, axis=-1)

@@ -104,7 +104,7 @@ def assert_same_model(model, pmodel):
     np.testing.assert_allclose(model.gravity, pmodel.gravity.linear, rtol=1e-12)
     for i, name in enumerate(model.joint_names):
         assert model.joint_id(name) == pmodel.getJointId(name) - 1 == i
-    for f, frame in enumerate(pmodel.frames):
+    for frame in pmodel.frames:
         assert model.frame_id(frame.name) == pmodel.getFrameId(frame.name)
 
 
