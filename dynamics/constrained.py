@@ -168,13 +168,13 @@ class _LTL:
     """proxLTL: the sparse KKT factorization (seed 000 Alg. 1) and the dual proximal steps."""
 
     def __init__(self, system, mu):
-        self.chains = _chains(system.model)
+        self.chains, self.J = _chains(system.model), system.J
         self.U, self.D, self.Y, schur = _udu(system.M, self.chains, system.J)
         self.delassus = schur + mu * np.eye(system.m)  # J M^-1 J^T + mu 1
         self.osim = _spd_inverse(self.delassus)  # the damped OSIM, from the Cholesky factor
         self.mu = mu
 
-    def solve(self, h, r, J, max_iter, tol):
+    def solve(self, h, r, max_iter, tol):
         """Proximal steps ``(J M^-1 J^T + mu) (f+ - f) = r - J x(f)`` with ``x(f) = M^-1 (h + J^T f)``:
         seed 000 eq. 18 written on the true residual, so that rounding errors are fed back
         (iterative refinement; it matters when the Delassus matrix is singular)."""
@@ -184,13 +184,24 @@ class _LTL:
 
         def update(f):
             x = _forth(self.U, w + Yt @ f, self.chains)
-            residual = r - J @ x
+            residual = r - self.J @ x
             state["x"] = x
             return f + self.osim @ residual, _inf_norm(residual)
 
         f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
         x = _forth(self.U, w + Yt @ f, self.chains)
         return x, f, iterations
+
+    def solve_exact(self, h, r, max_iter, tol):
+        """The undamped KKT solve ``f = (J M^-1 J^T)^-1 (r - J M^-1 h)`` when the Delassus matrix
+        is positive definite (the exact ``K^-1`` of seed 001 Prop. 1); proximal steps otherwise."""
+        try:
+            exact = _spd_inverse(self.delassus - self.mu * np.eye(self.delassus.shape[-1]))
+        except np.linalg.LinAlgError:
+            return self.solve(h, r, max_iter, tol)[:2]
+        w = _back(self.U, h, self.chains) / self.D[:, :, None]
+        f = exact @ (r - self.Y @ (w * self.D[:, :, None]))
+        return _forth(self.U, w + np.swapaxes(self.Y, 1, 2) @ f, self.chains), f
 
 
 class _LTLs:
@@ -279,7 +290,7 @@ def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):
     if algorithm == "kkt":
         return _kkt(system, h, r)
     if algorithm == "proxLTL":
-        return _LTL(system, mu).solve(h, r, system.J, max_iter, tol)
+        return _LTL(system, mu).solve(h, r, max_iter, tol)
     if algorithm == "proxLTLs":
         return _LTLs(system, mu).solve(h, r, max_iter, tol)
     return aba().solve(r, max_iter, tol)
@@ -486,11 +497,10 @@ def _split(x, f, sizes):
     return np.split(x, cuts, axis=-1), np.split(f, cuts, axis=-1)
 
 
-def _derivative_solve(system, mu, h, r, max_iter, tol):
-    """Solve ``M X = h + J^T F``, ``J X = r`` for matrix right-hand sides (KKT of Prop. 1)."""
+def _derivative_solve(ltl, h, r, max_iter, tol):
+    """Solve ``M X = h + J^T F``, ``J X = r`` for matrix right-hand sides (the KKT of Prop. 1)."""
     scale = max(1.0, float(np.max(np.abs(h), initial=0.0)), float(np.max(np.abs(r), initial=0.0)))
-    x, f, _ = _LTL(system, mu).solve(h, r, system.J, max_iter, tol * scale)
-    return x, f
+    return ltl.solve_exact(h, r, max_iter, tol * scale)
 
 
 def constrained_dynamics_derivatives(model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1e-10):
@@ -502,7 +512,8 @@ def constrained_dynamics_derivatives(model, q, v, tau, contacts, mu=1e-4, max_it
     system = _System(model, q, v, contacts)
     h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
     r = (system.target - system.drift)[..., None]
-    a, f, _ = _LTL(system, mu).solve(h, r, system.J, max_iter, tol)
+    ltl = _LTL(system, mu)
+    a, f, _ = ltl.solve(h, r, max_iter, tol)
     a, f = a[..., 0], f[..., 0]
     dtau_dq, dtau_dv, _ = derivatives_batch(model, q, v, a)
     dID_dq = dtau_dq - _force_derivative(system, f)
@@ -511,7 +522,7 @@ def constrained_dynamics_derivatives(model, q, v, tau, contacts, mu=1e-4, max_it
     eye = np.broadcast_to(np.eye(nv), dtau_dq.shape)
     H = np.concatenate((-dID_dq, -dtau_dv, eye), axis=-1)
     R = np.concatenate((-dalpha_dq, -dalpha_dv, np.zeros_like(dalpha_dq)), axis=-1)
-    X, F = _derivative_solve(system, mu, H, R, max_iter, tol)
+    X, F = _derivative_solve(ltl, H, R, max_iter, tol)
     (da_dq, da_dv, da_dtau), (df_dq, df_dv, df_dtau) = _split(X, F, (nv, nv, nv))
     return tuple(unbatch(x, shape) for x in (da_dq, da_dv, da_dtau, df_dq, df_dv, df_dtau))
 
@@ -523,7 +534,8 @@ def impulse_dynamics_derivatives(model, q, v, contacts, mu=1e-4, max_iter=30, to
     (q, v), shape = _inputs(model, q, v)
     system = _System(model, q, v, contacts)
     zeros = np.zeros_like(v)
-    dv, impulse, _ = _LTL(system, mu).solve(zeros[..., None], -system.velocity[..., None], system.J, max_iter, tol)
+    ltl = _LTL(system, mu)
+    dv, impulse, _ = ltl.solve(zeros[..., None], -system.velocity[..., None], max_iter, tol)
     dv, impulse = dv[..., 0], impulse[..., 0]
     dM_dq, _, _ = derivatives_batch(model, q, zeros, dv, gravity=False)
     dE1_dq = dM_dq - _force_derivative(system, impulse)
@@ -531,6 +543,6 @@ def impulse_dynamics_derivatives(model, q, v, contacts, mu=1e-4, max_iter=30, to
     nv = model.nv
     H = np.concatenate((-dE1_dq, np.zeros_like(dE1_dq)), axis=-1)
     R = np.concatenate((-dE2_dq, -system.J), axis=-1)
-    X, F = _derivative_solve(system, mu, H, R, max_iter, tol)
+    X, F = _derivative_solve(ltl, H, R, max_iter, tol)
     (ddv_dq, ddv_dv), (di_dq, di_dv) = _split(X, F, (nv, nv))
     return tuple(unbatch(x, shape) for x in (ddv_dq, np.eye(nv) + ddv_dv, di_dq, di_dv))
