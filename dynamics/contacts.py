@@ -99,12 +99,19 @@ class Contact:
         return len(self.rows)
 
     def target(self):
-        """The target placement as ``(R or None, p)``, each batch-last."""
+        """The target placement as ``(R (3, 3, B or 1) or None, p (3, B or 1))``, batch-last."""
         placement = self.placement
-        if isinstance(placement, tuple):
-            R, p = (np.asarray(x, dtype=float) for x in placement)
-            return np.moveaxis(R, (-2, -1), (0, 1)), np.moveaxis(p, -1, 0)
-        return None, np.moveaxis(np.asarray(placement, dtype=float), -1, 0)
+        R, p = placement if isinstance(placement, tuple) else (None, placement)
+        p = np.asarray(p, dtype=float)
+        if p.shape[-1:] != (3,) or p.ndim > 2:
+            raise ValueError(f"contact on {self.frame!r}: target position must have shape (3,) or (B, 3), got {p.shape}")
+        p = p.reshape(-1, 3).T
+        if R is None:
+            return None, p
+        R = np.asarray(R, dtype=float)
+        if R.shape[-2:] != (3, 3) or R.ndim > 3:
+            raise ValueError(f"contact on {self.frame!r}: target rotation must have shape (3, 3) or (B, 3, 3), got {R.shape}")
+        return R.reshape(-1, 3, 3).transpose(1, 2, 0), p
 
 
 @dataclass(frozen=True)
