@@ -21,6 +21,13 @@ All converge to the least-squares solution for redundant constraints; ``"kkt"`` 
 solve (``mu = 0``), which refuses rank-deficient constraints. Iterations stop when the
 constraint residual ``|J x - r|_inf <= tol``.
 
+Choosing ``mu``: the iterations contract like ``mu / (mu + sigma)`` (``sigma``: eigenvalues of
+the Delassus matrix), so a small ``mu`` converges in fewer iterations. proxLTL's accuracy does
+not depend on it, but the augmented-Lagrangian algorithms (proxLTLs, constrainedABA) factor
+``M + J^T J / mu``, whose rounding leaves an equation-of-motion residual growing like ``1/mu``
+(seed 000 Sec. III-A): about 1e-10 at the default ``mu = 1e-4`` (4-6 iterations on ANYmal
+and Talos), 1e-8 to 1e-6 at ``mu = 1e-6``.
+
 Derivatives follow seed 001 Prop. 1: ``d(a, f)/dz`` solves the same system with
 ``h = -dID/dz``, ``r = -d alpha/dz``, where ``ID(q, v, a, f) = rnea(q, v, a) - J^T f`` and
 ``alpha = J a + drift - alpha*`` (the pieces below, also what the lifted OCP uses).

@@ -2,6 +2,8 @@
 
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
+    liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
+    liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
 
 User errors (unknown robot, joint or frame, malformed URDF, bad arguments) print one line
 ``liftoff: error: ...`` on stderr and exit with status 2; a benchmark that cannot run
@@ -121,6 +123,47 @@ def bench_dynamics(args) -> int:
     return 0
 
 
+def _choose(given, choices, option) -> tuple:
+    """``given`` (all ``choices`` if None) without repeats, each checked to be a choice."""
+    for name in given or ():
+        if name not in choices:
+            raise UserError(f"{option}: unknown {name!r}; choose among {', '.join(choices)}")
+    return tuple(dict.fromkeys(given)) if given else tuple(choices)
+
+
+def bench_constrained(args) -> int:
+    from . import bench
+
+    progress = None if args.quiet else bench.stderr_progress
+    algorithms = _choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
+    try:
+        if args.scaling:
+            result = bench.scaling_benchmark(
+                chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES),
+                tree_sizes=tuple(args.tree_sizes or bench.TREE_SIZES),
+                batch=args.scaling_batch or bench.SCALING_BATCH,
+                repeat=args.repeat,
+                algorithms=algorithms,
+                seed=args.seed,
+                progress=progress,
+            )
+            table = bench.format_scaling_table
+        else:
+            result = bench.constrained_benchmark(
+                robots=_choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
+                batches=tuple(args.batch),
+                repeat=args.repeat,
+                algorithms=algorithms,
+                seed=args.seed,
+                progress=progress,
+            )
+            table = bench.format_constrained_table
+    except bench.BenchError as err:
+        return _error(str(err), RUN_ERROR)
+    print(json.dumps(result, indent=2) if args.json else table(result))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
@@ -153,6 +196,39 @@ def parser() -> argparse.ArgumentParser:
     p_dyn.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p_dyn.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p_dyn.set_defaults(run=bench_dynamics)
+
+    p_con = benches.add_parser(
+        "constrained",
+        help="constrained dynamics and its derivatives vs Pinocchio",
+        description="Time proximal constrained forward dynamics (each algorithm) and its derivatives against "
+        "Pinocchio's constraintDynamics on the same random states (after checking they agree to 1e-8): "
+        "ANYmal with 3D contacts on its feet (LOCAL_WORLD_ALIGNED), Talos with 6D contacts on its soles (LOCAL). "
+        "With --scaling, instead: the scaling study of seed 003 Fig. 3 on serial chains (6D contact on the end "
+        "effector) and balanced binary trees (3D contacts on the leaves).",
+    )
+    # defaults and choices live in problems.bench (imported when the command runs)
+    p_con.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
+    p_con.add_argument("--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)")
+    p_con.add_argument(
+        "--algorithm", nargs="+", metavar="ALG", help="algorithms among proxLTL, proxLTLs, constrainedABA (default: all three)"
+    )
+    p_con.add_argument("--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)")
+    p_con.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
+    p_con.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
+    p_con.add_argument("--chain-sizes", type=_positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)")
+    p_con.add_argument(
+        "--tree-sizes",
+        type=_positive_int,
+        nargs="+",
+        metavar="N",
+        help="links of the binary trees, 3 (2^d - 1): 3, 9, 21, 45, 93, 189, ... (default: 9 21 45 93)",
+    )
+    p_con.add_argument(
+        "--scaling-batch", type=_positive_int, metavar="B", help="states per call in the scaling study (default: 32)"
+    )
+    p_con.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p_con.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p_con.set_defaults(run=bench_constrained)
     return p
 
 
