@@ -154,17 +154,23 @@ def _spd_inverse(A):
 
 
 def _iterate(update, f, max_iter, tol):
-    """Run ``f, residual = update(f)`` until every state's residual is ``<= tol``.
+    """Run ``x, f_pair, residual, f = update(f)`` until every state's residual is ``<= tol``.
 
-    Returns the last ``f`` and, per state, the number of updates until its residual first
-    met ``tol`` (``max_iter`` if never)."""
+    ``(x, f_pair)`` is a consistent pair (``M x = h + J^T f_pair``) of constraint residual
+    ``residual``; each state keeps the pair of the iteration where it first met ``tol`` (the
+    last one if never), and the number of iterations it took."""
     first = np.zeros(len(f), dtype=int)
+    x_out = f_out = None
     for k in range(1, max_iter + 1):
-        f, residual = update(f)
-        first = np.where((first == 0) & (residual <= tol), k, first)
+        x, f_pair, residual, f = update(f)
+        if x_out is None:
+            x_out, f_out = np.array(x), np.array(f_pair)
+        running = first == 0
+        x_out[running], f_out[running] = x[running], f_pair[running]
+        first = np.where(running & (residual <= tol), k, first)
         if np.all(first > 0):
             break
-    return f, np.where(first > 0, first, max_iter)
+    return x_out, f_out, np.where(first > 0, first, max_iter)
 
 
 def _inf_norm(x):
@@ -187,17 +193,13 @@ class _LTL:
         (iterative refinement; it matters when the Delassus matrix is singular)."""
         w = _back(self.U, h, self.chains) / self.D[:, :, None]  # D^-1 U^-1 h
         Yt = np.swapaxes(self.Y, 1, 2)
-        state = {}
 
         def update(f):
             x = _forth(self.U, w + Yt @ f, self.chains)
             residual = r - self.J @ x
-            state["x"] = x
-            return f + self.osim @ residual, _inf_norm(residual)
+            return x, f, _inf_norm(residual), f + self.osim @ residual
 
-        f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
-        x = _forth(self.U, w + Yt @ f, self.chains)
-        return x, f, iterations
+        return _iterate(update, np.zeros_like(r), max_iter, tol)
 
     def solve_exact(self, h, r, max_iter, tol):
         """The undamped KKT solve ``f = (J M^-1 J^T)^-1 (r - J M^-1 h)`` when the Delassus matrix
@@ -230,16 +232,14 @@ class _LTLs:
 
     def solve(self, h, r, max_iter, tol):
         Jt = np.swapaxes(self.J, 1, 2)
-        state = {}
 
         def update(f):
             x = self.solve_M(h + Jt @ (f + self.rho * r))
             residual = self.J @ x - r
-            state["x"] = x
-            return f - self.rho * residual, _inf_norm(residual)
+            f_next = f - self.rho * residual
+            return x, f_next, _inf_norm(residual), f_next
 
-        f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
-        return state["x"], f, iterations
+        return _iterate(update, np.zeros_like(r), max_iter, tol)
 
 
 class _CABA:
@@ -279,17 +279,15 @@ class _CABA:
         pA = self.pA - self._forces(self.rho * k)
         sweep = backward_sweep(self.model, self.kin, self.IA, pA, self.c, self.tau)
         f0 = np.zeros_like(r)
-        state = {}
 
         def update(f):
             dpA = None if f is f0 else propagate_forces(self.model, sweep, -self._forces(f))
             qdd, acc = forward_sweep(self.model, self.kin, sweep, dpA)
             residual = self._rows(acc) - k
-            state["x"] = qdd.T[..., None]
-            return f - self.rho * residual, _inf_norm(residual)
+            f_next = f - self.rho * residual
+            return qdd.T[..., None], f_next, _inf_norm(residual), f_next
 
-        f, iterations = _iterate(update, f0, max_iter, tol)
-        return state["x"], f, iterations
+        return _iterate(update, f0, max_iter, tol)
 
 
 def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):

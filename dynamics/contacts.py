@@ -20,8 +20,8 @@ force the environment applies to the robot; its world wrench at the origin is ``
 
 Baumgarte stabilization: the desired contact acceleration is ``alpha* = -kp e - kd (J v)``
 with ``e`` the position error of the rows (``R_ref^T (p - p_target)``; for 6D,
-``log6(M_target^-1 M)`` in LOCAL, ``(p - p_target, R log3(R_target^T R))`` in
-LOCAL_WORLD_ALIGNED, ``log6(M M_target^-1)`` in WORLD), seed 004 eq. 5-6 with
+``log6(M_target^-1 M)`` in LOCAL, the same rotated by ``R`` in LOCAL_WORLD_ALIGNED (as
+Pinocchio's corrector), ``log6(M M_target^-1)`` in WORLD), seed 004 eq. 5-6 with
 ``kp = beta^2, kd = 2 alpha``.
 
 Derivatives go through the world frame (seed 001 Props. 3, 4 follow from it): for a dof
@@ -40,7 +40,7 @@ import numpy as np
 
 from .errors import UnknownNameError
 from .kinematics import ReferenceFrame, frame_placement_world, world_jacobian
-from .manifold import jlog3, jlog6, log3, log6, rotation_to_quat
+from .manifold import jlog6, log6, rotation_to_quat
 from .spatial import act_inv_motion, cross, eye, force_cross, matmul, matvec, motion_cross, shift_motion, skew, transpose
 
 COMPONENTS = ("x", "y", "z", "rx", "ry", "rz")
@@ -272,7 +272,8 @@ def _error_6d(c: Contact, pt: _Point):
     if c.reference is ReferenceFrame.WORLD:  # log6(M Mt^-1)
         R = matmul(pt.R, transpose(Rt))
         return log6(rotation_to_quat(R), pt.p - matvec(R, p_t))
-    return np.concatenate((pt.p - p_t, matvec(pt.R, log3(matmul(transpose(Rt), pt.R)))))
+    local = log6(rotation_to_quat(matmul(transpose(Rt), pt.R)), matvec(transpose(Rt), pt.p - p_t))
+    return np.concatenate((matvec(pt.R, local[:3]), matvec(pt.R, local[3:])))
 
 
 # ----------------------------------------------------------------------------- derivatives
@@ -376,10 +377,14 @@ def _error_6d_derivative(reference, X, pt: _Point, S, error):
         return matvec(jlog6(error)[:, :, None], matvec(X[:, :, None], S))
     if reference is ReferenceFrame.WORLD:  # d log6(M Mt^-1) = Jlog6_left S = jlog6(-e) S
         return matvec(jlog6(-error)[:, :, None], S)
-    w_k, e_rot = S[3:], error[3:, None]
-    log_q = matvec(transpose(pt.R), error[3:])
-    d_rot = cross(w_k, e_rot) + matvec(matmul(matmul(pt.R, jlog3(log_q)), transpose(pt.R))[:, :, None], w_k)
-    return np.concatenate((shift_motion(S, pt.p[:, None])[:3], d_rot))
+    # e = blockdiag(R, R) e_local: de = (w_k x e_lin, w_k x e_ang) + blockdiag(R, R) Jlog6 J_local
+    Rt = transpose(pt.R)
+    local = np.concatenate((matvec(Rt, error[:3]), matvec(Rt, error[3:])))
+    J_local = act_inv_motion(pt.R[:, :, None], pt.p[:, None], S)
+    d_local = matvec(jlog6(local)[:, :, None], J_local)
+    R = pt.R[:, :, None]
+    w_k = S[3:]
+    return np.concatenate((cross(w_k, error[:3, None]) + matvec(R, d_local[:3]), cross(w_k, error[3:, None]) + matvec(R, d_local[3:])))
 
 
 def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactRows, f):

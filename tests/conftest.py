@@ -52,6 +52,20 @@ def random_states(model, rng, n=NSTATES):
     return q, rng.standard_normal((n, model.nv)), rng.standard_normal((n, model.nv))
 
 
+def regular_configurations(model, rng, n, contacts, min_eig=1e-3):
+    """``n`` random configurations whose Delassus matrix ``J M^-1 J^T`` (of ``contacts``,
+    whose targets if any have no batch axis) has its eigenvalues ``>= min_eig``: away from
+    the kinematic singularities where the constrained dynamics is ill-posed and proximal
+    iterations (``mu = 1e-4``) crawl."""
+    kept = []
+    while sum(len(x) for x in kept) < n:
+        q = dynamics.random_configuration(model, rng, 2 * n)
+        J = dynamics.contact_jacobian(model, q, contacts)
+        D = J @ np.linalg.solve(dynamics.crba(model, q), np.swapaxes(J, -1, -2))
+        kept.append(q[np.linalg.eigvalsh(D)[:, 0] >= min_eig])
+    return np.concatenate(kept)[:n]
+
+
 # ----------------------------------------------------------------------------- comparisons
 
 
