@@ -257,6 +257,10 @@ def stderr_progress(line: str) -> None:
 ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA")
 CONSTRAINED_QUANTITIES = ("constrained_dynamics", "constrained_dynamics_derivatives")
 PROXIMAL = dict(mu=1e-4, max_iter=30, tol=1e-10)  # liftoff's defaults, given to Pinocchio alike
+# The scaling study's chains are ill-conditioned at random configurations: the augmented-
+# Lagrangian algorithms (proxLTLs, constrainedABA) need a larger damping to stay within
+# TOLERANCE of Pinocchio (their rounding grows like 1/mu, see dynamics/constrained.py).
+SCALING_PROXIMAL = dict(mu=1e-3, max_iter=60, tol=1e-10)
 REQUIRED_API = ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives")
 CHAIN_SIZES = (8, 16, 32, 64)
 TREE_SIZES = (9, 21, 45, 93)
@@ -301,7 +305,7 @@ class PinConstrained:
     is the force on the robot in the contact's reference frame, as liftoff's ``f``.
     """
 
-    def __init__(self, pin, pmodel, case: ContactCase):
+    def __init__(self, pin, pmodel, case: ContactCase, settings=PROXIMAL):
         self.pin, self.pmodel, self.data = pin, pmodel, pmodel.createData()
         kind = {"3D": pin.ContactType.CONTACT_3D, "6D": pin.ContactType.CONTACT_6D}[case.kind]
         reference = getattr(pin.ReferenceFrame, case.reference)
@@ -312,7 +316,7 @@ class PinConstrained:
         self.models = pin.StdVec_RigidConstraintModel(models)
         self.datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
         pin.initConstraintDynamics(pmodel, self.data, self.models, self.datas)
-        self.settings = pin.ProximalSettings(PROXIMAL["tol"], PROXIMAL["mu"], PROXIMAL["max_iter"])
+        self.settings = pin.ProximalSettings(settings["tol"], settings["mu"], settings["max_iter"])
 
     def values(self, q, v, tau, derivatives=True) -> dict:
         """Results stacked over the states; ``"iterations"``: proximal iterations per state."""
@@ -349,11 +353,11 @@ class PinConstrained:
         return dict(zip(CONSTRAINED_QUANTITIES, (forward, derivatives)))
 
 
-def ours_constrained_kernels(model, contacts, q, v, tau, algorithm) -> dict:
+def ours_constrained_kernels(model, contacts, q, v, tau, algorithm, settings=PROXIMAL) -> dict:
     """One batched call per quantity; ``algorithm`` for the forward dynamics."""
     return {
-        "constrained_dynamics": lambda: dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm=algorithm, **PROXIMAL),
-        "constrained_dynamics_derivatives": lambda: dynamics.constrained_dynamics_derivatives(model, q, v, tau, contacts, **PROXIMAL),
+        "constrained_dynamics": lambda: dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm=algorithm, **settings),
+        "constrained_dynamics_derivatives": lambda: dynamics.constrained_dynamics_derivatives(model, q, v, tau, contacts, **settings),
     }
 
 
@@ -479,7 +483,7 @@ def scaling_benchmark(
 
     Serial chains of ``n`` links with a 6D contact on ``end_effector`` (LOCAL), balanced
     binary trees of ``n`` links with 3D contacts on every leaf (LOCAL_WORLD_ALIGNED); ``batch``
-    random states per call, default proximal settings; Pinocchio's ``constraintDynamics``
+    random states per call, ``SCALING_PROXIMAL`` settings; Pinocchio's ``constraintDynamics``
     (proxLTL) as the reference column, checked against first.
     """
     mechanisms = list(_mechanisms(chain_sizes, tree_sizes))  # a bad size fails before anything runs
@@ -491,7 +495,7 @@ def scaling_benchmark(
     for mechanism, n, model, text, case in mechanisms:
         pmodel = pin.buildModelFromXML(text)
         contacts = contacts_of(case)
-        reference = PinConstrained(pin, pmodel, case)
+        reference = PinConstrained(pin, pmodel, case, SCALING_PROXIMAL)
         q, v, _, tau = random_states(model, batch, seed)
         say(f"checking {mechanism} n = {n} against Pinocchio")
         pins = reference.values(q, v, tau, derivatives=False)
@@ -506,7 +510,7 @@ def scaling_benchmark(
             max_abs_error_vs_pinocchio={},
             iterations={"pinocchio": _stats(pins["iterations"])},
         )
-        kernels = {algorithm: ours_constrained_kernels(model, contacts, q, v, tau, algorithm) for algorithm in algorithms}
+        kernels = {algorithm: ours_constrained_kernels(model, contacts, q, v, tau, algorithm, SCALING_PROXIMAL) for algorithm in algorithms}
         for algorithm, ours in kernels.items():
             err = check_against_pinocchio(_as_arrays(ours), pins, ("constrained_dynamics",), f" ({mechanism} n = {n}, {algorithm})")
             row["max_abs_error_vs_pinocchio"][algorithm] = err["constrained_dynamics"]
@@ -521,7 +525,7 @@ def scaling_benchmark(
     return dict(
         benchmark="constrained scaling (seed 003 Fig. 3)",
         batch=batch,
-        proximal_settings=PROXIMAL,
+        proximal_settings=SCALING_PROXIMAL,
         algorithms=list(algorithms),
         pinocchio_reference="constraintDynamics (proxLTL), same proximal settings",
         seed=seed,

@@ -25,6 +25,8 @@ def test_info_of_a_reduced_model(capsys):
         (["info", "anymal", "--lock", "LF_HAA=abc"], "is not a number"),
         (["info", "anymal", "--lock", "LF_HAX=0"], "cannot lock unknown joint 'LF_HAX'"),
         (["info", "/no/such/robot.urdf"], "URDF file not found"),
+        (["bench", "constrained", "--algorithm", "foo"], "--algorithm: unknown 'foo'"),
+        (["bench", "constrained", "--scaling", "--tree-sizes", "10"], "got 10 (nearest: 9 or 21)"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(capsys, argv, message):
