@@ -1,0 +1,91 @@
+"""The Riccati recursion against a dense solve of the LQR's KKT system."""
+
+import numpy as np
+import pytest
+
+from solvers import RiccatiError, StageLQR, TerminalLQR, riccati
+
+
+def random_lqr(rng, N=6, nx=5, nu_of=lambda i: 3 if i % 3 else 0):
+    """A convex LQR with stages of varying control size (``nu = 0`` like impulse stages)."""
+    stages = []
+    for i in range(N):
+        nu = nu_of(i)
+        W = rng.standard_normal((nx + nu, nx + nu))
+        H = W @ W.T + 0.5 * np.eye(nx + nu)
+        stages.append(
+            StageLQR(
+                A=np.eye(nx) + 0.1 * rng.standard_normal((nx, nx)),
+                B=rng.standard_normal((nx, nu)),
+                b=rng.standard_normal(nx),
+                Qxx=H[:nx, :nx],
+                Qxu=H[:nx, nx:],
+                Quu=H[nx:, nx:],
+                lx=rng.standard_normal(nx),
+                lu=rng.standard_normal(nu),
+            )
+        )
+    W = rng.standard_normal((nx, nx))
+    return stages, TerminalLQR(W @ W.T + np.eye(nx), rng.standard_normal(nx)), rng.standard_normal(nx)
+
+
+def dense_kkt(stages, terminal, dx0):
+    """Primal ``[dx_0, du_0, dx_1, ..., dx_N]`` and multipliers ``lam_0..lam_N`` from one dense solve.
+
+    Lagrangian: cost + lam_0^T (dx0 - dx_0) + sum lam_{i+1}^T (A dx_i + B du_i + b - dx_{i+1})."""
+    nx = stages[0].nx
+    sizes = [nx + s.nu for s in stages] + [nx]
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    n, m = offsets[-1], nx * (len(stages) + 1)
+    H, g = np.zeros((n, n)), np.zeros(n)
+    C, c = np.zeros((m, n)), np.zeros(m)
+    C[:nx, :nx], c[:nx] = np.eye(nx), dx0
+    for i, s in enumerate(stages):
+        o = offsets[i]
+        H[o : o + nx, o : o + nx] = s.Qxx
+        H[o : o + nx, o + nx : o + nx + s.nu] = s.Qxu
+        H[o + nx : o + nx + s.nu, o : o + nx] = s.Qxu.T
+        H[o + nx : o + nx + s.nu, o + nx : o + nx + s.nu] = s.Quu
+        g[o : o + nx], g[o + nx : o + nx + s.nu] = s.lx, s.lu
+        r = nx * (i + 1)  # dx_{i+1} - A dx_i - B du_i = b
+        C[r : r + nx, offsets[i + 1] : offsets[i + 1] + nx] = np.eye(nx)
+        C[r : r + nx, o : o + nx], C[r : r + nx, o + nx : o + nx + s.nu] = -s.A, -s.B
+        c[r : r + nx] = s.b
+    o = offsets[-2]
+    H[o:, o:], g[o:] = terminal.Qxx, terminal.lx
+    kkt = np.block([[H, -C.T], [C, np.zeros((m, m))]])  # H z - C^T lam = -g, C z = c
+    sol = np.linalg.solve(kkt, np.concatenate((-g, c)))
+    return sol[:n], sol[n:].reshape(-1, nx), offsets
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_riccati_equals_dense_kkt_solve(seed):
+    rng = np.random.default_rng(seed)
+    stages, terminal, dx0 = random_lqr(rng)
+    sol = riccati(stages, terminal, dx0)
+    z, lam, offsets = dense_kkt(stages, terminal, dx0)
+    nx = len(dx0)
+    for i, s in enumerate(stages):
+        np.testing.assert_allclose(sol.dx[i], z[offsets[i] : offsets[i] + nx], atol=1e-10)
+        np.testing.assert_allclose(sol.du[i], z[offsets[i] + nx : offsets[i] + nx + s.nu], atol=1e-10)
+    np.testing.assert_allclose(sol.dx[-1], z[offsets[-2] :], atol=1e-10)
+    np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-9)
+
+
+def test_rollout_satisfies_the_dynamics_and_initial_state():
+    rng = np.random.default_rng(7)
+    stages, terminal, dx0 = random_lqr(rng)
+    sol = riccati(stages, terminal, dx0)
+    np.testing.assert_allclose(sol.dx[0], dx0)
+    for i, s in enumerate(stages):
+        np.testing.assert_allclose(sol.dx[i + 1], s.A @ sol.dx[i] + s.B @ sol.du[i] + s.b, atol=1e-12)
+        np.testing.assert_allclose(sol.du[i], sol.K[i] @ sol.dx[i] + sol.k[i], atol=1e-12)
+
+
+def test_nonconvex_stage_is_reported():
+    rng = np.random.default_rng(3)
+    stages, terminal, dx0 = random_lqr(rng, nu_of=lambda i: 2)
+    bad = stages[2]
+    stages[2] = StageLQR(bad.A, bad.B, bad.b, bad.Qxx, bad.Qxu, -10 * np.eye(2), bad.lx, bad.lu)
+    with pytest.raises(RiccatiError, match="stage 2"):
+        riccati(stages, terminal, dx0)
