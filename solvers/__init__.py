@@ -1,3 +1,3 @@
 """Newton-type solvers over an OCP: the Riccati recursion, the interior point, baselines."""
 
-from .riccati import RiccatiError, RiccatiSolution, StageLQR, TerminalLQR, riccati
+from .riccati import RiccatiError, RiccatiSolution, riccati

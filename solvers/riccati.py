@@ -23,33 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class StageLQR:
-    """One stage of the LQR: cost ``Qxx, Qxu, Quu, lx, lu`` and dynamics ``A, B, b``."""
-
-    A: np.ndarray
-    B: np.ndarray
-    b: np.ndarray
-    Qxx: np.ndarray
-    Qxu: np.ndarray
-    Quu: np.ndarray
-    lx: np.ndarray
-    lu: np.ndarray
-
-    @property
-    def nx(self) -> int:
-        return self.A.shape[1]
-
-    @property
-    def nu(self) -> int:
-        return self.B.shape[1]
-
-
-@dataclass(frozen=True)
-class TerminalLQR:
-    Qxx: np.ndarray
-    lx: np.ndarray
+from ocp.lqr import StageLQR, TerminalLQR
 
 
 @dataclass(frozen=True)
@@ -70,7 +44,7 @@ class RiccatiError(np.linalg.LinAlgError):
     """``Quu + B^T P B`` is not positive definite at some stage (the LQR is not convex there)."""
 
 
-def riccati(stages, terminal: TerminalLQR, dx0) -> RiccatiSolution:
+def riccati(stages: "list[StageLQR]", terminal: TerminalLQR, dx0) -> RiccatiSolution:
     """Solve the LQR of ``stages`` (a sequence of :class:`StageLQR`) from ``dx0``."""
     N = len(stages)
     P, p = [None] * (N + 1), [None] * (N + 1)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from solvers import RiccatiError, StageLQR, TerminalLQR, riccati
+from ocp import StageLQR, TerminalLQR
+from solvers import RiccatiError, riccati
 
 
 def random_lqr(rng, N=6, nx=5, nu_of=lambda i: 3 if i % 3 else 0):

@@ -1,0 +1,3 @@
+"""The optimal control problem: stages, costs, constraints, lifted and non-lifted formulations."""
+
+from .lqr import StageLQR, TerminalLQR

@@ -1,0 +1,93 @@
+"""Condensing of lifted variables out of a Newton step, and their expansion (seed 004 III-A, B).
+
+A lifted stage has, besides the state ``dx`` and control ``du``, variables ``dw`` (``(da, df)``
+at contact stages, ``(ddv, dLambda)`` at impulse stages) fixed by as many local equalities
+
+    Cx dx + Cu du + Cw dw + c = 0                          (seed 004 eq. 21, 32)
+
+with ``Cw`` square and invertible (the matrix ``[[M, J^T], [J, 0]]`` of eq. 23, up to signs).
+They also appear in the state equation ``dx_{i+1} = Ax dx + Au du + Aw dw + b`` and in the
+cost ``1/2 y^T H y + g^T y`` with ``y = (dx, du, dw)``. Eliminating
+``dw = Tx dx + Tu du + t`` (``T = -Cw^-1 C``, ``t = -Cw^-1 c``) leaves the LQR of
+:mod:`ocp.lqr`. After the Riccati recursion, the expansion recovers ``dw`` and the multiplier
+``beta`` of the local equalities from the stationarity in ``w`` (eq. 24-25, 33):
+
+    H_wy y + g_w + Cw^T beta + Aw^T lam_{i+1} = 0
+
+for the Lagrangian ``cost + beta^T (C y + c) + lam_{i+1}^T (A y + b - dx_{i+1})``.
+All functions take arrays with a leading axis over the stages of one kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lqr import StageLQR
+
+
+@dataclass(frozen=True)
+class LiftedStages:
+    """Linearized lifted stages, stacked over ``S`` stages: cost ``H (S, ny, ny)``, ``g (S, ny)``
+    in ``y = (dx, du, dw)``; local equalities ``C (S, nw, ny)``, ``c (S, nw)``; state equation
+    ``A (S, nx, ny)``, ``b (S, nx)``."""
+
+    nx: int
+    nu: int
+    H: np.ndarray
+    g: np.ndarray
+    C: np.ndarray
+    c: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+
+    @property
+    def nw(self) -> int:
+        return self.C.shape[1]
+
+
+@dataclass(frozen=True)
+class Condensed:
+    """The eliminated stages: ``dw = T [dx; du] + t`` and the condensed LQR blocks."""
+
+    T: np.ndarray  # (S, nw, nx + nu)
+    t: np.ndarray  # (S, nw)
+    A: np.ndarray  # (S, nx, nx)
+    B: np.ndarray  # (S, nx, nu)
+    b: np.ndarray  # (S, nx)
+    Q: np.ndarray  # (S, nx + nu, nx + nu)
+    l: np.ndarray  # (S, nx + nu)
+
+    def stage(self, s: int, nx: int) -> StageLQR:
+        Q, l = self.Q[s], self.l[s]
+        return StageLQR(self.A[s], self.B[s], self.b[s], Q[:nx, :nx], Q[:nx, nx:], Q[nx:, nx:], l[:nx], l[nx:])
+
+
+def condense(stages: LiftedStages) -> Condensed:
+    """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``)."""
+    nz = stages.nx + stages.nu
+    Cz, Cw = stages.C[:, :, :nz], stages.C[:, :, nz:]
+    T = -np.linalg.solve(Cw, Cz)
+    t = -np.linalg.solve(Cw, stages.c[..., None])[..., 0]
+    S = len(T)
+    Z = np.concatenate((np.broadcast_to(np.eye(nz), (S, nz, nz)), T), axis=1)  # y = Z z + (0, t)
+    y0 = np.concatenate((np.zeros((S, nz)), t), axis=1)
+    Q = np.swapaxes(Z, 1, 2) @ stages.H @ Z
+    l = np.einsum("syz,sy->sz", Z, np.einsum("sxy,sy->sx", stages.H, y0) + stages.g)
+    A_full = stages.A @ Z
+    b = stages.b + np.einsum("sxy,sy->sx", stages.A, y0)
+    return Condensed(T, t, A_full[:, :, : stages.nx], A_full[:, :, stages.nx :], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
+
+
+def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
+    """``(dw, beta)`` of each stage from its ``dx (S, nx)``, ``du (S, nu)`` and the costate
+    ``lam_next (S, nx)`` of its state equation."""
+    nz = stages.nx + stages.nu
+    z = np.concatenate((dx, du), axis=1)
+    dw = np.einsum("swz,sz->sw", condensed.T, z) + condensed.t
+    y = np.concatenate((z, dw), axis=1)
+    stationarity = np.einsum("swy,sy->sw", stages.H[:, nz:], y) + stages.g[:, nz:]
+    stationarity += np.einsum("sxw,sx->sw", stages.A[:, :, nz:], lam_next)
+    beta = -np.linalg.solve(np.swapaxes(stages.C[:, :, nz:], 1, 2), stationarity[..., None])[..., 0]
+    return dw, beta

@@ -1,0 +1,100 @@
+"""Condensing lifted variables, the Riccati recursion and the expansion together give the
+Newton direction of the uncondensed KKT system (primal and dual)."""
+
+import numpy as np
+import pytest
+
+from ocp import TerminalLQR
+from ocp.condensing import LiftedStages, condense, expand
+from solvers import riccati
+
+
+def random_lifted(rng, S=5, nx=6, nu=3, nw=4):
+    ny = nx + nu + nw
+    W = rng.standard_normal((S, ny, ny))
+    H = W @ np.swapaxes(W, 1, 2) + 0.5 * np.eye(ny)  # a positive definite Gauss-Newton Hessian
+    C = rng.standard_normal((S, nw, ny))
+    C[:, :, nx + nu :] += 3 * np.eye(nw)  # Cw invertible
+    A = 0.2 * rng.standard_normal((S, nx, ny))
+    A[:, :, :nx] += np.eye(nx)
+    return LiftedStages(nx, nu, H, rng.standard_normal((S, ny)), C, rng.standard_normal((S, nw)), A, rng.standard_normal((S, nx)))
+
+
+def dense_solution(st: LiftedStages, terminal: TerminalLQR, dx0):
+    """Solve the uncondensed KKT system: variables y_0 .. y_{S-1}, dx_S; multipliers lam_0 ..
+    lam_S (initial state, state equations) and beta_i (local equalities)."""
+    S, nx, nw = len(st.H), st.nx, st.nw
+    ny = st.H.shape[1]
+    n = S * ny + nx
+    H, g = np.zeros((n, n)), np.zeros(n)
+    rows, rhs = [], []
+
+    def row():
+        return np.zeros(n)
+
+    for i in range(S):
+        o = i * ny
+        H[o : o + ny, o : o + ny], g[o : o + ny] = st.H[i], st.g[i]
+    H[-nx:, -nx:], g[-nx:] = terminal.Qxx, terminal.lx
+    E_init = np.zeros((nx, n))
+    E_init[:, :nx] = np.eye(nx)
+    blocks = [(E_init, np.asarray(dx0))]  # E y = e, multiplier sign: L = cost + m^T (E y - e)
+    for i in range(S):  # state equation: A y_i + b - dx_{i+1} = 0  ->  -A y_i + dx_{i+1} = b
+        E = np.zeros((nx, n))
+        E[:, i * ny : (i + 1) * ny] = -st.A[i]
+        nxt = (i + 1) * ny if i + 1 < S else S * ny
+        E[:, nxt : nxt + nx] = np.eye(nx)
+        blocks.append((E, st.b[i]))
+    for i in range(S):  # local equalities: C y_i = -c
+        E = np.zeros((nw, n))
+        E[:, i * ny : (i + 1) * ny] = st.C[i]
+        blocks.append((E, -st.c[i]))
+    E = np.concatenate([b[0] for b in blocks])
+    e = np.concatenate([b[1] for b in blocks])
+    m = len(e)
+    kkt = np.block([[H, E.T], [E, np.zeros((m, m))]])
+    sol = np.linalg.solve(kkt, np.concatenate((-g, e)))
+    y, mult = sol[:n], sol[n:]
+    lam = -mult[: nx * (S + 1)].reshape(S + 1, nx)  # Riccati's sign: lam^T (A y + b - dx_next)
+    beta = mult[nx * (S + 1) :].reshape(S, nw)  # beta^T (C y + c)
+    return y, lam, beta
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_condense_riccati_expand_equals_the_uncondensed_newton_step(seed):
+    rng = np.random.default_rng(seed)
+    st = random_lifted(rng)
+    W = rng.standard_normal((st.nx, st.nx))
+    terminal = TerminalLQR(W @ W.T + np.eye(st.nx), rng.standard_normal(st.nx))
+    dx0 = rng.standard_normal(st.nx)
+    cond = condense(st)
+    sol = riccati([cond.stage(i, st.nx) for i in range(len(st.H))], terminal, dx0)
+    dx, du = np.array(sol.dx[:-1]), np.array(sol.du)
+    dw, beta = expand(st, cond, dx, du, np.array(sol.lam[1:]))
+    y, lam, beta_ref = dense_solution(st, terminal, dx0)
+    ny = st.H.shape[1]
+    Y = y[: len(dx) * ny].reshape(len(dx), ny)
+    np.testing.assert_allclose(dx, Y[:, : st.nx], atol=1e-9)
+    np.testing.assert_allclose(du, Y[:, st.nx : st.nx + st.nu], atol=1e-9)
+    np.testing.assert_allclose(dw, Y[:, st.nx + st.nu :], atol=1e-9)
+    np.testing.assert_allclose(sol.dx[-1], y[-st.nx :], atol=1e-9)
+    np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-8)
+    np.testing.assert_allclose(beta, beta_ref, atol=1e-8)
+
+
+def test_condensed_state_equation_and_cost_match_the_substitution():
+    rng = np.random.default_rng(9)
+    st = random_lifted(rng, S=3)
+    cond = condense(st)
+    z = rng.standard_normal((3, st.nx + st.nu))
+    dw = np.einsum("swz,sz->sw", cond.T, z) + cond.t
+    y = np.concatenate((z, dw), axis=1)
+    np.testing.assert_allclose(np.einsum("swy,sy->sw", st.C, y) + st.c, 0.0, atol=1e-12)
+    nxt = np.einsum("sxy,sy->sx", st.A, y) + st.b
+    np.testing.assert_allclose(np.einsum("sxz,sz->sx", np.concatenate((cond.A, cond.B), axis=2), z) + cond.b, nxt, atol=1e-12)
+    def full_cost(y):
+        return 0.5 * np.einsum("sy,syx,sx->s", y, st.H, y) + np.einsum("sy,sy->s", st.g, y)
+
+    reduced = 0.5 * np.einsum("sy,syx,sx->s", z, cond.Q, z) + np.einsum("sy,sy->s", cond.l, z)
+    at_zero = full_cost(np.concatenate((np.zeros_like(z), cond.t), axis=1))  # the constant dropped
+    np.testing.assert_allclose(full_cost(y), reduced + at_zero, atol=1e-10)
