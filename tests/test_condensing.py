@@ -27,11 +27,6 @@ def dense_solution(st: LiftedStages, terminal: TerminalLQR, dx0):
     ny = st.H.shape[1]
     n = S * ny + nx
     H, g = np.zeros((n, n)), np.zeros(n)
-    rows, rhs = [], []
-
-    def row():
-        return np.zeros(n)
-
     for i in range(S):
         o = i * ny
         H[o : o + ny, o : o + ny], g[o : o + ny] = st.H[i], st.g[i]
