@@ -1,0 +1,140 @@
+"""Costs as sums of named, weighted residuals, with Gauss-Newton Hessians.
+
+A term has a residual ``r(z)`` of the stage variables ``z = (q, v, u, a, f)`` (tangent
+direction ``y = (dq, dv, du, da, df)``, the layout of :mod:`ocp.lifted`) and weights ``w``;
+its cost is ``1/2 r^T diag(w) r``, its Gauss-Newton Hessian ``R^T diag(w) R`` and gradient
+``R^T diag(w) r`` with ``R = dr/dy``. References may vary over the stages (a leading axis).
+Terms are switched off by leaving them out of the :class:`CostSum`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import dynamics
+
+
+@dataclass(frozen=True)
+class StageVariables:
+    """Stacked variables of ``S`` stages of one kind (``u, a, f`` may be empty arrays)."""
+
+    q: np.ndarray
+    v: np.ndarray
+    u: np.ndarray
+    a: np.ndarray
+    f: np.ndarray
+
+    @property
+    def sizes(self):
+        """Tangent sizes of ``(dq, dv, du, da, df)``."""
+        nv = self.v.shape[1]
+        return (nv, nv, self.u.shape[1], self.a.shape[1], self.f.shape[1])
+
+    def block(self, name):
+        """The columns of ``y`` holding ``name`` (one of ``q, v, u, a, f``)."""
+        i = "qvuaf".index(name)
+        start = int(np.sum(self.sizes[:i]))
+        return slice(start, start + self.sizes[i])
+
+
+def _jacobian(z: StageVariables, name, d_dname):
+    """A residual Jacobian ``(S, nr, ny)`` with ``d_dname`` in the columns of ``name``."""
+    S, nr = d_dname.shape[:2]
+    out = np.zeros((S, nr, int(np.sum(z.sizes))))
+    out[:, :, z.block(name)] = d_dname
+    return out
+
+
+def _weights(w, n):
+    w = np.broadcast_to(np.asarray(w, dtype=float), (n,)) if np.ndim(w) <= 1 else np.asarray(w, dtype=float)
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError(f"cost weights must be finite and >= 0, got {w}")
+    return w
+
+
+@dataclass(frozen=True)
+class StateCost:
+    """``r = (q (-) q_ref, v - v_ref)``: configuration error in the tangent space."""
+
+    q_ref: np.ndarray
+    v_ref: np.ndarray
+    weights: np.ndarray
+    name: str = "state"
+
+    def residual(self, model, z: StageVariables):
+        r = np.concatenate((dynamics.difference(model, self.q_ref, z.q), z.v - self.v_ref), axis=1)
+        _, d_dq = dynamics.difference_jacobians(model, self.q_ref, z.q)
+        nv = model.nv
+        R = np.zeros((len(z.q), 2 * nv, int(np.sum(z.sizes))))
+        R[:, :nv, z.block("q")] = d_dq
+        R[:, nv:, z.block("v")] = np.eye(nv)
+        return r, R
+
+
+@dataclass(frozen=True)
+class VariableCost:
+    """``r = x - x_ref`` for one of the variables ``u`` (control), ``a`` (acceleration) or
+    ``f`` (contact forces, in their contacts' frames)."""
+
+    variable: str
+    reference: np.ndarray
+    weights: np.ndarray
+    name: str = ""
+
+    def residual(self, model, z: StageVariables):
+        x = getattr(z, self.variable)
+        return x - self.reference, _jacobian(z, self.variable, np.broadcast_to(np.eye(x.shape[1]), (len(x),) + (x.shape[1],) * 2))
+
+
+@dataclass(frozen=True)
+class FramePositionCost:
+    """``r = p_frame(q) - p_ref``, the frame origin in the world."""
+
+    frame: str
+    reference: np.ndarray
+    weights: np.ndarray
+    name: str = ""
+
+    def residual(self, model, z: StageVariables):
+        _, p = dynamics.frame_placement(model, z.q, self.frame)
+        J = dynamics.frame_jacobian(model, z.q, self.frame, "LOCAL_WORLD_ALIGNED")[:, :3]
+        return p - self.reference, _jacobian(z, "q", J)
+
+
+@dataclass(frozen=True)
+class CenterOfMassCost:
+    """``r = c(q) - c_ref``."""
+
+    reference: np.ndarray
+    weights: np.ndarray
+    name: str = "com"
+
+    def residual(self, model, z: StageVariables):
+        return dynamics.center_of_mass(model, z.q) - self.reference, _jacobian(z, "q", dynamics.com_jacobian(model, z.q))
+
+
+@dataclass(frozen=True)
+class CostSum:
+    """Named terms; ``evaluate`` gives each term's cost per stage, ``gauss_newton`` the sum's
+    Hessian ``(S, ny, ny)`` and gradient ``(S, ny)`` in ``y``."""
+
+    terms: tuple = field(default_factory=tuple)
+
+    def evaluate(self, model, z: StageVariables) -> dict:
+        out = {}
+        for term in self.terms:
+            r, _ = term.residual(model, z)
+            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,i,si->s", r, _weights(term.weights, r.shape[1]), r)
+        return out
+
+    def gauss_newton(self, model, z: StageVariables):
+        ny = int(np.sum(z.sizes))
+        H, g = np.zeros((len(z.q), ny, ny)), np.zeros((len(z.q), ny))
+        for term in self.terms:
+            r, R = term.residual(model, z)
+            w = _weights(term.weights, r.shape[1])
+            H += np.einsum("sri,r,srj->sij", R, w, R)
+            g += np.einsum("sri,r,sr->si", R, w, r)
+        return H, g
