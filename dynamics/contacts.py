@@ -193,7 +193,7 @@ def _point_rows(R_ref_t, p):
 
 def _frame_map(reference, R, p):
     """``X_ref (6, 6, B)``: the frame's spatial motion in ``reference`` from the world one."""
-    identity = eye(6, p[:1].repeat(6, 0))
+    identity = np.broadcast_to(np.eye(6)[..., None], (6, 6, p.shape[-1]))
     if reference is ReferenceFrame.WORLD:
         return identity
     if reference is ReferenceFrame.LOCAL:
