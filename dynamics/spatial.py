@@ -129,18 +129,6 @@ def rigid_matrix(mass, mc, Io):
     return np.concatenate((top, np.concatenate((C, Io), axis=1)))
 
 
-def motion_matrix(m):
-    """The 6x6 matrix of ``x -> m x x``."""
-    W, V = skew(m[3:]), skew(m[:3])
-    return np.concatenate((np.concatenate((W, V), axis=1), np.concatenate((np.zeros_like(W), W), axis=1)))
-
-
-def force_matrix(m):
-    """The 6x6 matrix of ``f -> m x* f`` (minus the transpose of :func:`motion_matrix`)."""
-    W, V = skew(m[3:]), skew(m[:3])
-    return np.concatenate((np.concatenate((W, np.zeros_like(W)), axis=1), np.concatenate((V, W), axis=1)))
-
-
 def rotation_about(axis, cos, sin):
     """Rotation of angle ``atan2(sin, cos)`` about the unit ``axis`` (Rodrigues)."""
     K = skew(axis)
