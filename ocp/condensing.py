@@ -64,20 +64,27 @@ class Condensed:
         return StageLQR(self.A[s], self.B[s], self.b[s], Q[:nx, :nx], Q[:nx, nx:], Q[nx:, nx:], l[:nx], l[nx:])
 
 
+def eliminate(H, g, A, b, nz, T, t) -> Condensed:
+    """Substitute ``dw = T z + t`` (``z = (dx, du)``, the first ``nz`` entries of ``y``) into the
+    cost ``H, g`` and state equation ``A, b``. The non-lifted formulation calls it with the
+    derivatives of the constrained dynamics as ``T`` and ``t = 0``."""
+    S, nx = len(T), A.shape[1]
+    Z = np.concatenate((np.broadcast_to(np.eye(nz), (S, nz, nz)), T), axis=1)  # y = Z z + (0, t)
+    y0 = np.concatenate((np.zeros((S, nz)), t), axis=1)
+    Q = np.swapaxes(Z, 1, 2) @ H @ Z
+    l = np.einsum("syz,sy->sz", Z, np.einsum("sxy,sy->sx", H, y0) + g)
+    A_full = A @ Z
+    b = b + np.einsum("sxy,sy->sx", A, y0)
+    return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
+
+
 def condense(stages: LiftedStages) -> Condensed:
     """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``)."""
     nz = stages.nx + stages.nu
-    Cz, Cw = stages.C[:, :, :nz], stages.C[:, :, nz:]
-    T = -np.linalg.solve(Cw, Cz)
+    Cw = stages.C[:, :, nz:]
+    T = -np.linalg.solve(Cw, stages.C[:, :, :nz])
     t = -np.linalg.solve(Cw, stages.c[..., None])[..., 0]
-    S = len(T)
-    Z = np.concatenate((np.broadcast_to(np.eye(nz), (S, nz, nz)), T), axis=1)  # y = Z z + (0, t)
-    y0 = np.concatenate((np.zeros((S, nz)), t), axis=1)
-    Q = np.swapaxes(Z, 1, 2) @ stages.H @ Z
-    l = np.einsum("syz,sy->sz", Z, np.einsum("sxy,sy->sx", stages.H, y0) + stages.g)
-    A_full = stages.A @ Z
-    b = stages.b + np.einsum("sxy,sy->sx", stages.A, y0)
-    return Condensed(T, t, A_full[:, :, : stages.nx], A_full[:, :, stages.nx :], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
+    return eliminate(stages.H, stages.g, stages.A, stages.b, nz, T, t)
 
 
 def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):

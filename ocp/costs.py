@@ -2,7 +2,7 @@
 
 A term has a residual ``r(z)`` of the stage variables ``z = (q, v, u, a, f)`` (tangent
 direction ``y = (dq, dv, du, da, df)``, the layout of :mod:`ocp.lifted`) and weights ``w``;
-its cost is ``1/2 r^T diag(w) r``, its Gauss-Newton Hessian ``R^T diag(w) R`` and gradient
+its cost is ``1/2 r^T diag(w) r`` (weights per residual, or per stage and residual), its Gauss-Newton Hessian ``R^T diag(w) R`` and gradient
 ``R^T diag(w) r`` with ``R = dr/dy``. References may vary over the stages (a leading axis).
 Terms are switched off by leaving them out of the :class:`CostSum`.
 """
@@ -47,11 +47,16 @@ def _jacobian(z: StageVariables, name, d_dname):
     return out
 
 
-def _weights(w, n):
-    w = np.broadcast_to(np.asarray(w, dtype=float), (n,)) if np.ndim(w) <= 1 else np.asarray(w, dtype=float)
+def _weights(w, shape):
+    """Weights broadcast to the residuals' ``(S, nr)``: a scalar, one per residual, or one row
+    per stage."""
+    w = np.asarray(w, dtype=float)
     if np.any(w < 0) or not np.all(np.isfinite(w)):
         raise ValueError(f"cost weights must be finite and >= 0, got {w}")
-    return w
+    try:
+        return np.broadcast_to(w, shape)
+    except ValueError:
+        raise ValueError(f"cost weights of shape {w.shape} do not fit residuals of shape {shape}") from None
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ class CostSum:
         out = {}
         for term in self.terms:
             r, _ = term.residual(model, z)
-            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,i,si->s", r, _weights(term.weights, r.shape[1]), r)
+            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,si,si->s", r, _weights(term.weights, r.shape), r)
         return out
 
     def gauss_newton(self, model, z: StageVariables):
@@ -134,7 +139,7 @@ class CostSum:
         H, g = np.zeros((len(z.q), ny, ny)), np.zeros((len(z.q), ny))
         for term in self.terms:
             r, R = term.residual(model, z)
-            w = _weights(term.weights, r.shape[1])
-            H += np.einsum("sri,r,srj->sij", R, w, R)
-            g += np.einsum("sri,r,sr->si", R, w, r)
+            w = _weights(term.weights, r.shape)
+            H += np.einsum("sri,sr,srj->sij", R, w, R)
+            g += np.einsum("sri,sr,sr->si", R, w, r)
         return H, g

@@ -36,19 +36,26 @@ def actuation(model) -> np.ndarray:
     return np.eye(model.nv)[:, 6:] if model.has_free_flyer else np.eye(model.nv)
 
 
-def _state_equation(model, q, q_next, dt, v):
-    """The configuration rows of the state equation: ``A_q`` acting on ``(dq, dv)`` and ``b_q``
-    (module docstring); ``dt = 0`` at impulse stages."""
-    nv = model.nv
-    F_q = dynamics.difference(model, q_next, q) + (dt * v if dt else 0.0)
+def state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw):
+    """The linearized state equation ``dx_{i+1} = A y + b`` of stages with ``y = (dq, dv, du,
+    dw)``, ``w = (w_v, ...)`` (module docstring). Contact stages: ``w_v = a`` and the time step
+    ``dt (S,)``; impulse stages: ``w_v = dv`` and ``dt = None`` (no time elapses)."""
+    nv, S = model.nv, len(q)
+    impulse = dt is None
+    h = np.zeros((S, 1)) if impulse else np.broadcast_to(np.asarray(dt, dtype=float), (S,))[:, None]
+    F_q = dynamics.difference(model, q_next, q) + h * v
     D, D_q = dynamics.difference_jacobians(model, q_next, q)  # d/dq_{i+1}, d/dq_i
     D_inv = np.linalg.inv(D)
-    S = len(q)
-    A_q = np.zeros((S, nv, 2 * nv))
-    A_q[:, :, :nv] = -D_inv @ D_q
-    A_q[:, :, nv:] = -D_inv * dt if dt else 0.0
-    b_q = -np.einsum("sij,sj->si", D_inv, F_q)
-    return A_q, b_q
+    nx = 2 * nv
+    eye = np.eye(nv)
+    A = np.zeros((S, nx, nx + nu + nw))
+    A[:, :nv, :nv] = -D_inv @ D_q
+    A[:, :nv, nv:nx] = -D_inv * h[:, :, None]
+    A[:, nv:, nv:nx] = eye
+    A[:, nv:, nx + nu : nx + nu + nv] = eye if impulse else h[:, :, None] * eye
+    w_step = w_v if impulse else h * w_v
+    b = np.concatenate((-np.einsum("sij,sj->si", D_inv, F_q), v + w_step - v_next), axis=1)
+    return A, b
 
 
 def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g) -> LiftedStages:
@@ -59,12 +66,7 @@ def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g) -> 
     nu, m = Sel.shape[1], f.shape[1]
     S = len(q)
     nx, ny = 2 * nv, 2 * nv + nu + nv + m
-    A_q, b_q = _state_equation(model, q, q_next, dt, v)
-    A = np.zeros((S, nx, ny))
-    A[:, :nv, :nx] = A_q
-    A[:, nv:, nv:nx] = np.eye(nv)  # dv_{i+1} = dv_i + dt da_i + F_v
-    A[:, nv:, nx + nu : nx + nu + nv] = dt * np.eye(nv)
-    b = np.concatenate((b_q, v + dt * a - v_next), axis=1)
+    A, b = state_equation(model, q, v, a, q_next, v_next, dt, nu, nv + m)
     dID_dq, dID_dv, dID_da, dID_df = dynamics.contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts)
     dal_dq, dal_dv, dal_da = dynamics.contact_acceleration_derivatives(model, q, v, a, contacts)
     C = np.zeros((S, nv + m, ny))
@@ -87,12 +89,7 @@ def impulse_stages(model, contacts, q, v, dv, impulse, q_next, v_next, H, g) -> 
     m = impulse.shape[1]
     S = len(q)
     nx, ny = 2 * nv, 3 * nv + m
-    A_q, b_q = _state_equation(model, q, q_next, 0.0, v)
-    A = np.zeros((S, nx, ny))
-    A[:, :nv, :nx] = A_q
-    A[:, nv:, nv:nx] = np.eye(nv)  # dv_{i+1} = dv_i + d(dv)_i + F_v
-    A[:, nv:, nx : nx + nv] = np.eye(nv)
-    b = np.concatenate((b_q, v + dv - v_next), axis=1)
+    A, b = state_equation(model, q, v, dv, q_next, v_next, None, 0, nv + m)
     dE_dq, dE_ddv, dE_dimpulse = dynamics.impulse_inverse_dynamics_derivatives(model, q, dv, impulse, contacts)
     dV_dq, J = dynamics.contact_velocity_derivatives(model, q, v + dv, contacts)
     C = np.zeros((S, nv + m, ny))

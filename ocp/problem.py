@@ -1,0 +1,182 @@
+"""The optimal control problem on a known contact sequence (seed 004 Sec. II).
+
+Knots ``x_0 .. x_K`` with ``x = (q, v)`` are joined by stages, in time order:
+
+- :class:`ContactStage` (time step ``dt``, active contacts): variables ``(q, v, u, a, f)``;
+- :class:`ImpulseStage` at a touchdown (no time elapses): variables ``(q, v, dv, Lambda)``,
+  with the contacts active right after the impact (landing and standing feet alike);
+
+and a terminal cost on ``x_K``. Each stage carries its own cost terms (:mod:`ocp.costs`,
+references for that stage) and contacts (Baumgarte targets for that stage). Inequalities:
+the friction cone of every 3D contact force in the world frame (:mod:`ocp.friction`) and the
+URDF's joint position, velocity and torque limits on the actuated joints of contact stages.
+
+Stages of the same kind, contacts and cost terms form a :class:`StageGroup`: they are
+evaluated together, with their references and targets stacked along a leading axis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+import dynamics
+
+from .costs import CostSum
+
+LIMITS = ("position", "velocity", "torque")
+
+
+@dataclass(frozen=True)
+class ContactStage:
+    """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active."""
+
+    contacts: tuple
+    dt: float
+    costs: tuple = ()
+
+    kind = "contact"
+
+
+@dataclass(frozen=True)
+class ImpulseStage:
+    """A touchdown: the impact with ``contacts`` (everything in contact after it). The contact
+    position of the landing feet is a cost term here (a quadratic penalty, as in seed 004's
+    experiments)."""
+
+    contacts: tuple
+    costs: tuple = ()
+
+    kind = "impulse"
+
+
+@dataclass(frozen=True)
+class OCP:
+    """The problem: ``model``, initial state ``(q0, v0)``, ``stages`` in time order,
+    ``terminal_costs`` on ``x_K``, the friction coefficient of the cones (``None``: no cones)
+    and which URDF ``limits`` are imposed (a subset of ``position, velocity, torque``)."""
+
+    model: object
+    q0: np.ndarray
+    v0: np.ndarray
+    stages: tuple
+    terminal_costs: tuple = ()
+    friction: float | None = 0.7
+    limits: tuple = LIMITS
+
+    def __post_init__(self):
+        model = self.model
+        object.__setattr__(self, "q0", _vector(self.q0, model.nq, "q0"))
+        object.__setattr__(self, "v0", _vector(self.v0, model.nv, "v0"))
+        object.__setattr__(self, "stages", tuple(self.stages))
+        if not self.stages:
+            raise ValueError("an OCP needs at least one stage")
+        for k, stage in enumerate(self.stages):
+            if not isinstance(stage, (ContactStage, ImpulseStage)):
+                raise TypeError(f"stage {k}: expected ContactStage or ImpulseStage, got {type(stage).__name__}")
+            if stage.kind == "contact" and not (np.isfinite(stage.dt) and stage.dt > 0):
+                raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
+            if stage.kind == "impulse" and not stage.contacts:
+                raise ValueError(f"stage {k}: an impulse stage needs contacts")
+            dynamics.contacts.resolve(model, stage.contacts)  # unknown frames raise here
+        if self.friction is not None and not (np.isfinite(self.friction) and self.friction > 0):
+            raise ValueError(f"friction coefficient must be > 0, got {self.friction}")
+        unknown = set(self.limits) - set(LIMITS)
+        if unknown:
+            raise ValueError(f"unknown limits {sorted(unknown)}; expected a subset of {LIMITS}")
+
+    @property
+    def K(self) -> int:
+        """The number of stages (knots ``0 .. K``)."""
+        return len(self.stages)
+
+    @property
+    def nu(self) -> int:
+        return self.model.nv - 6 if self.model.has_free_flyer else self.model.nv
+
+    def times(self) -> np.ndarray:
+        """The time of each knot (an impulse stage takes no time)."""
+        dts = [s.dt if s.kind == "contact" else 0.0 for s in self.stages]
+        return np.concatenate(([0.0], np.cumsum(dts)))
+
+    def groups(self) -> tuple:
+        """The stages grouped for batched evaluation (module docstring), in first-stage order."""
+        keys: dict = {}
+        for k, stage in enumerate(self.stages):
+            key = (stage.kind, tuple(_contact_key(c) for c in stage.contacts), tuple(_term_key(t) for t in stage.costs))
+            keys.setdefault(key, []).append(k)
+        return tuple(_group(self.stages, np.array(index)) for index in keys.values())
+
+    def terminal(self) -> CostSum:
+        return CostSum(tuple(_stack_term([t], 1) for t in self.terminal_costs))
+
+
+@dataclass(frozen=True)
+class StageGroup:
+    """Stages ``index`` (knot indices, increasing) of one ``kind`` with the same contacts and
+    cost terms: contacts with stacked targets, the stacked cost, time steps ``dt (S,)``."""
+
+    kind: str
+    index: np.ndarray
+    contacts: tuple
+    costs: CostSum
+    dt: np.ndarray | None
+
+    @property
+    def size(self) -> int:
+        return len(self.index)
+
+
+def _vector(x, n, name):
+    x = np.asarray(x, dtype=float)
+    if x.shape != (n,):
+        raise dynamics.DimensionError(f"{name} must have shape ({n},), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must be finite")
+    return x
+
+
+def _contact_key(c):
+    return (c.frame, c.kind, str(c.reference), c.kp, c.kd, c.frame2, c.placement is None)
+
+
+def _term_key(term):
+    """A term's type and its non-array fields (frame, variable, name)."""
+    fields = dataclasses.fields(term)
+    return (type(term).__name__,) + tuple(getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str))
+
+
+def _array_fields(obj):
+    return [f.name for f in dataclasses.fields(obj) if f.name != "placement" and not isinstance(getattr(obj, f.name), str)]
+
+
+def _stack_term(terms, S):
+    """One term with its array fields stacked over stages (leading axis ``S``)."""
+    first = terms[0]
+    def stacked(name):
+        shape = np.shape(np.atleast_1d(getattr(first, name)))
+        return np.stack([np.broadcast_to(np.atleast_1d(np.asarray(getattr(t, name), dtype=float)), shape) for t in terms])
+
+    return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(first)})
+
+
+def _stack_contact(contacts):
+    first = contacts[0]
+    if first.placement is None:
+        return first
+    if isinstance(first.placement, tuple):
+        R = np.stack([np.asarray(c.placement[0], dtype=float) for c in contacts])
+        p = np.stack([np.asarray(c.placement[1], dtype=float) for c in contacts])
+        return dataclasses.replace(first, placement=(R, p))
+    return dataclasses.replace(first, placement=np.stack([np.asarray(c.placement, dtype=float) for c in contacts]))
+
+
+def _group(stages, index):
+    members = [stages[k] for k in index]
+    first = members[0]
+    contacts = tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(first.contacts)))
+    costs = CostSum(tuple(_stack_term([m.costs[i] for m in members], len(members)) for i in range(len(first.costs))))
+    dt = np.array([m.dt for m in members]) if first.kind == "contact" else None
+    return StageGroup(first.kind, index, contacts, costs, dt)

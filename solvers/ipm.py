@@ -1,0 +1,176 @@
+"""The Riccati-recursion primal-dual interior-point method (seed 004 Alg. 1, Sec. III-C, D).
+
+Each iteration linearizes every stage (batched by the problem), solves the condensed LQR by
+:func:`solvers.riccati.riccati`, expands the direction, and steps with the primal and dual
+step sizes of the fraction-to-boundary rule. As in seed 004's experiments there is no Hessian
+regularization and, by default, no line search; with ``line_search=True`` the primal step is
+halved until the merit ``cost - eps sum(log s) + penalty * |equality residuals|_1`` decreases
+(trial points are fully linearized, so an accepted trial is the next iteration's system).
+
+The barrier ``eps`` is fixed (``barrier``), or, with ``barrier_decrease=True``, starts at
+``barrier`` and is multiplied by ``barrier_factor`` whenever the KKT error falls below
+``10 eps``, down to ``barrier_min`` (the problem puts slacks and duals back on the central
+path of the new barrier).
+
+The solver reads only the problem's containers (a :class:`Problem`); it knows nothing of robots.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from .riccati import RiccatiError, riccati
+
+
+class Problem(Protocol):
+    """What the interior point needs (implemented by :class:`ocp.formulation.Formulation`)."""
+
+    def initial_iterate(self, eps): ...
+    def reset_slacks(self, iterate, eps): ...
+    def linearize(self, iterate, eps): ...
+    def direction(self, iterate, linearization, riccati_solution): ...
+    def max_steps(self, iterate, direction): ...
+    def step(self, iterate, direction, alpha_primal, alpha_dual): ...
+
+
+@dataclass(frozen=True)
+class Options:
+    """Solver options; the defaults are seed 004's experimental settings."""
+
+    barrier: float = 1e-1
+    max_iterations: int = 100
+    tol: float = 1e-7  # on the l2 norm of the KKT residual
+    barrier_decrease: bool = False
+    barrier_min: float = 1e-4
+    barrier_factor: float = 0.1
+    line_search: bool = False
+    merit_penalty: float = 1e3
+    max_backtracks: int = 10
+    divergence: float = 1e20  # a KKT error above this is reported as divergence
+
+    def __post_init__(self):
+        for name in ("barrier", "tol", "barrier_min", "merit_penalty", "divergence"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"solver option {name} must be a finite number > 0, got {value!r}")
+        if not (isinstance(self.max_iterations, (int, np.integer)) and self.max_iterations >= 0):
+            raise ValueError(f"solver option max_iterations must be an integer >= 0, got {self.max_iterations!r}")
+        if not 0 < self.barrier_factor < 1:
+            raise ValueError(f"solver option barrier_factor must be in (0, 1), got {self.barrier_factor!r}")
+
+
+@dataclass(frozen=True)
+class IterationLog:
+    """One iteration: the KKT error and cost at its start, the steps it took, and the seconds
+    it spent: in total, linearizing and condensing at the new iterate (line search included),
+    in the Riccati recursion, and expanding and stepping."""
+
+    iteration: int
+    cost: float
+    kkt_error: float
+    barrier: float
+    alpha_primal: float
+    alpha_dual: float
+    time: float
+    linearize_time: float
+    riccati_time: float
+    expand_time: float
+
+
+@dataclass
+class Result:
+    """``status``: ``converged``, ``max_iterations`` or ``diverged`` (``message`` says where);
+    the final ``iterate`` (a warm start for :func:`solve`), its KKT error, cost and largest
+    constraint violation, and the per-iteration ``history``."""
+
+    status: str
+    message: str
+    iterations: int
+    kkt_error: float
+    cost: float
+    max_constraint_violation: float
+    solve_time_s: float
+    barrier: float
+    iterate: object = None
+    history: list = field(default_factory=list)
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "converged"
+
+    def summary(self) -> dict:
+        """A JSON-ready dictionary of the status, the history and the final numbers."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("iterate", "history")}
+        out["kkt"] = [h.kkt_error for h in self.history]
+        out["history"] = [asdict(h) for h in self.history]
+        return out
+
+
+LOG_HEADER = f"{'iter':>4} {'cost':>14} {'kkt error':>11} {'barrier':>8} {'alpha_p':>8} {'alpha_d':>8} {'time [s]':>9}"
+
+
+def format_log(h: IterationLog) -> str:
+    return f"{h.iteration:4d} {h.cost:14.6e} {h.kkt_error:11.4e} {h.barrier:8.1e} {h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}"
+
+
+def solve(problem: Problem, options: Options = Options(), warm_start=None, callback=None) -> Result:
+    """Run the interior point on ``problem`` from its initial iterate (or ``warm_start``: a
+    previous :class:`Result` or iterate). ``callback(IterationLog)`` sees every iteration."""
+    start = time.perf_counter()
+    eps = options.barrier
+    iterate = problem.initial_iterate(eps) if warm_start is None else getattr(warm_start, "iterate", warm_start)
+    history: list = []
+    lin = None
+
+    def finish(status, message):
+        summary = (np.nan, np.nan, np.nan) if lin is None else (lin.kkt_error, lin.cost, lin.constraint_violation)
+        return Result(status, message, len(history), *summary, time.perf_counter() - start, eps, iterate, history)
+
+    try:
+        lin, iterate = problem.linearize(iterate, eps)
+        for k in range(options.max_iterations + 1):
+            if options.barrier_decrease and eps > options.barrier_min and lin.kkt_error <= 10 * eps:
+                eps = max(options.barrier_min, options.barrier_factor * eps)
+                iterate = problem.reset_slacks(iterate, eps)
+                lin, iterate = problem.linearize(iterate, eps)
+            if lin.kkt_error > options.divergence:
+                return finish("diverged", f"KKT error {lin.kkt_error:.3e} exceeds {options.divergence:.1e}")
+            if lin.kkt_error <= options.tol and (not options.barrier_decrease or eps <= options.barrier_min):
+                return finish("converged", f"KKT error {lin.kkt_error:.3e} <= {options.tol:.1e}")
+            if k == options.max_iterations:
+                return finish("max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations")
+            t0 = time.perf_counter()
+            sol = riccati(lin.stages, lin.terminal, lin.dx0)
+            t1 = time.perf_counter()
+            d = problem.direction(iterate, lin, sol)
+            alpha_p, alpha_d = problem.max_steps(iterate, d)
+            trial = problem.step(iterate, d, alpha_p, alpha_d)
+            t2 = time.perf_counter()
+            lin_trial, trial = problem.linearize(trial, eps)
+            merit = _merit(lin, options)
+            for _ in range(options.max_backtracks if options.line_search else 0):
+                if _merit(lin_trial, options) < merit:
+                    break
+                alpha_p *= 0.5
+                trial = problem.step(iterate, d, alpha_p, alpha_d)
+                lin_trial, trial = problem.linearize(trial, eps)
+            t3 = time.perf_counter()
+            entry = IterationLog(k, lin.cost, lin.kkt_error, eps, alpha_p, alpha_d, t3 - t0, t3 - t2, t1 - t0, t2 - t1)
+            history.append(entry)
+            if callback is not None:
+                callback(entry)
+            iterate, lin = trial, lin_trial
+    except RiccatiError as e:
+        return finish("diverged", f"Riccati recursion failed: {e}")
+    except FloatingPointError as e:
+        return finish("diverged", str(e))
+    except np.linalg.LinAlgError as e:
+        return finish("diverged", f"singular linear system: {e}")
+
+
+def _merit(lin, options):
+    return lin.barrier_cost + options.merit_penalty * lin.infeasibility
