@@ -69,8 +69,11 @@ class Iterate:
 
 @dataclass(frozen=True)
 class GroupStep:
-    """A group's linearization: inequalities, condensed blocks and what expansion needs."""
+    """A group's linearization: inequalities, condensed blocks and what expansion needs, and
+    its KKT residual by part (``stationarity`` in the stage's variables, ``state_equation``,
+    ``local`` equalities, ``inequality`` ``g - s``, ``complementarity`` ``s z - eps``)."""
 
+    residual: dict
     G: np.ndarray
     r_p: np.ndarray
     r_c: np.ndarray
@@ -285,7 +288,8 @@ class Formulation:
         squares = sum(float(np.sum(x**2)) for x in (stationarity, b, local, r_p, r_c))
         violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(gin, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
-        return gv, GroupStep(G, r_p, r_c, condensed, stages), condensed, (squares, cost, violation, l1)
+        residual = {"stationarity": stationarity, "state_equation": b, "local": local, "inequality": r_p, "complementarity": r_c}
+        return gv, GroupStep(residual, G, r_p, r_c, condensed, stages), condensed, (squares, cost, violation, l1)
 
     # ------------------------------------------------------------------ expansion and step
 
@@ -325,17 +329,35 @@ class Formulation:
     # ------------------------------------------------------------------ results
 
     def trajectories(self, it: Iterate) -> dict:
-        """Per stage: ``u (K, nu)`` (zero at impulse stages), ``a (K, nv)`` (``dv`` at impulse
-        stages) and the contact forces (impulses) as a list of ``(m,)`` arrays."""
+        """The solution by stage: ``q, v (K+1, .)``; ``u (K, nu)`` (zero at impulse stages);
+        ``a (K, nv)`` (``dv`` at impulse stages); ``f``, a list of each stage's ``(m,)`` contact
+        forces (impulses) in their contacts' frames; ``forces``, ``{frame: (K, 3)}`` the
+        translational force (impulse) of each contact frame in the world axes, zero when the
+        frame is not in contact; ``kinds (K,)``."""
         K, nv = self.ocp.K, self.model.nv
         u, a, f = np.zeros((K, self.ocp.nu)), np.zeros((K, nv)), [None] * K
+        forces: dict = {}
         for group, gv in zip(self.groups, it.groups):
+            idx = group.index
             if group.kind == "contact":
-                u[group.index] = gv.u
-            a[group.index] = gv.w[:, :nv]
-            for j, k in enumerate(group.index):
+                u[idx] = gv.u
+            a[idx] = gv.w[:, :nv]
+            for j, k in enumerate(idx):
                 f[k] = gv.w[j, nv:].copy()
-        return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f}
+            offset = nv
+            for c in group.contacts:
+                rows = gv.w[:, offset : offset + c.dim]
+                offset += c.dim
+                if not c.translational:
+                    continue
+                force = np.zeros((len(idx), 3))
+                force[:, list(c.rows)] = rows
+                if c.reference is dynamics.ReferenceFrame.LOCAL:
+                    R, _ = dynamics.frame_placement(self.model, it.q[idx], c.frame)
+                    force = np.einsum("sij,sj->si", R, force)
+                forces.setdefault(c.frame, np.zeros((K, 3)))[idx] = force
+        kinds = np.array([stage.kind for stage in self.ocp.stages])
+        return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "kinds": kinds}
 
 
 def _derivative_options(opts):

@@ -43,7 +43,7 @@ class Options:
 
     barrier: float = 1e-1
     max_iterations: int = 100
-    tol: float = 1e-7  # on the l2 norm of the KKT residual
+    tol: float = 1e-5  # on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits is about 1e-6)
     barrier_decrease: bool = False
     barrier_min: float = 1e-4
     barrier_factor: float = 0.1
