@@ -37,10 +37,10 @@ FORMULATIONS = ("lifted", "nonlifted")
 
 
 class NonFiniteError(FloatingPointError):
-    """A quantity of the OCP became NaN or infinite; ``stage`` is the first stage (knot) where."""
+    """A quantity of the OCP became NaN or infinite, first at ``stage`` (or at the knot)."""
 
-    def __init__(self, quantity, stage):
-        super().__init__(f"{quantity} is not finite at stage {stage}")
+    def __init__(self, quantity, stage, where="stage"):
+        super().__init__(f"{quantity} is not finite at {where} {stage}")
         self.quantity, self.stage = quantity, stage
 
 
@@ -150,7 +150,7 @@ class Formulation:
         for group in self.groups:
             qg, m, nv = q[group.index], self.contact_size(group), model.nv
             if group.kind == "contact":
-                J = dynamics.contact_jacobian(model, qg, group.contacts)
+                J = dynamics.contact_jacobian(model, qg, group.contacts) if group.contacts else np.zeros((group.size, 0, nv))
                 static = np.concatenate((np.broadcast_to(self.S, (group.size,) + self.S.shape), np.swapaxes(J, 1, 2)), axis=2)
                 gravity = dynamics.generalized_gravity(model, qg)
                 x = np.stack([np.linalg.lstsq(Ai, gi, rcond=None)[0] for Ai, gi in zip(static, gravity)])
@@ -201,6 +201,8 @@ class Formulation:
                 G = np.zeros((S, len(bound[0]), ny))
                 G[:, np.arange(len(bound[0])), offsets[name] + rows[1]] = sign
                 jacobians.append(G)
+        if not blocks:
+            return np.zeros((S, 0)), np.zeros((S, 0, ny))
         return np.concatenate(blocks, axis=1), np.concatenate(jacobians, axis=1)
 
     # ------------------------------------------------------------------ linearization
@@ -212,6 +214,10 @@ class Formulation:
         if self.name == "lifted":
             return gv.w, None
         opts = self.dynamics_options
+        if group.kind == "contact" and not group.contacts:  # a flight: the unconstrained dynamics
+            tau = gv.u @ self.S.T
+            da_dq, da_dv, da_dtau = dynamics.aba_derivatives(model, q, v, tau)
+            return dynamics.aba(model, q, v, tau), np.concatenate((da_dq, da_dv, da_dtau @ self.S), axis=2)
         if group.kind == "contact":
             tau = gv.u @ self.S.T
             a, f = dynamics.constrained_dynamics(model, q, v, tau, group.contacts, **opts)
@@ -229,6 +235,10 @@ class Formulation:
         """The Newton system at ``it`` for the barrier ``eps``: a :class:`Linearization` and the
         iterate with the non-lifted ``w`` refreshed from the dynamics."""
         model, K = self.model, self.ocp.K
+        for name, x in (("configuration q", it.q), ("velocity v", it.v)):
+            bad = ~np.all(np.isfinite(x), axis=1)
+            if np.any(bad):
+                raise NonFiniteError(name, int(np.argmax(bad)), "knot")
         stages, steps, groups = [None] * K, [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):

@@ -67,20 +67,30 @@ def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g) -> 
     S = len(q)
     nx, ny = 2 * nv, 2 * nv + nu + nv + m
     A, b = state_equation(model, q, v, a, q_next, v_next, dt, nu, nv + m)
-    dID_dq, dID_dv, dID_da, dID_df = dynamics.contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts)
-    dal_dq, dal_dv, dal_da = dynamics.contact_acceleration_derivatives(model, q, v, a, contacts)
+    (ID, dID_dq, dID_dv, dID_da, dID_df), (alpha, dal_dq, dal_dv, dal_da) = _contact_equalities(model, contacts, q, v, a, f)
     C = np.zeros((S, nv + m, ny))
     C[:, :nv] = np.concatenate((dID_dq, dID_dv, np.broadcast_to(-Sel, (S, nv, nu)), dID_da, dID_df), axis=2)
     C[:, nv:, :nx] = np.concatenate((dal_dq, dal_dv), axis=2)
     C[:, nv:, nx + nu : nx + nu + nv] = dal_da
-    c = np.concatenate(
-        (
-            dynamics.contact_inverse_dynamics(model, q, v, a, f, contacts) - u @ Sel.T,
-            dynamics.contact_acceleration(model, q, v, a, contacts),
-        ),
-        axis=1,
-    )
+    c = np.concatenate((ID - u @ Sel.T, alpha), axis=1)
     return LiftedStages(nx, nu, H, g, C, c, A, b)
+
+
+def _contact_equalities(model, contacts, q, v, a, f):
+    """``ID = rnea - J^T f`` and ``alpha`` with their derivatives; without contacts (a flight)
+    ``ID`` is the RNEA and ``alpha`` has no rows."""
+    if contacts:
+        return (
+            (dynamics.contact_inverse_dynamics(model, q, v, a, f, contacts),)
+            + dynamics.contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts),
+            (dynamics.contact_acceleration(model, q, v, a, contacts),) + dynamics.contact_acceleration_derivatives(model, q, v, a, contacts),
+        )
+    S, nv = q.shape[0], model.nv
+    none = np.zeros((S, 0, nv))
+    return (
+        (dynamics.rnea(model, q, v, a),) + dynamics.rnea_derivatives(model, q, v, a) + (np.zeros((S, nv, 0)),),
+        (np.zeros((S, 0)), none, none, none),
+    )
 
 
 def impulse_stages(model, contacts, q, v, dv, impulse, q_next, v_next, H, g) -> LiftedStages:

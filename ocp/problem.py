@@ -80,7 +80,8 @@ class OCP:
                 raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
             if stage.kind == "impulse" and not stage.contacts:
                 raise ValueError(f"stage {k}: an impulse stage needs contacts")
-            dynamics.contacts.resolve(model, stage.contacts)  # unknown frames raise here
+            if stage.contacts:
+                dynamics.contacts.resolve(model, stage.contacts)  # unknown frames raise here
         if self.friction is not None and not (np.isfinite(self.friction) and self.friction > 0):
             raise ValueError(f"friction coefficient must be > 0, got {self.friction}")
         unknown = set(self.limits) - set(LIMITS)

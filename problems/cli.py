@@ -1,13 +1,15 @@
 """The ``liftoff`` command line.
 
+    liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--out FILE] [--json]
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
     liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
 
-User errors (unknown robot, joint or frame, malformed URDF, bad arguments) print one line
-``liftoff: error: ...`` on stderr and exit with status 2; a benchmark that cannot run
-(Pinocchio missing, or disagreeing with liftoff) exits with status 1.
+User errors (bad configuration file, unknown robot, joint or frame, malformed URDF, bad
+arguments) print one line ``liftoff: error: ...`` on stderr and exit with status 2; a solve
+that does not converge, or a benchmark that cannot run (Pinocchio missing, or disagreeing
+with liftoff), exits with status 1.
 """
 
 from __future__ import annotations
@@ -109,6 +111,40 @@ def info(args) -> int:
     return 0
 
 
+def solve(args) -> int:
+    from solvers.ipm import LOG_HEADER, format_log
+
+    from .config import load_config
+    from .runs import default_path, save_run, solve_config, summary
+
+    config = load_config(args.config)
+    log = sys.stderr if args.json else sys.stdout
+    s = config.solver
+    print(f"{config.name}: {args.formulation or s.formulation}, barrier {args.barrier or s.barrier:g}", file=log)
+    print(LOG_HEADER, file=log)
+    run = solve_config(config, args.formulation, args.barrier, callback=lambda h: print(format_log(h), file=log, flush=True))
+    path = save_run(run, args.out or default_path(run.config))
+    r = run.result
+    if args.json:
+        print(json.dumps({**summary(run), "results_file": str(path)}))
+    else:
+        print(
+            f"{r.status}: {r.message}; cost {r.cost:.6e}, max constraint violation {r.max_constraint_violation:.1e}, "
+            f"{r.solve_time_s:.2f} s\nsaved {path}"
+        )
+    return 0 if r.converged else RUN_ERROR
+
+
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return x
+
+
 def bench_dynamics(args) -> int:
     from . import bench
 
@@ -169,6 +205,19 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
     )
     commands = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p_solve = commands.add_parser(
+        "solve",
+        help="solve a gait optimization from a YAML file",
+        description="Build the OCP of a gait configuration, solve it with the Riccati interior point, print the "
+        "iteration log and save the result (.npz, readable by problems.runs.load_run).",
+    )
+    p_solve.add_argument("config", metavar="CONFIG", help="a YAML gait configuration, e.g. configs/anymal_trot.yaml")
+    p_solve.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
+    p_solve.add_argument("--barrier", type=_positive_float, metavar="X", help="override solver.barrier")
+    p_solve.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
+    p_solve.add_argument("--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)")
+    p_solve.set_defaults(run=solve)
 
     p_info = commands.add_parser("info", help="describe a robot model", description="Load a robot and describe its model.")
     p_info.add_argument("robot", metavar="ROBOT", help="a robot of example-robot-data (anymal, talos, ur5, ...) or a URDF path")
@@ -241,13 +290,15 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
     from dynamics import DimensionError, ModelError, UnknownNameError, retain_freed_memory
+    from problems.config import ConfigError
+    from problems.gaits import ProblemError
 
     retain_freed_memory()  # batched kernels reuse their large temporaries (see dynamics.memory)
 
     try:
         return args.run(args)
-    except (ModelError, UnknownNameError, DimensionError, UserError) as err:
-        return _error(str(err), USAGE_ERROR)
+    except (ModelError, UnknownNameError, DimensionError, UserError, ConfigError, ProblemError) as err:
+        return _error(str(err).strip("'\""), USAGE_ERROR)
     except KeyboardInterrupt:
         return _error("interrupted", 130)
     except BrokenPipeError:  # output piped into `head` and the like

@@ -4,8 +4,10 @@ Each iteration linearizes every stage (batched by the problem), solves the conde
 :func:`solvers.riccati.riccati`, expands the direction, and steps with the primal and dual
 step sizes of the fraction-to-boundary rule. As in seed 004's experiments there is no Hessian
 regularization and, by default, no line search; with ``line_search=True`` the primal step is
-halved until the merit ``cost - eps sum(log s) + penalty * |equality residuals|_1`` decreases
-(trial points are fully linearized, so an accepted trial is the next iteration's system).
+halved until the merit ``cost - eps sum(log s) + penalty * |equality residuals|_1`` or the
+KKT error decreases (the second test keeps steps near the optimum, where merit changes are
+at roundoff level, from being cut). Trial points are fully linearized, so an accepted trial
+is the next iteration's system.
 
 The barrier ``eps`` is fixed (``barrier``), or, with ``barrier_decrease=True``, starts at
 ``barrier`` and is multiplied by ``barrier_factor`` whenever the KKT error falls below
@@ -120,6 +122,11 @@ def format_log(h: IterationLog) -> str:
 def solve(problem: Problem, options: Options = Options(), warm_start=None, callback=None) -> Result:
     """Run the interior point on ``problem`` from its initial iterate (or ``warm_start``: a
     previous :class:`Result` or iterate). ``callback(IterationLog)`` sees every iteration."""
+    with np.errstate(all="ignore"):  # non-finite values are detected and reported as a status
+        return _solve(problem, options, warm_start, callback)
+
+
+def _solve(problem, options, warm_start, callback):
     start = time.perf_counter()
     eps = options.barrier
     iterate = problem.initial_iterate(eps) if warm_start is None else getattr(warm_start, "iterate", warm_start)
@@ -153,7 +160,7 @@ def solve(problem: Problem, options: Options = Options(), warm_start=None, callb
             lin_trial, trial = problem.linearize(trial, eps)
             merit = _merit(lin, options)
             for _ in range(options.max_backtracks if options.line_search else 0):
-                if _merit(lin_trial, options) < merit:
+                if _merit(lin_trial, options) < merit or lin_trial.kkt_error < lin.kkt_error:
                     break
                 alpha_p *= 0.5
                 trial = problem.step(iterate, d, alpha_p, alpha_d)

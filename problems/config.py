@@ -1,0 +1,495 @@
+"""Gait-optimization runs described in YAML, loaded into frozen, validated dataclasses.
+
+    robot: anymal
+    contacts: {feet: [LF_FOOT, LH_FOOT, RF_FOOT, RH_FOOT]}
+    gait:
+      dt: 0.02
+      horizon: 40
+      step_length: 0.15
+      step_height: 0.1
+      phases:
+        - {contact: [LF_FOOT, LH_FOOT, RF_FOOT, RH_FOOT], knots: 10}
+        - {contact: [LH_FOOT, RF_FOOT], duration: 0.2}     # LF and RH swing
+        - {contact: [LF_FOOT, RH_FOOT], knots: 10}         # LH and RF swing
+        - {contact: [LF_FOOT, LH_FOOT, RF_FOOT, RH_FOOT], knots: 10}
+    solver: {barrier: 1e-3, max_iterations: 50}
+
+The dataclasses below are the schema: each field's type, default and meaning are written
+next to it, and nowhere else. A section or key left out takes its default (``costs:
+{control: 0.2}`` keeps the other cost weights); keys without a default are required.
+
+Validation happens when a section is constructed, whether from YAML (:func:`load_config`),
+from a dict (:func:`parse_config`) or in Python (``Solver(barrier=0)`` raises too): every
+field is converted to its declared type by one generic function (:func:`_convert`), then
+each class's ``__post_init__`` checks its values. Conversions: lists become tuples, an int
+is accepted for a float (a bool is not), and a string is accepted for a float if
+``float()`` reads it (PyYAML reads ``1e-4``, without a dot, as a string); floats must be
+finite. Unknown keys are rejected. Every failure is one :class:`ConfigError` line naming
+the source, the key path and what was expected::
+
+    configs/trot.yaml: gait.phases[2].knots: expected an integer >= 1, got -3
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import yaml
+
+import dynamics
+
+REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
+LIMITS = ("position", "velocity", "torque")
+FORMULATIONS = ("lifted", "nonlifted")
+RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
+
+
+class ConfigError(ValueError):
+    """An invalid configuration: ``source: key.path: problem``, on one line.
+
+    ``source`` is the file (or ``"<config>"``), ``path`` the dotted key path with list
+    indices (``gait.phases[2].knots``, empty for the whole document), ``problem`` what was
+    expected and what was found.
+    """
+
+    def __init__(self, problem: str, path: str = "", source: str = ""):
+        self.problem, self.path, self.source = problem, path, source
+        super().__init__(": ".join(part for part in (source, path, problem) if part))
+
+    def within(self, prefix: str) -> ConfigError:
+        """The same error for a key path under ``prefix``."""
+        return ConfigError(self.problem, _join(prefix, self.path), self.source)
+
+    def at(self, source: str) -> ConfigError:
+        """The same error read from ``source``."""
+        return ConfigError(self.problem, self.path, str(source))
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitialState:
+    q: str | tuple[float, ...] = "standing"  # a named configuration of the robot, or its nq values
+    v: str | tuple[float, ...] = "zero"  # "zero", or the nv values
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _check(self.q != "" and self.q != (), "q", "a configuration name or the nq values", self.q)
+        _check(self.v == "zero" or isinstance(self.v, tuple), "v", "'zero' or the nv values", self.v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Baumgarte:
+    """Contact-acceleration target ``-2 alpha pdot - beta^2 p`` (seed 004 eq. 5)."""
+
+    alpha: float = 25.0  # >= 0, velocity gain
+    beta: float = 25.0  # >= 0, square root of the position gain
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _at_least(self, ("alpha", "beta"), 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contacts:
+    feet: tuple[str, ...]  # required, non-empty, no duplicates: the contact frames (URDF frame names)
+    reference: str = "LOCAL_WORLD_ALIGNED"  # LOCAL | WORLD | LOCAL_WORLD_ALIGNED: frame of the contact force variables
+    friction: float = 0.7  # > 0, coefficient of the polyhedral friction cones
+    baumgarte: Baumgarte = field(default_factory=Baumgarte)  # contact stabilization gains
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _check(len(self.feet) > 0, "feet", "a non-empty list of frame names", self.feet)
+        _no_duplicates(self.feet, "feet")
+        _one_of(self.reference, REFERENCES, "reference")
+        _at_least(self, ("friction",), 0, strict=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase:
+    """A phase of the contact schedule. Give exactly one of ``knots`` and ``duration``;
+    once the phase is part of a :class:`Gait`, ``knots`` is always set (converted from
+    ``duration`` with ``gait.dt``) and ``duration`` is kept as written (``None`` if the
+    phase gave knots). A phase built in Python with both must have them agree."""
+
+    contact: tuple[str, ...]  # required (may be empty: a flight phase): the feet in contact, each one of contacts.feet
+    knots: int | None = None  # >= 1, number of contact stages of the phase
+    duration: float | None = None  # > 0, or its duration in seconds: round(duration / gait.dt) knots
+    step_length: float | None = None  # overrides gait.step_length for the feet that swing in this phase
+
+    _exactly_one_of: ClassVar = ("knots", "duration")  # checked on the keys given in YAML or a dict
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _no_duplicates(self.contact, "contact")
+        given = self.knots is not None or self.duration is not None
+        _check(given, "", "exactly one of 'knots' or 'duration'", "neither", show=False)
+        _at_least(self, ("knots",), 1)
+        _at_least(self, ("duration",), 0, strict=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gait:
+    dt: float  # required, > 0: time step of the contact stages (s)
+    horizon: int  # required, >= 1: number N of contact stages; the phases' knots sum to it
+    phases: tuple[Phase, ...]  # required, non-empty: the contact schedule, in order
+    step_length: float = 0.0  # forward (x) displacement of a foot over each of its swings (m)
+    step_height: float = 0.0  # >= 0, apex of a swing foot above its start (m)
+    jump_length: float = 0.0  # forward displacement of every foot over a flight phase (m)
+    jump_height: float = 0.0  # >= 0, apex of the CoM above its start during a flight phase (m)
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _at_least(self, ("dt",), 0, strict=True)
+        _at_least(self, ("horizon",), 1)
+        _at_least(self, ("step_height", "jump_height"), 0)
+        _check(len(self.phases) > 0, "phases", "a non-empty list of phases", self.phases)
+        phases = tuple(_with_knots(phase, self.dt, f"phases[{i}]") for i, phase in enumerate(self.phases))
+        object.__setattr__(self, "phases", phases)
+        knots = [phase.knots for phase in phases]
+        total = " + ".join(map(str, knots))
+        _check(sum(knots) == self.horizon, "phases", f"knots summing to gait.horizon = {self.horizon}", f"{total} = {sum(knots)}", show=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateWeights:
+    """Weights of the state regularization, per block of the state error (all >= 0)."""
+
+    base_position: float = 0.0
+    base_orientation: float = 2.5e5
+    joint_position: float = 1e-4
+    base_velocity: float = 100.0
+    joint_velocity: float = 1.0
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _at_least(self, [f.name for f in dataclasses.fields(self)], 0)
+
+
+def _impulse_state_weights() -> StateWeights:
+    return StateWeights(base_position=1.0, base_orientation=1.0, joint_position=100.0, base_velocity=100.0, joint_velocity=100.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Costs:
+    """Cost weights (all >= 0)."""
+
+    state: StateWeights = field(default_factory=StateWeights)  # at the contact stages
+    terminal_state: StateWeights = field(default_factory=StateWeights)  # at the terminal stage
+    impulse_state: StateWeights = field(default_factory=_impulse_state_weights)  # at the impulse stages: 1, 1, 100, 100, 100
+    control: float = 0.1  # joint torques
+    swing_foot: float = 1e6  # swing-foot position tracking
+    com: float = 1e6  # centre-of-mass tracking
+    touchdown: float = 1e6  # contact position of the landing feet at impulse stages (quadratic penalty)
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _at_least(self, ("control", "swing_foot", "com", "touchdown"), 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Solver:
+    formulation: str = "lifted"  # lifted | nonlifted
+    barrier: float = 0.1  # > 0, interior-point barrier parameter
+    barrier_decrease: bool = False  # decrease the barrier as the iterations converge
+    barrier_min: float = 1e-4  # > 0, the smallest barrier when it decreases
+    max_iterations: int = 100  # >= 0
+    tol: float = 1e-5  # > 0, on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits is about 1e-6)
+    line_search: bool = False  # filter line search (else full Newton steps)
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _one_of(self.formulation, FORMULATIONS, "formulation")
+        _at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
+        _at_least(self, ("max_iterations",), 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaitConfig:
+    name: str = ""  # label for plots and tables; load_config uses the file stem if empty
+    robot: str  # required, a name of dynamics.ROBOTS
+    initial_state: InitialState = field(default_factory=InitialState)
+    contacts: Contacts  # required
+    gait: Gait  # required
+    costs: Costs = field(default_factory=Costs)
+    limits: tuple[str, ...] = LIMITS  # the limits imposed: a subset of position, velocity, torque
+    solver: Solver = field(default_factory=Solver)
+
+    def __post_init__(self):
+        _convert_fields(self)
+        _one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
+        for i, limit in enumerate(self.limits):
+            _one_of(limit, LIMITS, f"limits[{i}]", what="limit")
+        _no_duplicates(self.limits, "limits")
+        for i, phase in enumerate(self.gait.phases):
+            for foot in phase.contact:
+                _one_of(foot, self.contacts.feet, f"gait.phases[{i}].contact", what="foot", hint="contacts.feet")
+
+    @property
+    def phase_knots(self) -> tuple[int, ...]:
+        """Contact stages per phase (durations converted with ``gait.dt``); they sum to ``gait.horizon``."""
+        return tuple(phase.knots for phase in self.gait.phases)
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+def parse_config(data: dict, source: str = "<config>") -> GaitConfig:
+    """The :class:`GaitConfig` of a dict as read from YAML; errors name ``source``."""
+    try:
+        return _convert(GaitConfig, data, "")
+    except ConfigError as error:
+        raise error.at(source) from None
+
+
+def load_config(path) -> GaitConfig:
+    """The :class:`GaitConfig` of a YAML file; ``name`` defaults to the file's stem.
+
+    A missing or unreadable file, invalid YAML (duplicate keys included) and an empty
+    document are :class:`ConfigError` too.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", source=source) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read the file ({error})", source=source) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as error:
+        raise ConfigError(_yaml_problem(error), source=source) from None
+    if data is None:
+        raise ConfigError("expected a mapping at the top level, got an empty document", source=source)
+    config = parse_config(data, source)
+    return config if config.name else dataclasses.replace(config, name=Path(path).stem)
+
+
+def with_solver(config: GaitConfig, **changes) -> GaitConfig:
+    """A copy of ``config`` with fields of ``config.solver`` replaced, validated like YAML:
+    ``with_solver(config, formulation="nonlifted", barrier=1e-3)``."""
+    current = {f.name: getattr(config.solver, f.name) for f in dataclasses.fields(Solver)}
+    return dataclasses.replace(config, solver=_convert(Solver, {**current, **changes}, "solver"))
+
+
+def to_dict(config) -> dict:
+    """Plain data (dicts, lists, str, float, int, bool, None) that :func:`parse_config` maps
+    back to an equal config; a phase given by duration is written by its duration alone."""
+    if dataclasses.is_dataclass(config):
+        out = {f.name: to_dict(getattr(config, f.name)) for f in dataclasses.fields(config)}
+        if isinstance(config, Phase) and config.duration is not None:
+            del out["knots"]
+        return out
+    if isinstance(config, (tuple, list)):
+        return [to_dict(item) for item in config]
+    return config
+
+
+# ----------------------------------------------------------------------------- conversion
+
+
+def _convert(tp, value, path: str):
+    """``value`` converted to the type ``tp`` (a field's type hint), or ConfigError at ``path``."""
+    if dataclasses.is_dataclass(tp):
+        return value if isinstance(value, tp) else _section(tp, value, path)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        arms = [arm for arm in args if arm is not type(None) and _shape(arm) == _shape(value)]
+        if len(arms) == 1 and _shape(value) != "scalar":  # the list (mapping) arm: its errors are precise
+            return _convert(arms[0], value, path)
+        for arm in arms:
+            try:
+                return _convert(arm, value, path)
+            except ConfigError:
+                pass
+        raise ConfigError(f"expected {_describe(tp)}, got {_show(value)}", path)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"expected {_describe(tp)}, got {_show(value)}", path)
+        return tuple(_convert(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
+    if tp is float:
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                pass
+        if isinstance(number, numbers.Real) and not isinstance(number, bool) and math.isfinite(number):
+            return float(number)
+    elif tp is int:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+    elif tp in (bool, str):
+        if isinstance(value, tp):
+            return value
+    else:
+        raise TypeError(f"unsupported type {tp!r} in the configuration schema")
+    raise ConfigError(f"expected {_describe(tp)}, got {_show(value)}", path)
+
+
+def _section(cls, data, path: str):
+    """An instance of the dataclass ``cls`` from the mapping ``data``."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"expected a mapping, got {_show(data)}", path)
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields]
+    for key in data:
+        if key not in names:
+            raise ConfigError(f"unknown key {key!r} (expected one of: {', '.join(names)})", path)
+    for f in fields:
+        if f.name not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"missing required key {f.name!r}", path)
+    exclusive = getattr(cls, "_exactly_one_of", ())
+    given = [key for key in exclusive if data.get(key) is not None]
+    if exclusive and len(given) != 1:
+        found = "both" if given else "neither"
+        raise ConfigError(f"expected exactly one of {' or '.join(map(repr, exclusive))}, got {found}", path)
+    try:
+        return cls(**data)
+    except ConfigError as error:
+        raise error.within(path) from None
+
+
+def _convert_fields(obj) -> None:
+    """Convert each field of the frozen dataclass ``obj`` in place to its declared type."""
+    hints = _hints(type(obj))
+    for f in dataclasses.fields(obj):
+        object.__setattr__(obj, f.name, _convert(hints[f.name], getattr(obj, f.name), f.name))
+
+
+@functools.cache
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _shape(x) -> str:
+    """``"list"``, ``"mapping"`` or ``"scalar"``: of a type hint or of a value."""
+    if typing.get_origin(x) is tuple or isinstance(x, (list, tuple)):
+        return "list"
+    if dataclasses.is_dataclass(x) or isinstance(x, dict):
+        return "mapping"
+    return "scalar"
+
+
+_NAMES = {float: ("a finite number", "finite numbers"), int: ("an integer", "integers"), bool: ("true or false", "booleans"), str: ("a string", "strings")}
+
+
+def _describe(tp, plural: bool = False) -> str:
+    """What the type hint ``tp`` expects, in words: ``a list of numbers``."""
+    if dataclasses.is_dataclass(tp):
+        return "mappings" if plural else "a mapping"
+    if tp is type(None):
+        return "null"
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(arm, plural) for arm in args)
+    if origin is tuple:
+        return "lists" if plural else f"a list of {_describe(args[0], plural=True)}"
+    return _NAMES[tp][plural]
+
+
+def _show(value) -> str:
+    """A found value as the message shows it: YAML spelling for null and booleans."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        text = repr(list(value))
+        return f"a list {text}" if len(text) <= 40 else f"a list of {len(value)} items"
+    return repr(value)
+
+
+def _join(prefix: str, path: str) -> str:
+    if not prefix or not path:
+        return prefix or path
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _check(ok: bool, path: str, expected: str, got, show: bool = True) -> None:
+    if not ok:
+        raise ConfigError(f"expected {expected}, got {_show(got) if show else got}", path)
+
+
+def _at_least(obj, names, bound: float, strict: bool = False) -> None:
+    """Each field of ``names`` (unless None) is ``> bound`` if ``strict``, else ``>= bound``."""
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            kind = "an integer" if isinstance(value, int) else "a number"
+            _check(value > bound if strict else value >= bound, name, f"{kind} {'>' if strict else '>='} {bound:g}", value)
+
+
+def _one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> None:
+    if value not in allowed:
+        if what:
+            among = f"one of {hint}" if hint else "one of"
+            raise ConfigError(f"unknown {what} {value!r} (expected {among}: {', '.join(allowed)})", path)
+        raise ConfigError(f"expected {' or '.join(allowed)}, got {value!r}", path)
+
+
+def _no_duplicates(items: tuple, path: str) -> None:
+    for i, item in enumerate(items):
+        if item in items[:i]:
+            raise ConfigError(f"expected no duplicates, got {item!r} twice", f"{path}[{i}]")
+
+
+def _with_knots(phase: Phase, dt: float, path: str) -> Phase:
+    """``phase`` with ``knots`` set from its duration (or checked against it if both are set)."""
+    if phase.duration is None:
+        return phase
+    ratio = phase.duration / dt
+    knots = round(ratio)
+    where = _join(path, "duration")
+    _check(knots >= 1, where, f"at least gait.dt = {dt:g}", phase.duration)
+    _check(abs(ratio - knots) <= RELATIVE_TOL * ratio, where, f"a multiple of gait.dt = {dt:g}", phase.duration)
+    if phase.knots is None:
+        return dataclasses.replace(phase, knots=knots)
+    _check(phase.knots == knots, _join(path, "knots"), f"duration / gait.dt = {knots} as duration is given", phase.knots)
+    return phase
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in a mapping (it keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, typing.Hashable):  # else the base class reports it
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                    seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """One line from a PyYAML error: ``invalid YAML at line 3, column 7: <problem>``."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(error, "problem", None) or str(error)
+    context = getattr(error, "context", None)
+    text = f"{problem} ({context})" if context else problem
+    return f"invalid YAML{where}: {' '.join(text.split())}"

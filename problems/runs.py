@@ -1,0 +1,96 @@
+"""Solve a gait configuration and keep the outcome: summary, trajectories, a results file.
+
+A results file is one ``.npz`` holding the knot times, ``q, v, u, a`` by stage, the stage
+kinds, the world-frame contact forces of every foot (``force/<frame>``), and two JSON strings:
+the run's summary (:func:`summary`) and its configuration. :func:`load_run` reads it back
+for plotting without solving again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ocp.formulation import Formulation
+from solvers.ipm import Options, solve
+
+from .config import to_dict, with_solver
+from .gaits import build_problem
+
+
+@dataclass(frozen=True)
+class Run:
+    """A solved configuration: the config as solved, the solver result, the trajectories
+    (:meth:`ocp.formulation.Formulation.trajectories`) and the knot times."""
+
+    config: object
+    result: object
+    trajectories: dict
+    times: np.ndarray
+
+
+def solver_options(config) -> Options:
+    s = config.solver
+    return Options(
+        barrier=s.barrier,
+        max_iterations=s.max_iterations,
+        tol=s.tol,
+        barrier_decrease=s.barrier_decrease,
+        barrier_min=s.barrier_min,
+        line_search=s.line_search,
+    )
+
+
+def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None) -> Run:
+    """Build and solve ``config``; ``formulation`` and ``barrier`` override its solver section."""
+    changes = {k: v for k, v in (("formulation", formulation), ("barrier", barrier)) if v is not None}
+    config = with_solver(config, **changes) if changes else config
+    problem = Formulation(build_problem(config), config.solver.formulation)
+    result = solve(problem, solver_options(config), warm_start=warm_start, callback=callback)
+    trajectories = problem.trajectories(result.iterate)
+    return Run(config, result, trajectories, problem.ocp.times())
+
+
+def summary(run: Run) -> dict:
+    """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation."""
+    r = run.result
+    out = {"name": run.config.name, "formulation": run.config.solver.formulation}
+    out.update(r.summary())
+    n = max(len(r.history), 1)
+    out["time_per_iteration_s"] = sum(h.time for h in r.history) / n
+    out["time_split_s"] = {
+        part: sum(getattr(h, f"{part}_time") for h in r.history) / n for part in ("linearize", "riccati", "expand")
+    }
+    return out
+
+
+def save_run(run: Run, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = run.trajectories
+    arrays = {key: t[key] for key in ("q", "v", "u", "a", "kinds")}
+    arrays.update({f"force/{frame}": force for frame, force in t["forces"].items()})
+    with open(path, "wb") as out:
+        np.savez_compressed(
+            out, times=run.times, summary=json.dumps(summary(run)), config=json.dumps(to_dict(run.config)), **arrays
+        )
+    return path
+
+
+def load_run(path) -> dict:
+    """A results file as ``{"summary": dict, "config": dict, "times", "q", "v", "u", "a",
+    "kinds": arrays, "forces": {frame: (K, 3)}}``."""
+    with np.load(Path(path), allow_pickle=False) as data:
+        out = {key: data[key] for key in data.files if not key.startswith("force/") and key not in ("summary", "config")}
+        out["forces"] = {key[len("force/") :]: data[key] for key in data.files if key.startswith("force/")}
+        out["summary"] = json.loads(str(data["summary"]))
+        out["config"] = json.loads(str(data["config"]))
+    return out
+
+
+def default_path(config) -> Path:
+    s = config.solver
+    return Path("results") / f"{config.name}_{s.formulation}_{s.barrier:g}.npz"
