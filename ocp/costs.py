@@ -139,7 +139,7 @@ class CostSum:
         H, g = np.zeros((len(z.q), ny, ny)), np.zeros((len(z.q), ny))
         for term in self.terms:
             r, R = term.residual(model, z)
-            w = _weights(term.weights, r.shape)
-            H += np.einsum("sri,sr,srj->sij", R, w, R)
-            g += np.einsum("sri,sr,sr->si", R, w, r)
+            RtW = np.swapaxes(R * _weights(term.weights, r.shape)[:, :, None], 1, 2)
+            H += RtW @ R
+            g += (RtW @ r[:, :, None])[:, :, 0]
         return H, g

@@ -37,8 +37,8 @@ def condense(G, s, z, r_p, r_c):
     """Hessian and gradient added by the inequalities: ``(G^T diag(z/s) G, G^T (r_c + z r_p)/s)``.
 
     ``G (..., m, n)``, the others ``(..., m)``; the gradient term completes ``L_x - G^T z``."""
-    w = z / s
-    return np.einsum("...mi,...m,...mj->...ij", G, w, G), np.einsum("...mi,...m->...i", G, (r_c + z * r_p) / s)
+    Gt = np.swapaxes(G, -1, -2)
+    return (Gt * (z / s)[..., None, :]) @ G, (Gt @ ((r_c + z * r_p) / s)[..., None])[..., 0]
 
 
 def expand(G, dx, s, z, r_p, r_c):
