@@ -30,7 +30,7 @@ import dynamics
 
 from . import condensing, lifted, pdipm
 from .costs import StageVariables
-from .friction import ROWS, friction_cones
+from .friction import friction_cones
 from .lqr import TerminalLQR
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -128,17 +128,6 @@ class Formulation:
 
     # ------------------------------------------------------------------ sizes and start
 
-    def contact_size(self, group) -> int:
-        return sum(c.dim for c in group.contacts)
-
-    def inequality_size(self, group) -> int:
-        if group.kind != "contact":
-            return 0
-        return self._cone_size(group) + sum(len(rows) for rows, _ in self.limits.values()) * 2
-
-    def _cone_size(self, group):
-        return 0 if self.ocp.friction is None else ROWS * sum(c.kind == "3D" for c in group.contacts)
-
     def initial_iterate(self, eps, q=None, v=None) -> Iterate:
         """Every knot at the initial state (or at ``q (K+1, nq)``, ``v (K+1, nv)``), no motion;
         each contact stage in static equilibrium (least-squares ``S u + J^T f = g(q)``) with
@@ -148,7 +137,7 @@ class Formulation:
         v = np.tile(self.ocp.v0, (K + 1, 1)) if v is None else np.asarray(v, dtype=float)
         groups = []
         for group in self.groups:
-            qg, m, nv = q[group.index], self.contact_size(group), model.nv
+            qg, m, nv = q[group.index], sum(c.dim for c in group.contacts), model.nv
             if group.kind == "contact":
                 J = dynamics.contact_jacobian(model, qg, group.contacts) if group.contacts else np.zeros((group.size, 0, nv))
                 static = np.concatenate((np.broadcast_to(self.S, (group.size,) + self.S.shape), np.swapaxes(J, 1, 2)), axis=2)
@@ -175,7 +164,10 @@ class Formulation:
     # ------------------------------------------------------------------ inequalities
 
     def _inequalities(self, group, q, v, u, f):
-        """``g (S, ni) >= 0`` and ``G = dg/dy (S, ni, ny)`` for ``y = (dq, dv, du, dw)``."""
+        """``g (S, ni) >= 0`` and ``G = dg/dy (S, ni, ny)`` for ``y = (dq, dv, du, dw)``: at
+        contact stages the friction cones of the forces and the joint limits. Impulses are not
+        constrained (as in seed 004): the standing feet's impulses sit at the apex of their
+        cones, where the cone rows are degenerate and the interior point stalls."""
         S, nv, nu = len(q), self.model.nv, u.shape[1]
         m = f.shape[1]
         ny = 2 * nv + nu + nv + m

@@ -1,6 +1,8 @@
 """The ``liftoff`` command line.
 
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--out FILE] [--json]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--out DIR] [--json]
+    liftoff report DIR
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
@@ -115,14 +117,13 @@ def solve(args) -> int:
     from solvers.ipm import LOG_HEADER, format_log
 
     from .config import load_config
-    from .runs import default_path, save_run, solve_config, summary
+    from .runs import default_path, prepare, save_run, solve_prepared, summary
 
-    config = load_config(args.config)
+    config, problem = prepare(load_config(args.config), args.formulation, args.barrier)  # user errors raise here
     log = sys.stderr if args.json else sys.stdout
-    s = config.solver
-    print(f"{config.name}: {args.formulation or s.formulation}, barrier {args.barrier or s.barrier:g}", file=log)
+    print(f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}", file=log)
     print(LOG_HEADER, file=log)
-    run = solve_config(config, args.formulation, args.barrier, callback=lambda h: print(format_log(h), file=log, flush=True))
+    run = solve_prepared(config, problem, callback=lambda h: print(format_log(h), file=log, flush=True))
     path = save_run(run, args.out or default_path(run.config))
     r = run.result
     if args.json:
@@ -133,6 +134,39 @@ def solve(args) -> int:
             f"{r.solve_time_s:.2f} s\nsaved {path}"
         )
     return 0 if r.converged else RUN_ERROR
+
+
+def compare(args) -> int:
+    from .compare import compare as run_all
+    from .compare import markdown, rows
+    from .config import load_config
+
+    configs = [load_config(path) for path in args.configs]  # every file is checked before solving
+    formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
+    log = sys.stderr if args.json else sys.stdout
+
+    def progress(s):
+        print(f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} {s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s", file=log, flush=True)
+
+    summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress)
+    if args.json:
+        print(json.dumps(summaries))
+    else:
+        print(markdown(rows(summaries)))
+        print(f"figures and tables in {args.out}")
+    return 0 if all(s["status"] == "converged" for s in summaries) else RUN_ERROR
+
+
+def report(args) -> int:
+    from .compare import markdown, rows
+    from .compare import report as redraw
+
+    try:
+        summaries = redraw(args.dir)
+    except FileNotFoundError as err:
+        raise UserError(str(err)) from None
+    print(markdown(rows(summaries)))
+    return 0
 
 
 def _positive_float(text: str) -> float:
@@ -219,6 +253,26 @@ def parser() -> argparse.ArgumentParser:
     p_solve.add_argument("--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)")
     p_solve.set_defaults(run=solve)
 
+    p_cmp = commands.add_parser(
+        "compare",
+        help="lifted vs non-lifted on several gaits and barriers",
+        description="Solve every configuration with every formulation at every barrier; write the results files, "
+        "the KKT-residual figure (kkt.png), the time bar chart (time.png), the contact forces of the lifted runs "
+        "(forces_GAIT.png) and the table (table.md, table.csv, summary.json) to the output folder.",
+    )
+    p_cmp.add_argument("configs", metavar="CONFIG", nargs="+", help="YAML gait configurations")
+    p_cmp.add_argument("--barrier", type=_positive_float, nargs="+", default=[1e-1, 1e-4], metavar="X", help="barriers (default: 1e-1 1e-4)")
+    p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
+    p_cmp.add_argument("--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)")
+    p_cmp.add_argument("--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)")
+    p_cmp.set_defaults(run=compare)
+
+    p_rep = commands.add_parser(
+        "report", help="redraw the figures and tables of a comparison from its results files", description="Redraw the figures and tables of `liftoff compare` from the results files in DIR, without solving."
+    )
+    p_rep.add_argument("dir", metavar="DIR", help="a folder written by liftoff compare")
+    p_rep.set_defaults(run=report)
+
     p_info = commands.add_parser("info", help="describe a robot model", description="Load a robot and describe its model.")
     p_info.add_argument("robot", metavar="ROBOT", help="a robot of example-robot-data (anymal, talos, ur5, ...) or a URDF path")
     base = p_info.add_mutually_exclusive_group()
@@ -289,7 +343,12 @@ def _error(message: str, status: int) -> int:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
-    from dynamics import DimensionError, ModelError, UnknownNameError, retain_freed_memory
+    from dynamics import (
+        DimensionError,
+        ModelError,
+        UnknownNameError,
+        retain_freed_memory,
+    )
     from problems.config import ConfigError
     from problems.gaits import ProblemError
 
@@ -298,7 +357,7 @@ def main(argv=None) -> int:
     try:
         return args.run(args)
     except (ModelError, UnknownNameError, DimensionError, UserError, ConfigError, ProblemError) as err:
-        return _error(str(err).strip("'\""), USAGE_ERROR)
+        return _error(err.args[0] if isinstance(err, KeyError) and err.args else str(err), USAGE_ERROR)
     except KeyboardInterrupt:
         return _error("interrupted", 130)
     except BrokenPipeError:  # output piped into `head` and the like

@@ -44,11 +44,20 @@ def solver_options(config) -> Options:
     )
 
 
-def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None) -> Run:
-    """Build and solve ``config``; ``formulation`` and ``barrier`` override its solver section."""
+def prepare(config, formulation=None, barrier=None):
+    """``(config, problem)``: ``config`` with ``formulation`` and ``barrier`` overriding its
+    solver section, and its OCP in that formulation."""
     changes = {k: v for k, v in (("formulation", formulation), ("barrier", barrier)) if v is not None}
     config = with_solver(config, **changes) if changes else config
-    problem = Formulation(build_problem(config), config.solver.formulation)
+    return config, Formulation(build_problem(config), config.solver.formulation)
+
+
+def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None) -> Run:
+    """Build and solve ``config``; ``formulation`` and ``barrier`` override its solver section."""
+    return solve_prepared(*prepare(config, formulation, barrier), callback=callback, warm_start=warm_start)
+
+
+def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
     result = solve(problem, solver_options(config), warm_start=warm_start, callback=callback)
     trajectories = problem.trajectories(result.iterate)
     return Run(config, result, trajectories, problem.ocp.times())

@@ -19,3 +19,11 @@ def test_dynamics_tour_torques_agree_with_mass_matrix_form():
     gap = float(re.search(r"max \|M a \+ h - tau\| = (\S+)", out).group(1))
     assert gap < 1e-9
     assert "tau: (100, 18)" in out
+
+
+def test_trot_example_solves_both_formulations_to_the_same_cost():
+    out = run("trot.py")
+    costs = [float(c) for c in re.findall(r"converged in \d+ iterations, cost (\S+),", out)]
+    assert len(costs) == 2
+    assert abs(costs[0] - costs[1]) <= 1e-8 * abs(costs[0])
+    assert float(re.search(r"base moved (\S+) m forward", out).group(1)) > 0.1

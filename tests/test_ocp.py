@@ -9,7 +9,13 @@ import pytest
 
 import dynamics
 from dynamics import Contact
-from ocp.costs import CenterOfMassCost, FramePositionCost, StageVariables, StateCost, VariableCost
+from ocp.costs import (
+    CenterOfMassCost,
+    FramePositionCost,
+    StageVariables,
+    StateCost,
+    VariableCost,
+)
 from ocp.formulation import Formulation
 from ocp.friction import friction_cones
 from ocp.problem import OCP, ContactStage, ImpulseStage
@@ -107,7 +113,7 @@ def lagrangian(form, it, lam_tilde, eps):
 def perturbed_iterate(form, rng, eps):
     """A point away from feasibility and optimality, with random positive slacks and duals."""
     it = form.initial_iterate(eps)
-    model, nv = form.model, form.model.nv
+    model = form.model
     q = dynamics.integrate(model, it.q, 0.05 * rng.standard_normal(it.v.shape))
     q[0] = it.q[0]
     groups = tuple(

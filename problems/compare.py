@@ -1,0 +1,86 @@
+"""Lifted against non-lifted: every formulation on every configuration at every barrier.
+
+:func:`compare` solves, saves each run's results file in the output folder and calls
+:func:`report`, which reads the results files back and writes the figures of
+:mod:`problems.plots` and the table (``table.md``, ``table.csv``, ``summary.json``) of
+iterations, time per iteration, total time, final cost and status. ``report`` alone redraws
+everything from a folder of results files without solving again.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from . import plots
+from .runs import load_run, save_run, solve_config, summary
+
+FORMULATIONS = ("lifted", "nonlifted")
+BARRIERS = (1e-1, 1e-4)
+COLUMNS = ("gait", "formulation", "barrier", "status", "iterations", "ms_per_iteration", "total_s", "cost", "kkt_error", "max_violation")
+
+
+def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None) -> list:
+    """Solve each config for each barrier and formulation; return the summaries."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for config in configs:
+        for eps in barriers:
+            for form in formulations:
+                run = solve_config(config, form, eps)
+                save_run(run, out_dir / f"{config.name}_{form}_{eps:g}.npz")
+                if progress is not None:
+                    progress(summary(run))
+    return report(out_dir)
+
+
+def rows(summaries) -> list:
+    return [
+        {
+            "gait": s["name"],
+            "formulation": s["formulation"],
+            "barrier": s["barrier"],
+            "status": s["status"],
+            "iterations": s["iterations"],
+            "ms_per_iteration": round(1e3 * s["time_per_iteration_s"], 1),
+            "total_s": round(s["solve_time_s"], 2),
+            "cost": s["cost"],
+            "kkt_error": s["kkt_error"],
+            "max_violation": s["max_constraint_violation"],
+        }
+        for s in summaries
+    ]
+
+
+def markdown(table) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in table:
+        cells = [f"{row[c]:.6g}" if isinstance(row[c], float) and c not in ("ms_per_iteration", "total_s") else str(row[c]) for c in COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report(out_dir) -> list:
+    """Figures and tables from the results files in ``out_dir``; returns the summaries."""
+    out_dir = Path(out_dir)
+    runs = [load_run(p) for p in sorted(out_dir.glob("*.npz"))]
+    if not runs:
+        raise FileNotFoundError(f"no results files (*.npz) in {out_dir}")
+    order = {name: i for i, name in enumerate(dict.fromkeys(r["summary"]["name"] for r in runs))}
+    runs.sort(key=lambda r: (order[r["summary"]["name"]], -r["summary"]["barrier"], FORMULATIONS.index(r["summary"]["formulation"])))
+    summaries = [r["summary"] for r in runs]
+    table = rows(summaries)
+    (out_dir / "table.md").write_text(markdown(table))
+    with open(out_dir / "table.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(table)
+    (out_dir / "summary.json").write_text(json.dumps(summaries, indent=1))
+    plots.kkt_figure(runs, out_dir / "kkt.png")
+    plots.time_figure(runs, out_dir / "time.png")
+    for r in runs:
+        s = r["summary"]
+        if s["formulation"] == "lifted" and s["barrier"] == min(x["barrier"] for x in summaries if x["name"] == s["name"]):
+            plots.forces_figure(r, out_dir / f"forces_{s['name']}.png")
+    return summaries

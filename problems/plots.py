@@ -1,0 +1,98 @@
+"""Figures of a comparison, drawn from results files (:func:`problems.runs.load_run`):
+
+- :func:`kkt_figure`: KKT error against iterations, one panel per gait and barrier, the
+  lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1);
+- :func:`time_figure`: time per iteration and total time per gait (seed 004 Fig. 2);
+- :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
+  bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+STYLES = {"lifted": "-", "nonlifted": "--"}
+COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange"}
+
+
+def _by_gait(runs):
+    gaits = list(dict.fromkeys(r["summary"]["name"] for r in runs))
+    barriers = sorted({r["summary"]["barrier"] for r in runs}, reverse=True)
+    return gaits, barriers
+
+
+def kkt_figure(runs, path):
+    gaits, barriers = _by_gait(runs)
+    fig, axes = plt.subplots(len(barriers), len(gaits), figsize=(3.2 * len(gaits), 2.8 * len(barriers)), squeeze=False, sharey=True)
+    for r in runs:
+        s = r["summary"]
+        ax = axes[barriers.index(s["barrier"]), gaits.index(s["name"])]
+        kkt = np.array(s["kkt"] + [s["kkt_error"]])
+        ax.semilogy(kkt, STYLES[s["formulation"]], color=COLORS[s["formulation"]], label=s["formulation"])
+    for i, eps in enumerate(barriers):
+        for j, gait in enumerate(gaits):
+            ax = axes[i, j]
+            ax.set_title(f"{gait}, barrier {eps:g}", fontsize=9)
+            ax.grid(True, which="major", alpha=0.3)
+            if i == len(barriers) - 1:
+                ax.set_xlabel("iteration")
+            if j == 0:
+                ax.set_ylabel("KKT error (l2)")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def time_figure(runs, path):
+    gaits, barriers = _by_gait(runs)
+    series = [(f, eps) for eps in barriers for f in ("lifted", "nonlifted")]
+    fig, (ax_it, ax_total) = plt.subplots(1, 2, figsize=(11, 3.6))
+    width = 0.8 / len(series)
+    for n, (form, eps) in enumerate(series):
+        per_it, total = [], []
+        for gait in gaits:
+            match = [r["summary"] for r in runs if (r["summary"]["name"], r["summary"]["formulation"], r["summary"]["barrier"]) == (gait, form, eps)]
+            per_it.append(1e3 * match[0]["time_per_iteration_s"] if match else np.nan)
+            total.append(match[0]["solve_time_s"] if match else np.nan)
+        x = np.arange(len(gaits)) + (n - (len(series) - 1) / 2) * width
+        hatch = "" if eps == barriers[0] else "//"
+        for ax, values in ((ax_it, per_it), (ax_total, total)):
+            ax.bar(x, values, width, color=COLORS[form], hatch=hatch, edgecolor="black", linewidth=0.4, label=f"{form}, {eps:g}")
+    for ax, label in ((ax_it, "time per iteration [ms]"), (ax_total, "total time [s]")):
+        ax.set_xticks(np.arange(len(gaits)), gaits, fontsize=8)
+        ax.set_ylabel(label)
+        ax.grid(True, axis="y", alpha=0.3)
+    ax_total.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def forces_figure(run, path):
+    """Per foot: ``f_z`` and the tangential components against ``mu/sqrt(2) f_z``."""
+    mu = run["config"]["contacts"]["friction"]
+    contact = run["kinds"] == "contact"
+    t = run["times"][:-1][contact]
+    feet = list(run["forces"])
+    fig, axes = plt.subplots(len(feet), 1, figsize=(7, 1.9 * len(feet)), sharex=True, squeeze=False)
+    for ax, foot in zip(axes[:, 0], feet):
+        f = run["forces"][foot][contact]
+        bound = mu / np.sqrt(2.0) * f[:, 2]
+        ax.plot(t, f[:, 2], color="black", label="$f_z$")
+        ax.plot(t, f[:, 0], color="tab:red", label="$f_x$")
+        ax.plot(t, f[:, 1], color="tab:green", label="$f_y$")
+        ax.fill_between(t, -bound, bound, color="tab:gray", alpha=0.25, label=r"$\pm \mu f_z / \sqrt{2}$")
+        ax.set_ylabel(f"{foot} [N]", fontsize=8)
+        ax.grid(True, alpha=0.3)
+    axes[0, 0].legend(fontsize=7, ncol=4, loc="upper right")
+    axes[-1, 0].set_xlabel("time [s]")
+    s = run["summary"]
+    fig.suptitle(f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

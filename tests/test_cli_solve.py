@@ -1,0 +1,167 @@
+"""``liftoff solve``: the JSON summary, the results file, the exit codes, and one error line
+naming the key path for each kind of bad configuration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from test_config import DELETE, edit
+
+from problems.cli import main
+from problems.runs import load_run
+
+FEET = ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"]
+KEYS = ("status", "formulation", "iterations", "kkt", "cost", "solve_time_s", "max_constraint_violation")
+
+TINY = {
+    "robot": "anymal",
+    "contacts": {"feet": FEET},
+    "gait": {
+        "dt": 0.02,
+        "horizon": 6,
+        "step_length": 0.02,
+        "step_height": 0.02,
+        "phases": [
+            {"contact": FEET, "knots": 2},
+            {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 2},
+            {"contact": FEET, "knots": 2},
+        ],
+    },
+    "solver": {"max_iterations": 30},  # converges in 6
+}
+
+
+
+def write(tmp_path, data, name="tiny.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def test_json_summary_and_results_file(tmp_path, capsys):
+    out_file = tmp_path / "out" / "x.npz"
+    assert main(["solve", write(tmp_path, TINY), "--json", "--out", str(out_file)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("\n") == 1  # one line: the JSON object
+    summary = json.loads(captured.out)
+    assert isinstance(summary, dict)
+    assert set(KEYS) <= set(summary)
+    assert summary["status"] == "converged" and summary["formulation"] == "lifted"
+    kkt = summary["kkt"]
+    assert len(kkt) == summary["iterations"] >= 2
+    assert kkt[-1] < kkt[-2]
+    assert summary["kkt_error"] <= min(kkt[-1], 1e-5)
+    assert summary["max_constraint_violation"] < 1e-8
+    assert summary["solve_time_s"] > 0
+    assert "iter" in captured.err  # the log goes to stderr
+    assert summary["results_file"] == str(out_file) and out_file.is_file()
+    run = load_run(out_file)
+    assert run["summary"] == {k: v for k, v in summary.items() if k != "results_file"}
+    assert run["q"].shape == (len(run["times"]), 19)
+    assert run["config"]["gait"]["horizon"] == 6
+
+
+def test_overrides_show_in_the_summary_and_the_default_path(tmp_path, capsys, monkeypatch):
+    config = write(tmp_path, TINY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["solve", config, "--json", "--formulation", "nonlifted", "--barrier", "1e-3"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "converged"
+    assert (summary["formulation"], summary["barrier"]) == ("nonlifted", 1e-3)
+    default = Path("results") / "tiny_nonlifted_0.001.npz"
+    assert summary["results_file"] == str(default)
+    assert (tmp_path / default).is_file()
+    saved = load_run(tmp_path / default)["config"]["solver"]
+    assert (saved["formulation"], saved["barrier"]) == ("nonlifted", 1e-3)
+
+
+def test_iteration_limit_exits_1(tmp_path, capsys):
+    data = edit(TINY, "solver.max_iterations", 1)
+    assert main(["solve", write(tmp_path, data), "--json", "--out", str(tmp_path / "x.npz")]) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "max_iterations"
+    assert summary["iterations"] == len(summary["kkt"]) == 1
+
+
+def test_text_output_names_the_status_and_the_file(tmp_path, capsys):
+    out_file = tmp_path / "x.npz"
+    assert main(["solve", write(tmp_path, edit(TINY, "solver.max_iterations", 1)), "--out", str(out_file)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "tiny: lifted, barrier 0.1" in captured.out
+    assert "max_iterations:" in captured.out and f"saved {out_file}" in captured.out
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("gait.dt", DELETE, "gait: missing required key 'dt'"),
+        ("gait.horizon", "six", "gait.horizon: expected an integer, got 'six'"),
+        ("gait.stride", 0.1, "gait: unknown key 'stride'"),
+        ("gait.dt", -0.02, "gait.dt: expected a number > 0, got -0.02"),
+        ("gait.phases[1].contact", ["LH_FOOT", "XX_FOOT"], "gait.phases[1].contact: unknown foot 'XX_FOOT'"),
+        ("initial_state.q", "sitting", "initial_state.q: unknown configuration 'sitting'"),
+    ],
+)
+def test_bad_configuration_exits_2_with_one_line(tmp_path, capsys, key, value, message):
+    assert main(["solve", write(tmp_path, edit(TINY, key, value))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    assert message in err
+    assert not (tmp_path / "results").exists()
+
+
+def test_foot_unknown_to_the_robot_exits_2(tmp_path, capsys):
+    phases = [{"contact": ["NOT_A_FRAME"], "knots": 6}]
+    data = edit(edit(TINY, "contacts.feet", ["NOT_A_FRAME"]), "gait.phases", phases)
+    assert main(["solve", write(tmp_path, data)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    assert "contacts.feet: anymal has no frame 'NOT_A_FRAME'" in err
+
+
+@pytest.mark.parametrize(
+    "key, value, ending",
+    [("gait.horizon", "six", "got 'six'\n"), ("gait.dt", DELETE, "missing required key 'dt'\n")],
+)
+def test_error_line_keeps_the_closing_quote(tmp_path, capsys, key, value, ending):
+    assert main(["solve", write(tmp_path, edit(TINY, key, value))]) == 2
+    assert capsys.readouterr().err.endswith(ending)
+
+
+def test_problem_error_is_the_only_stderr_line_with_json(tmp_path, capsys):
+    assert main(["solve", write(tmp_path, edit(TINY, "initial_state.q", "sitting")), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("liftoff: error:") and captured.err.count("\n") == 1, captured.err
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    missing = tmp_path / "missing.yaml"
+    assert main(["solve", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"liftoff: error: {missing}: file not found\n"
+
+
+def test_negative_barrier_is_an_argument_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", write(tmp_path, TINY), "--barrier", "-1"])
+    assert exit_.value.code == 2
+    assert "argument --barrier: expected a positive number, got '-1'" in capsys.readouterr().err
+
+
+def test_console_script(tmp_path):
+    """The installed ``liftoff`` entry point passes the exit code and prints the JSON."""
+    script = Path(sys.executable).parent / "liftoff"
+    assert script.is_file()
+    config = write(tmp_path, edit(TINY, "solver.max_iterations", 1))
+    done = subprocess.run(
+        [str(script), "solve", config, "--json", "--out", str(tmp_path / "x.npz")], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["status"] == "max_iterations"

@@ -1,0 +1,276 @@
+"""Gaits from YAML: the structure ``build_problem`` gives a contact schedule, and the physics
+of the solved ANYmal trot (configs/anymal_trot.yaml): cones, limits, still stance feet,
+impacts that stop the landing feet, swing clearance, forward progress; results files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dynamics
+from ocp.problem import ContactStage, ImpulseStage
+from problems.config import load_config, parse_config
+from problems.gaits import build_problem, foot_plan
+from problems.runs import load_run, save_run, solve_config, summary
+
+TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot.yaml"
+FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
+WORLD = "LOCAL_WORLD_ALIGNED"
+
+# Measured on the trot (lifted, barrier 0.1): the largest stance-foot speed is 0.040 m/s, at
+# the knot after the first stance stage following a touchdown (the Baumgarte position term
+# pulls the foot from where it landed, up to 3.2 mm off, onto the planned foothold); swing
+# feet reach 1.3-1.4 m/s. The bounds keep a ~3x margin.
+STANCE_SPEED = 0.12  # m/s
+STANCE_DRIFT = 0.01  # m, from the planned foothold
+
+
+# ----------------------------------------------------------------------------- structure
+
+
+def small_config(phases, horizon=6, **gait):
+    return parse_config(
+        {
+            "robot": "anymal",
+            "contacts": {"feet": list(FEET)},
+            "gait": {"dt": 0.02, "horizon": horizon, "step_length": 0.1, "step_height": 0.05, **gait, "phases": phases},
+        }
+    )
+
+
+def frames(stage):
+    return [c.frame for c in stage.contacts]
+
+
+ALL = list(FEET)
+
+
+@pytest.mark.parametrize(
+    "phases, kinds, impulse_contacts",
+    [
+        # stance 2, LF and RH swing 2, stance 2: one touchdown, of LF and RH, all feet after it
+        (
+            [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 2}, {"contact": ALL, "knots": 2}],
+            "ccccicc",
+            [ALL],
+        ),
+        # stance 1, LF+RH swing 2, LH+RF swing 2, stance 1: the diagonal pairs swap at once
+        (
+            [
+                {"contact": ALL, "knots": 1},
+                {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 2},
+                {"contact": ["LF_FOOT", "RH_FOOT"], "knots": 2},
+                {"contact": ALL, "knots": 1},
+            ],
+            "ccciccic",
+            [["LF_FOOT", "RH_FOOT"], ALL],
+        ),
+    ],
+)
+def test_build_problem_puts_an_impulse_at_each_touchdown(phases, kinds, impulse_contacts):
+    config = small_config(phases)
+    ocp = build_problem(config)
+    assert "".join(s.kind[0] for s in ocp.stages) == kinds
+    assert sum(isinstance(s, ContactStage) for s in ocp.stages) == config.gait.horizon
+    impulses = [s for s in ocp.stages if isinstance(s, ImpulseStage)]
+    assert [frames(s) for s in impulses] == impulse_contacts
+    # contact stages hold the feet of their phase
+    contact_stages = iter(s for s in ocp.stages if s.kind == "contact")
+    for phase in config.gait.phases:
+        for _ in range(phase.knots):
+            assert frames(next(contact_stages)) == list(phase.contact)
+    times = ocp.times()
+    assert len(times) == ocp.K + 1
+    np.testing.assert_allclose(times[-1], config.gait.horizon * config.gait.dt, rtol=1e-12)
+    np.testing.assert_allclose(np.diff(times)[[k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]], 0.0, atol=0)
+
+
+def test_flight_phase_has_no_contacts_and_lands_on_all_feet():
+    config = small_config(
+        [{"contact": ALL, "knots": 2}, {"contact": [], "knots": 2}, {"contact": ALL, "knots": 2}],
+        jump_length=0.1,
+        jump_height=0.05,
+    )
+    ocp = build_problem(config)
+    assert "".join(s.kind[0] for s in ocp.stages) == "ccccicc"
+    flight = ocp.stages[2:4]
+    assert all(isinstance(s, ContactStage) and s.contacts == () for s in flight)
+    assert frames(ocp.stages[4]) == ALL
+    # every foot lands jump_length ahead of where it took off
+    landing = {c.frame: c.placement for c in ocp.stages[5].contacts}
+    takeoff = {c.frame: c.placement for c in ocp.stages[0].contacts}
+    for foot in FEET:
+        np.testing.assert_allclose(landing[foot] - takeoff[foot], [0.1, 0.0, 0.0], atol=1e-12)
+
+
+def test_foot_plan_moves_swing_feet_by_one_step_along_a_parabola():
+    config = small_config(
+        [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 4}, {"contact": ALL, "knots": 2}], horizon=8
+    )
+    start = {f: np.array([i, 0.1 * i, 0.0]) for i, f in enumerate(FEET)}
+    stance, swing = foot_plan(config, start)
+    assert [sorted(s) for s in stance] == [sorted(FEET), ["LH_FOOT", "RF_FOOT"], sorted(FEET)]
+    assert [sorted(s) for s in swing] == [[], ["LF_FOOT", "RH_FOOT"], []]
+    s = np.arange(4) / 4
+    for foot in ("LF_FOOT", "RH_FOOT"):
+        expected = start[foot] + np.stack([0.1 * s, 0 * s, 4 * 0.05 * s * (1 - s)], axis=1)
+        np.testing.assert_allclose(swing[1][foot], expected, atol=1e-15)
+        np.testing.assert_allclose(stance[2][foot], start[foot] + [0.1, 0.0, 0.0], atol=1e-15)
+    for foot in ("LH_FOOT", "RF_FOOT"):
+        np.testing.assert_allclose(stance[2][foot], start[foot], atol=0)
+    # the contacts of the OCP sit at the planned footholds of the standing configuration
+    ocp = build_problem(config)
+    standing = {f: dynamics.frame_placement(ocp.model, ocp.q0, f)[1] for f in FEET}
+    planned, _ = foot_plan(config, standing)
+    last = {c.frame: c.placement for c in ocp.stages[-1].contacts}
+    for foot in FEET:
+        np.testing.assert_allclose(last[foot], planned[2][foot], atol=1e-15)
+
+
+# ----------------------------------------------------------------------------- the solved trot
+
+
+@pytest.fixture(scope="module")
+def trot():
+    """``(config, ocp, run, feet)``: the solved trot with each foot's world position and
+    velocity at every knot, ``feet[frame] = (p (K+1, 3), v (K+1, 3))``."""
+    config = load_config(TROT)
+    run = solve_config(config)
+    ocp = build_problem(run.config)
+    q, v = run.trajectories["q"], run.trajectories["v"]
+    feet = {}
+    for foot in config.contacts.feet:
+        _, p = dynamics.frame_placement(ocp.model, q, foot)
+        feet[foot] = (p, dynamics.frame_velocity(ocp.model, q, v, foot, WORLD)[:, :3])
+    return config, ocp, run, feet
+
+
+def in_contact(stage, foot):
+    return any(c.frame == foot for c in stage.contacts)
+
+
+def test_trot_converges(trot):
+    config, _, run, _ = trot
+    assert run.config.solver.formulation == "lifted" and run.config.solver.barrier == 0.1
+    assert run.result.status == "converged", run.result.message
+    assert run.result.kkt_error <= config.solver.tol
+    assert run.result.max_constraint_violation < 1e-8
+
+
+def test_trot_forces_lie_in_the_friction_cones(trot):
+    config, ocp, run, _ = trot
+    forces, mu = run.trajectories["forces"], config.contacts.friction
+    assert sorted(forces) == sorted(FEET)
+    checked = 0
+    for k, stage in enumerate(ocp.stages):
+        if stage.kind != "contact":
+            continue  # impulses are not cone-constrained
+        for foot in FEET:
+            f = forces[foot][k]
+            if in_contact(stage, foot):
+                assert f[2] >= -1e-9, (k, foot, f)
+                assert np.all(np.abs(f[:2]) <= mu / np.sqrt(2) * f[2] + 1e-9), (k, foot, f)
+                checked += 1
+            else:
+                np.testing.assert_allclose(f, 0.0, atol=0, err_msg=f"{foot} in the air at stage {k}")
+    assert checked == sum(len(s.contacts) for s in ocp.stages if s.kind == "contact") > 0
+
+
+def test_trot_respects_the_joint_limits(trot):
+    _, ocp, run, _ = trot
+    model, t = ocp.model, run.trajectories
+    q, v, u = t["q"][:, 7:], t["v"][:, 6:], t["u"]
+    assert np.all(q >= model.lower_position_limit[7:])
+    assert np.all(q <= model.upper_position_limit[7:])
+    assert np.all(np.abs(v) <= model.velocity_limit[6:])
+    assert np.all(np.abs(u) <= model.effort_limit[6:])
+    assert np.abs(u).max() > 1.0  # the robot does carry its weight
+
+
+def test_trot_stance_feet_stay_on_their_footholds(trot):
+    _, ocp, _, feet = trot
+    speeds, drifts, swing_speed = [], [], 0.0
+    for k, stage in enumerate(ocp.stages):
+        if stage.kind != "contact":
+            continue
+        holds = {c.frame: c.placement for c in stage.contacts}
+        for foot, (p, v) in feet.items():
+            if foot in holds:
+                speeds.append(np.linalg.norm(v[k]))
+                drifts.append(np.linalg.norm(p[k] - holds[foot]))
+            else:
+                swing_speed = max(swing_speed, np.linalg.norm(v[k]))
+    assert len(speeds) > 100
+    assert max(speeds) < STANCE_SPEED
+    assert max(drifts) < STANCE_DRIFT
+    assert swing_speed > 5 * STANCE_SPEED  # the bound does tell stance from swing
+
+
+def test_trot_impacts_stop_the_landing_feet(trot):
+    _, ocp, run, feet = trot
+    t = run.trajectories
+    impulses = [k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]
+    assert len(impulses) == 2
+    for k in impulses:
+        np.testing.assert_allclose(t["q"][k + 1], t["q"][k], atol=0)
+        np.testing.assert_allclose(t["v"][k + 1], t["v"][k] + t["a"][k], atol=1e-12)
+        landing = [f for f in FEET if in_contact(ocp.stages[k], f) and not in_contact(ocp.stages[k - 1], f)]
+        assert len(landing) == 2
+        for foot in FEET:
+            if in_contact(ocp.stages[k], foot):
+                np.testing.assert_allclose(feet[foot][1][k + 1], 0.0, atol=1e-8, err_msg=f"{foot} after the impact at {k}")
+        for foot in landing:
+            assert np.linalg.norm(feet[foot][1][k]) > 1e-2, (k, foot)
+
+
+def swings(ocp, foot):
+    """``(first, last)`` knots of each swing of ``foot``: from its first contact stage in the
+    air to the knot where it lands."""
+    out, first = [], None
+    for k, stage in enumerate(ocp.stages):
+        air = not in_contact(stage, foot)
+        if air and first is None:
+            first = k
+        if not air and first is not None:
+            out.append((first, k))
+            first = None
+    if first is not None:
+        out.append((first, ocp.K))
+    return out
+
+
+def test_trot_swing_feet_clear_the_ground(trot):
+    config, ocp, _, feet = trot
+    count = 0
+    for foot in FEET:
+        p = feet[foot][0]
+        for first, last in swings(ocp, foot):
+            apex = p[first : last + 1, 2].max()
+            assert apex - p[first, 2] >= 0.5 * config.gait.step_height, (foot, first, last, apex)
+            count += 1
+    assert count == 4  # each foot swings once
+
+
+def test_trot_base_moves_forward_by_one_step(trot):
+    config, _, run, _ = trot
+    q = run.trajectories["q"]
+    np.testing.assert_allclose(q[-1, 0] - q[0, 0], config.gait.step_length, rtol=0.3)
+
+
+def test_results_file_round_trip(trot, tmp_path):
+    _, _, run, _ = trot
+    path = save_run(run, tmp_path / "sub" / "trot.npz")
+    assert path.is_file()
+    back = load_run(path)
+    t = run.trajectories
+    np.testing.assert_array_equal(back["times"], run.times)
+    for key in ("q", "v", "u", "a", "kinds"):
+        np.testing.assert_array_equal(back[key], t[key], err_msg=key)
+    assert sorted(back["forces"]) == sorted(t["forces"])
+    for foot, force in t["forces"].items():
+        np.testing.assert_array_equal(back["forces"][foot], force, err_msg=foot)
+    assert back["summary"] == summary(run)
+    assert back["summary"]["status"] == "converged"
+    assert parse_config(back["config"]) == run.config
