@@ -1,6 +1,7 @@
 """Gaits from YAML: the structure ``build_problem`` gives a contact schedule, and the physics
-of the solved ANYmal trot (configs/anymal_trot.yaml): cones, limits, still stance feet,
-impacts that stop the landing feet, swing clearance, forward progress; results files."""
+of the five solved ANYmal gaits (configs/anymal_*.yaml, lifted, barrier 0.1): cones,
+limits, still stance feet, impacts that stop the landing feet, swing clearance, the jump's
+flight, forward progress; results files."""
 
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ from problems.config import load_config, parse_config
 from problems.gaits import build_problem, foot_plan
 from problems.runs import load_run, save_run, solve_config, summary
 
-TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot.yaml"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+GAITS = ("walk", "trot", "pace", "bound", "jump")
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
 WORLD = "LOCAL_WORLD_ALIGNED"
 
-# Measured on the trot (lifted, barrier 0.1): the largest stance-foot speed is 0.040 m/s, at
-# the knot after the first stance stage following a touchdown (the Baumgarte position term
-# pulls the foot from where it landed, up to 3.2 mm off, onto the planned foothold); swing
-# feet reach 1.3-1.4 m/s. The bounds keep a ~3x margin.
-STANCE_SPEED = 0.12  # m/s
-STANCE_DRIFT = 0.01  # m, from the planned foothold
+# Measured (lifted, barrier 0.1): the largest stance-foot speed is 0.040 m/s on the trot and
+# 0.17 m/s on the jump, at the knots after a touchdown (the Baumgarte position term pulls the
+# foot from where it landed, up to 1 cm off, onto the planned foothold); swing feet reach
+# 1.3-1.4 m/s on the trot. The bounds keep a margin over the worst gait.
+STANCE_SPEED = 0.25  # m/s
+STANCE_DRIFT = 0.02  # m, from the planned foothold (the bound lands 1.0 cm off)
 
 
 # ----------------------------------------------------------------------------- structure
@@ -132,11 +134,11 @@ def test_foot_plan_moves_swing_feet_by_one_step_along_a_parabola():
 # ----------------------------------------------------------------------------- the solved trot
 
 
-@pytest.fixture(scope="module")
-def trot():
-    """``(config, ocp, run, feet)``: the solved trot with each foot's world position and
+@pytest.fixture(scope="module", params=GAITS)
+def trot(request):
+    """``(config, ocp, run, feet)``: a solved gait with each foot's world position and
     velocity at every knot, ``feet[frame] = (p (K+1, 3), v (K+1, 3))``."""
-    config = load_config(TROT)
+    config = load_config(CONFIGS / f"anymal_{request.param}.yaml")
     run = solve_config(config)
     ocp = build_problem(run.config)
     q, v = run.trajectories["q"], run.trajectories["v"]
@@ -205,19 +207,19 @@ def test_trot_stance_feet_stay_on_their_footholds(trot):
     assert len(speeds) > 100
     assert max(speeds) < STANCE_SPEED
     assert max(drifts) < STANCE_DRIFT
-    assert swing_speed > 5 * STANCE_SPEED  # the bound does tell stance from swing
+    assert swing_speed > 4 * max(speeds)  # stance feet are much slower than swinging ones
 
 
 def test_trot_impacts_stop_the_landing_feet(trot):
     _, ocp, run, feet = trot
     t = run.trajectories
     impulses = [k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]
-    assert len(impulses) == 2
+    assert len(impulses) >= 1
     for k in impulses:
         np.testing.assert_allclose(t["q"][k + 1], t["q"][k], atol=0)
         np.testing.assert_allclose(t["v"][k + 1], t["v"][k] + t["a"][k], atol=1e-12)
         landing = [f for f in FEET if in_contact(ocp.stages[k], f) and not in_contact(ocp.stages[k - 1], f)]
-        assert len(landing) == 2
+        assert len(landing) >= 1
         for foot in FEET:
             if in_contact(ocp.stages[k], foot):
                 np.testing.assert_allclose(feet[foot][1][k + 1], 0.0, atol=1e-8, err_msg=f"{foot} after the impact at {k}")
@@ -247,16 +249,33 @@ def test_trot_swing_feet_clear_the_ground(trot):
     for foot in FEET:
         p = feet[foot][0]
         for first, last in swings(ocp, foot):
+            flight = not ocp.stages[first].contacts
+            height = config.gait.jump_height if flight else config.gait.step_height
             apex = p[first : last + 1, 2].max()
-            assert apex - p[first, 2] >= 0.5 * config.gait.step_height, (foot, first, last, apex)
+            assert apex - p[first, 2] >= 0.5 * height, (foot, first, last, apex)
             count += 1
-    assert count == 4  # each foot swings once
+    assert count >= 4  # each foot swings
 
 
-def test_trot_base_moves_forward_by_one_step(trot):
-    config, _, run, _ = trot
+def test_jump_has_a_flight_with_every_foot_off_the_ground(trot):
+    config, ocp, _, feet = trot
+    flight = [k for k, s in enumerate(ocp.stages) if s.kind == "contact" and not s.contacts]
+    if config.name != "anymal_jump":
+        assert not flight
+        return
+    assert len(flight) == 30
+    inside = flight[3:-3]  # away from take-off and landing
+    for foot, (p, _) in feet.items():
+        assert np.all(p[inside, 2] > p[0, 2] + 0.01), foot
+
+
+def test_trot_base_moves_forward_with_the_feet(trot):
+    """The base ends near the mean displacement of the planned footholds."""
+    _, ocp, run, feet = trot
     q = run.trajectories["q"]
-    np.testing.assert_allclose(q[-1, 0] - q[0, 0], config.gait.step_length, rtol=0.3)
+    planned = np.mean([feet[f][0][-1, 0] - feet[f][0][0, 0] for f in FEET])
+    assert planned > 0.1
+    np.testing.assert_allclose(q[-1, 0] - q[0, 0], planned, rtol=0.3)
 
 
 def test_results_file_round_trip(trot, tmp_path):
