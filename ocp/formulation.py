@@ -128,13 +128,12 @@ class Formulation:
 
     # ------------------------------------------------------------------ sizes and start
 
-    def initial_iterate(self, eps, q=None, v=None) -> Iterate:
-        """Every knot at the initial state (or at ``q (K+1, nq)``, ``v (K+1, nv)``), no motion;
+    def initial_iterate(self, eps) -> Iterate:
+        """Every knot at the initial state, no motion;
         each contact stage in static equilibrium (least-squares ``S u + J^T f = g(q)``) with
         ``a = 0``; no impulse; slacks and duals on the central path of ``eps``."""
         model, K = self.model, self.ocp.K
-        q = np.tile(self.ocp.q0, (K + 1, 1)) if q is None else np.asarray(q, dtype=float)
-        v = np.tile(self.ocp.v0, (K + 1, 1)) if v is None else np.asarray(v, dtype=float)
+        q, v = np.tile(self.ocp.q0, (K + 1, 1)), np.tile(self.ocp.v0, (K + 1, 1))
         groups = []
         for group in self.groups:
             qg, m, nv = q[group.index], sum(c.dim for c in group.contacts), model.nv
@@ -142,7 +141,7 @@ class Formulation:
                 J = dynamics.contact_jacobian(model, qg, group.contacts) if group.contacts else np.zeros((group.size, 0, nv))
                 static = np.concatenate((np.broadcast_to(self.S, (group.size,) + self.S.shape), np.swapaxes(J, 1, 2)), axis=2)
                 gravity = dynamics.generalized_gravity(model, qg)
-                x = np.stack([np.linalg.lstsq(Ai, gi, rcond=None)[0] for Ai, gi in zip(static, gravity)])
+                x = (np.linalg.pinv(static) @ gravity[:, :, None])[:, :, 0]  # minimum-norm least squares
                 u, w = x[:, : self.ocp.nu], np.concatenate((np.zeros((group.size, nv)), x[:, self.ocp.nu :]), axis=1)
             else:
                 u, w = np.zeros((group.size, 0)), np.zeros((group.size, nv + m))

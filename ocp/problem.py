@@ -150,7 +150,7 @@ def _term_key(term):
 
 
 def _array_fields(obj):
-    return [f.name for f in dataclasses.fields(obj) if f.name != "placement" and not isinstance(getattr(obj, f.name), str)]
+    return [f.name for f in dataclasses.fields(obj) if not isinstance(getattr(obj, f.name), str)]
 
 
 def _stack_term(terms, S):

@@ -9,7 +9,7 @@ for plotting without solving again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,15 +33,8 @@ class Run:
 
 
 def solver_options(config) -> Options:
-    s = config.solver
-    return Options(
-        barrier=s.barrier,
-        max_iterations=s.max_iterations,
-        tol=s.tol,
-        barrier_decrease=s.barrier_decrease,
-        barrier_min=s.barrier_min,
-        line_search=s.line_search,
-    )
+    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation)."""
+    return Options(**{k: v for k, v in asdict(config.solver).items() if k != "formulation"})
 
 
 def prepare(config, formulation=None, barrier=None):
