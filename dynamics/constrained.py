@@ -369,6 +369,22 @@ def _solution(system, x, f, r, iterations, tol, shape):
     )
 
 
+class _Given:
+    """A system given by its arrays (``M (B, nv, nv)``, ``J (B, m, nv)``) instead of kinematics."""
+
+    def __init__(self, model, M, J):
+        self.model, self.M, self.J, self.m = model, M, J, J.shape[1]
+
+
+def proximal_solve(model, M, J, h, r, mu=1e-4, max_iter=30, tol=1e-10):
+    """``(x, f)`` with ``M x = h + J^T f``, ``J x = r`` for given ``M (B, nv, nv)``, ``J (B, m, nv)``,
+    ``h (B, nv)``, ``r (B, m)``, by the proxLTL iterations of :func:`constrained_dynamics` (the
+    least-squares solution for redundant constraints)."""
+    _settings(mu, max_iter, tol, "proxLTL")
+    x, f, _ = _LTL(_Given(model, M, J), mu).solve(h[..., None], r[..., None], max_iter, tol)
+    return x[..., 0], f[..., 0]
+
+
 def delassus(model, q, contacts, mu=0.0):
     """The damped Delassus matrix ``J M^-1 J^T + mu 1`` and its inverse, the damped OSIM,
     from the proxLTL factorization: ``(delassus, osim)``, each ``(..., m, m)``."""

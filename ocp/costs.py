@@ -47,7 +47,7 @@ def _jacobian(z: StageVariables, name, d_dname):
     return out
 
 
-def _weights(w, shape):
+def broadcast_weights(w, shape):
     """Weights broadcast to the residuals' ``(S, nr)``: a scalar, one per residual, or one row
     per stage."""
     w = np.asarray(w, dtype=float)
@@ -131,7 +131,7 @@ class CostSum:
         out = {}
         for term in self.terms:
             r, _ = term.residual(model, z)
-            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,si,si->s", r, _weights(term.weights, r.shape), r)
+            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,si,si->s", r, broadcast_weights(term.weights, r.shape), r)
         return out
 
     def gauss_newton(self, model, z: StageVariables):
@@ -139,7 +139,7 @@ class CostSum:
         H, g = np.zeros((len(z.q), ny, ny)), np.zeros((len(z.q), ny))
         for term in self.terms:
             r, R = term.residual(model, z)
-            RtW = np.swapaxes(R * _weights(term.weights, r.shape)[:, :, None], 1, 2)
+            RtW = np.swapaxes(R * broadcast_weights(term.weights, r.shape)[:, :, None], 1, 2)
             H += RtW @ R
             g += (RtW @ r[:, :, None])[:, :, 0]
         return H, g

@@ -29,9 +29,8 @@ import numpy as np
 import dynamics
 
 from . import condensing, lifted, pdipm
-from .costs import StageVariables
-from .friction import friction_cones
 from .lqr import TerminalLQR
+from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
 
@@ -110,21 +109,26 @@ class Direction:
 
 
 class Formulation:
-    """The OCP ``ocp`` in the formulation ``name`` (``lifted`` or ``nonlifted``).
+    """The OCP ``ocp`` in the formulation ``name`` (``lifted`` or ``nonlifted``), its stages
+    evaluated by the ``backend`` ``compiled`` or ``numpy`` (:func:`ocp.stages.make_stages`:
+    compiled kernels, or numpy when no C compiler is available; ``self.backend`` says which).
 
     ``dynamics_options`` go to :func:`dynamics.constrained_dynamics` and
-    :func:`dynamics.impulse_dynamics` (non-lifted only)."""
+    :func:`dynamics.impulse_dynamics` (non-lifted; the compiled backend uses proxLTL, whatever
+    the ``algorithm``)."""
 
-    def __init__(self, ocp, name="lifted", dynamics_options=None):
+    def __init__(self, ocp, name="lifted", backend="compiled", dynamics_options=None, quiet=False):
         if name not in FORMULATIONS:
             raise ValueError(f"unknown formulation {name!r}; expected one of {FORMULATIONS}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
         self.ocp, self.name = ocp, name
         self.model = ocp.model
         self.groups = ocp.groups()
         self.terminal_cost = ocp.terminal()
         self.S = lifted.actuation(self.model)
-        self.dynamics_options = dict(dynamics_options or {})
-        self.limits = _limit_rows(self.model, ocp.limits)
+        self.stages = make_stages(ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet)
+        self.backend = self.stages.name
 
     # ------------------------------------------------------------------ sizes and start
 
@@ -146,7 +150,7 @@ class Formulation:
             else:
                 u, w = np.zeros((group.size, 0)), np.zeros((group.size, nv + m))
             vars_ = GroupVariables(u, w, np.zeros_like(w), None, None)
-            g, _ = self._inequalities(group, qg, v[group.index], u, w[:, nv:])
+            g, _ = self.stages.inequalities(group, qg, v[group.index], u, w[:, nv:])
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(vars_, s=s, z=z))
         return Iterate(q, v, np.zeros((K + 1, 2 * model.nv)), tuple(groups))
@@ -155,72 +159,12 @@ class Formulation:
         """The same primal point with slacks and duals put back on the central path of ``eps``."""
         groups = []
         for group, gv in zip(self.groups, it.groups):
-            g, _ = self._inequalities(group, it.q[group.index], it.v[group.index], gv.u, gv.w[:, self.model.nv :])
+            g, _ = self.stages.inequalities(group, it.q[group.index], it.v[group.index], gv.u, gv.w[:, self.model.nv :])
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(gv, s=s, z=z))
         return replace(it, groups=tuple(groups))
 
-    # ------------------------------------------------------------------ inequalities
-
-    def _inequalities(self, group, q, v, u, f):
-        """``g (S, ni) >= 0`` and ``G = dg/dy (S, ni, ny)`` for ``y = (dq, dv, du, dw)``: at
-        contact stages the friction cones of the forces and the joint limits. Impulses are not
-        constrained (as in seed 004): the standing feet's impulses sit at the apex of their
-        cones, where the cone rows are degenerate and the interior point stalls."""
-        S, nv, nu = len(q), self.model.nv, u.shape[1]
-        m = f.shape[1]
-        ny = 2 * nv + nu + nv + m
-        if group.kind != "contact":
-            return np.zeros((S, 0)), np.zeros((S, 0, ny))
-        blocks, jacobians = [], []
-        cones = [i for i, c in enumerate(group.contacts) if c.kind == "3D"]
-        if self.ocp.friction is not None and cones:
-            offsets = np.cumsum([0] + [c.dim for c in group.contacts])
-            cols = np.concatenate([np.arange(offsets[i], offsets[i] + 3) for i in cones])
-            g, dg_dq, dg_df = friction_cones(self.model, q, f[:, cols], [group.contacts[i] for i in cones], self.ocp.friction)
-            G = np.zeros((S, g.shape[1], ny))
-            G[:, :, :nv] = dg_dq
-            G[:, :, 2 * nv + nu + nv + cols] = dg_df
-            blocks.append(g)
-            jacobians.append(G)
-        values = {"position": q, "velocity": v, "torque": u}
-        offsets = {"position": 0, "velocity": nv, "torque": 2 * nv}
-        for name, (rows, bound) in self.limits.items():
-            x = values[name][:, rows[0]]
-            blocks += [x - bound[0], bound[1] - x]
-            for sign in (1.0, -1.0):
-                G = np.zeros((S, len(bound[0]), ny))
-                G[:, np.arange(len(bound[0])), offsets[name] + rows[1]] = sign
-                jacobians.append(G)
-        if not blocks:
-            return np.zeros((S, 0)), np.zeros((S, 0, ny))
-        return np.concatenate(blocks, axis=1), np.concatenate(jacobians, axis=1)
-
     # ------------------------------------------------------------------ linearization
-
-    def _local(self, group, q, v, gv):
-        """``w`` (non-lifted: from the dynamics) and the elimination ``T`` (``None`` when
-        lifted: it comes from the local equalities)."""
-        model, nv = self.model, self.model.nv
-        if self.name == "lifted":
-            return gv.w, None
-        opts = self.dynamics_options
-        if group.kind == "contact" and not group.contacts:  # a flight: the unconstrained dynamics
-            tau = gv.u @ self.S.T
-            da_dq, da_dv, da_dtau = dynamics.aba_derivatives(model, q, v, tau)
-            return dynamics.aba(model, q, v, tau), np.concatenate((da_dq, da_dv, da_dtau @ self.S), axis=2)
-        if group.kind == "contact":
-            tau = gv.u @ self.S.T
-            a, f = dynamics.constrained_dynamics(model, q, v, tau, group.contacts, **opts)
-            da_dq, da_dv, da_dtau, df_dq, df_dv, df_dtau = dynamics.constrained_dynamics_derivatives(model, q, v, tau, group.contacts, **_derivative_options(opts))
-            T = np.concatenate(
-                (np.concatenate((da_dq, da_dv, da_dtau @ self.S), axis=2), np.concatenate((df_dq, df_dv, df_dtau @ self.S), axis=2)), axis=1
-            )
-            return np.concatenate((a, f), axis=1), T
-        v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
-        dvp_dq, dvp_dv, dl_dq, dl_dv = dynamics.impulse_dynamics_derivatives(model, q, v, group.contacts, **_derivative_options(opts))
-        T = np.concatenate((np.concatenate((dvp_dq, dvp_dv - np.eye(nv)), axis=2), np.concatenate((dl_dq, dl_dv), axis=2)), axis=1)
-        return np.concatenate((v_plus - v, impulse), axis=1), T
 
     def linearize(self, it: Iterate, eps) -> tuple:
         """The Newton system at ``it`` for the barrier ``eps``: a :class:`Linearization` and the
@@ -240,57 +184,50 @@ class Formulation:
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
             violation, l1 = max(violation, terms[2]), l1 + terms[3]
-        zT = StageVariables(it.q[K:], it.v[K:], *(np.zeros((1, 0)),) * 3)
-        H_T, g_T = self.terminal_cost.gauss_newton(model, zT)
-        cost += sum(float(np.sum(c)) for c in self.terminal_cost.evaluate(model, zT).values())
+        cost_T, H_T, g_T = self.stages.terminal(it.q[K], it.v[K])
+        cost += cost_T
         dx0 = np.concatenate((dynamics.difference(model, it.q[0], self.ocp.q0), self.ocp.v0 - it.v[0]))
-        squares += float(np.sum((g_T[0] - it.lam[K]) ** 2)) + float(np.sum(dx0**2))
+        squares += float(np.sum((g_T - it.lam[K]) ** 2)) + float(np.sum(dx0**2))
         violation, l1 = max(violation, float(np.max(np.abs(dx0)))), l1 + float(np.sum(np.abs(dx0)))
         if not np.isfinite(squares + cost):
             raise NonFiniteError("terminal cost", K)
-        lin = Linearization(stages, TerminalLQR(H_T[0], g_T[0]), dx0, float(np.sqrt(squares)), cost, violation, l1, cost - eps * log_slacks, tuple(steps))
+        lin = Linearization(stages, TerminalLQR(H_T, g_T), dx0, float(np.sqrt(squares)), cost, violation, l1, cost - eps * log_slacks, tuple(steps))
         return lin, replace(it, groups=tuple(groups))
 
     def _linearize_group(self, group, gv, it, eps):
         """One group's condensed blocks, its step data and ``(squared KKT residual, cost,
-        max constraint violation)``."""
-        model, nv = self.model, self.model.nv
+        max constraint violation, l1 norm of the equality residuals)``."""
+        nv = self.model.nv
         nx, idx = 2 * nv, group.index
-        q, v, q_next, v_next = it.q[idx], it.v[idx], it.q[idx + 1], it.v[idx + 1]
-        w, T = self._local(group, q, v, gv)
-        _finite("contact dynamics", group, w)
-        gv = replace(gv, w=w)
-        a, f = w[:, :nv], w[:, nv:]
+        q, v = it.q[idx], it.v[idx]
+        if self.name == "nonlifted":  # w is the dynamics of (q, v, u)
+            gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u))
+            _finite("contact dynamics", group, gv.w)
+        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1])
         nz = nx + gv.u.shape[1]
-        z = StageVariables(q, v, gv.u, a, f)
-        H, g = group.costs.gauss_newton(model, z)
-        cost = sum(float(np.sum(c)) for c in group.costs.evaluate(model, z).values())
-        gin, G = self._inequalities(group, q, v, gv.u, f)
-        r_p, r_c = pdipm.residuals(gin, gv.s, gv.z, eps)
-        H_in, g_in = pdipm.condense(G, gv.s, gv.z, r_p, r_c)
-        grad = g - np.einsum("smy,sm->sy", G, gv.z)  # d/dy (cost - z^T (g - s))
-        if T is None:  # lifted: eliminate w with the local equalities, which keep a residual
-            if group.kind == "contact":
-                stages = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, gv.u, q_next, v_next, H + H_in, grad + g_in)
-            else:
-                stages = lifted.impulse_stages(model, group.contacts, q, v, a, f, q_next, v_next, H + H_in, grad + g_in)
-            condensed, A, b, local = condensing.condense(stages), stages.A, stages.b, stages.c
-            stationarity = grad + np.einsum("swy,sw->sy", stages.C, gv.beta) + np.einsum("sxy,sx->sy", A, it.lam[idx + 1])
-        else:  # non-lifted: w is the dynamics, eliminated with its derivatives T
-            stages, local = None, np.zeros((group.size, 0))
-            A, b = lifted.state_equation(model, q, v, a, q_next, v_next, group.dt, gv.u.shape[1], w.shape[1])
-            condensed = condensing.eliminate(H + H_in, grad + g_in, A, b, nz, T, np.zeros(w.shape))
-            Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), T), axis=1)
+        r_p, r_c = pdipm.residuals(ev.g_in, gv.s, gv.z, eps)
+        H_in, g_in = pdipm.condense(ev.G, gv.s, gv.z, r_p, r_c)
+        grad = ev.g - np.einsum("smy,sm->sy", ev.G, gv.z)  # d/dy (cost - z^T (g - s))
+        stages = condensing.LiftedStages(nx, nz - nx, ev.H + H_in, grad + g_in, ev.C, ev.c, ev.A, ev.b)
+        if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
+            condensed, local = condensing.condense(stages), ev.c
+            stationarity = grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
+        else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
+            condensed, local = condensing.condense(replace(stages, c=np.zeros_like(ev.c))), np.zeros((group.size, 0))
+            stages = None
+            Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)
             stationarity = np.einsum("syz,sy->sz", Z, grad) + np.einsum("sxz,sx->sz", AB, it.lam[idx + 1])
         stationarity[:, :nx] -= it.lam[idx]
+        b = ev.b
         _finite("state equation", group, b)
         _finite("KKT residual", group, stationarity, local, r_p, r_c)
         squares = sum(float(np.sum(x**2)) for x in (stationarity, b, local, r_p, r_c))
-        violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(gin, 0.0)))
+        violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.g_in, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
         residual = {"stationarity": stationarity, "state_equation": b, "local": local, "inequality": r_p, "complementarity": r_c}
-        return gv, GroupStep(residual, G, r_p, r_c, condensed, stages), condensed, (squares, cost, violation, l1)
+        terms = (squares, float(np.sum(ev.cost)), violation, l1)
+        return gv, GroupStep(residual, ev.G, r_p, r_c, condensed, stages), condensed, terms
 
     # ------------------------------------------------------------------ expansion and step
 
@@ -361,34 +298,8 @@ class Formulation:
         return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "kinds": kinds}
 
 
-def _derivative_options(opts):
-    return {k: v for k, v in opts.items() if k != "algorithm"}
-
-
 def _finite(quantity, group, *arrays):
     for x in arrays:
         bad = ~np.all(np.isfinite(x.reshape(len(x), -1)), axis=1)
         if np.any(bad):
             raise NonFiniteError(quantity, int(group.index[np.argmax(bad)]))
-
-
-def _limit_rows(model, limits):
-    """``{name: ((columns in the variable, columns in its tangent), (lower, upper))}`` for the
-    actuated joints with finite limits."""
-    first = 6 if model.has_free_flyer else 0
-    dofs = np.arange(first, model.nv)
-    joints = [j for j in range(len(model.joint_names)) if model.nvs[j] == 1 and model.idx_v[j] >= first]
-    out = {}
-    if "position" in limits:
-        bounded = [j for j in joints if model.nqs[j] == 1]
-        qi = np.array([model.idx_q[j] for j in bounded], dtype=int)
-        vi = np.array([model.idx_v[j] for j in bounded], dtype=int)
-        lo, hi = model.lower_position_limit[qi], model.upper_position_limit[qi]
-        keep = np.isfinite(lo) & np.isfinite(hi)
-        out["position"] = ((qi[keep], vi[keep]), (lo[keep], hi[keep]))
-    for name, bound in (("velocity", model.velocity_limit), ("torque", model.effort_limit)):
-        if name in limits:
-            keep = np.isfinite(bound[dofs]) & (bound[dofs] > 0)
-            cols = dofs[keep] - (first if name == "torque" else 0)
-            out[name] = ((cols, cols), (-bound[dofs][keep], bound[dofs][keep]))
-    return out

@@ -1,7 +1,7 @@
 """The ``liftoff`` command line.
 
-    liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--out FILE] [--json]
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--out DIR] [--json]
+    liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy] [--out FILE] [--json]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json]
     liftoff report DIR
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
@@ -119,9 +119,9 @@ def solve(args) -> int:
     from .config import load_config
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
-    config, problem = prepare(load_config(args.config), args.formulation, args.barrier)  # user errors raise here
+    config, problem = prepare(load_config(args.config), args.formulation, args.barrier, args.backend)  # user errors raise here
     log = sys.stderr if args.json else sys.stdout
-    print(f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}", file=log)
+    print(f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages", file=log)
     print(LOG_HEADER, file=log)
     run = solve_prepared(config, problem, callback=lambda h: print(format_log(h), file=log, flush=True))
     path = save_run(run, args.out or default_path(run.config))
@@ -148,7 +148,7 @@ def compare(args) -> int:
     def progress(s):
         print(f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} {s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s", file=log, flush=True)
 
-    summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress)
+    summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend)
     if args.json:
         print(json.dumps(summaries))
     else:
@@ -249,6 +249,7 @@ def parser() -> argparse.ArgumentParser:
     p_solve.add_argument("config", metavar="CONFIG", help="a YAML gait configuration, e.g. configs/anymal_trot.yaml")
     p_solve.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
     p_solve.add_argument("--barrier", type=_positive_float, metavar="X", help="override solver.barrier")
+    p_solve.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_solve.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
     p_solve.add_argument("--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)")
     p_solve.set_defaults(run=solve)
@@ -263,6 +264,7 @@ def parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("configs", metavar="CONFIG", nargs="+", help="YAML gait configurations")
     p_cmp.add_argument("--barrier", type=_positive_float, nargs="+", default=[1e-1, 1e-4], metavar="X", help="barriers (default: 1e-1 1e-4)")
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
+    p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_cmp.add_argument("--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)")
     p_cmp.add_argument("--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)")
     p_cmp.set_defaults(run=compare)

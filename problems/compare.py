@@ -21,14 +21,15 @@ BARRIERS = (1e-1, 1e-4)
 COLUMNS = ("gait", "formulation", "barrier", "status", "iterations", "ms_per_iteration", "total_s", "cost", "kkt_error", "max_violation")
 
 
-def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None) -> list:
-    """Solve each config for each barrier and formulation; return the summaries."""
+def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None) -> list:
+    """Solve each config for each barrier and formulation (stages evaluated by ``backend``, by
+    default each config's); return the summaries."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for config in configs:
         for eps in barriers:
             for form in formulations:
-                run = solve_config(config, form, eps)
+                run = solve_config(config, form, eps, backend=backend)
                 save_run(run, out_dir / f"{config.name}_{form}_{eps:g}.npz")
                 if progress is not None:
                     progress(summary(run))

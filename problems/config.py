@@ -49,6 +49,7 @@ import dynamics
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")
 FORMULATIONS = ("lifted", "nonlifted")
+BACKENDS = ("compiled", "numpy")
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
 
 
@@ -199,6 +200,7 @@ class Costs:
 @dataclass(frozen=True, kw_only=True)
 class Solver:
     formulation: str = "lifted"  # lifted | nonlifted
+    backend: str = "compiled"  # compiled | numpy: how stages are evaluated (compiled kernels, or numpy; same results)
     barrier: float = 0.1  # > 0, interior-point barrier parameter
     barrier_decrease: bool = False  # decrease the barrier as the iterations converge
     barrier_min: float = 1e-4  # > 0, the smallest barrier when it decreases
@@ -209,6 +211,7 @@ class Solver:
     def __post_init__(self):
         _convert_fields(self)
         _one_of(self.formulation, FORMULATIONS, "formulation")
+        _one_of(self.backend, BACKENDS, "backend")
         _at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
         _at_least(self, ("max_iterations",), 0)
 

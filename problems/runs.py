@@ -24,42 +24,46 @@ from .gaits import build_problem
 @dataclass(frozen=True)
 class Run:
     """A solved configuration: the config as solved, the solver result, the trajectories
-    (:meth:`ocp.formulation.Formulation.trajectories`) and the knot times."""
+    (:meth:`ocp.formulation.Formulation.trajectories`), the knot times and the backend that
+    evaluated the stages (``numpy`` when ``compiled`` was asked for but no compiler was found)."""
 
     config: object
     result: object
     trajectories: dict
     times: np.ndarray
+    backend: str = "numpy"
 
 
 def solver_options(config) -> Options:
-    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation)."""
-    return Options(**{k: v for k, v in asdict(config.solver).items() if k != "formulation"})
+    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation
+    and the backend, which belong to the problem)."""
+    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in ("formulation", "backend")})
 
 
-def prepare(config, formulation=None, barrier=None):
-    """``(config, problem)``: ``config`` with ``formulation`` and ``barrier`` overriding its
-    solver section, and its OCP in that formulation."""
-    changes = {k: v for k, v in (("formulation", formulation), ("barrier", barrier)) if v is not None}
+def prepare(config, formulation=None, barrier=None, backend=None):
+    """``(config, problem)``: ``config`` with ``formulation``, ``barrier`` and ``backend``
+    overriding its solver section, and its OCP in that formulation."""
+    changes = {k: v for k, v in (("formulation", formulation), ("barrier", barrier), ("backend", backend)) if v is not None}
     config = with_solver(config, **changes) if changes else config
-    return config, Formulation(build_problem(config), config.solver.formulation)
+    return config, Formulation(build_problem(config), config.solver.formulation, config.solver.backend)
 
 
-def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None) -> Run:
-    """Build and solve ``config``; ``formulation`` and ``barrier`` override its solver section."""
-    return solve_prepared(*prepare(config, formulation, barrier), callback=callback, warm_start=warm_start)
+def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None, backend=None) -> Run:
+    """Build and solve ``config``; ``formulation``, ``barrier`` and ``backend`` override its
+    solver section."""
+    return solve_prepared(*prepare(config, formulation, barrier, backend), callback=callback, warm_start=warm_start)
 
 
 def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
     result = solve(problem, solver_options(config), warm_start=warm_start, callback=callback)
     trajectories = problem.trajectories(result.iterate)
-    return Run(config, result, trajectories, problem.ocp.times())
+    return Run(config, result, trajectories, problem.ocp.times(), problem.backend)
 
 
 def summary(run: Run) -> dict:
     """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation."""
     r = run.result
-    out = {"name": run.config.name, "formulation": run.config.solver.formulation}
+    out = {"name": run.config.name, "formulation": run.config.solver.formulation, "backend": run.backend}
     out.update(r.summary())
     n = max(len(r.history), 1)
     out["time_per_iteration_s"] = sum(h.time for h in r.history) / n

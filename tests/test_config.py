@@ -157,8 +157,10 @@ def test_with_solver_replaces_solver_fields_and_validates(data):
         with_solver(config, formulation="lifed")
     with pytest.raises(ConfigError, match=r"^solver\.barrier: expected a number > 0, got 0\.0$"):
         with_solver(config, barrier=0)
-    with pytest.raises(ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, barrier,"):
+    with pytest.raises(ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, backend, barrier,"):
         with_solver(config, barier=1e-3)
+    with pytest.raises(ConfigError, match=r"^solver\.backend: expected compiled or numpy, got 'c'$"):
+        with_solver(config, backend="c")
 
 
 def test_sections_are_frozen_and_validated_when_built_in_python(data):

@@ -76,10 +76,10 @@ def lagrangian(form, it, lam_tilde, eps):
     for group, gv in zip(form.groups, it.groups):
         idx = group.index
         q, v, qn, vn = it.q[idx], it.v[idx], it.q[idx + 1], it.v[idx + 1]
-        w = form._local(group, q, v, gv)[0] if form.name == "nonlifted" else gv.w
+        w = form.stages.dynamics(group, q, v, gv.u) if form.name == "nonlifted" else gv.w
         a, f = w[:, :nv], w[:, nv:]
         total += sum(np.sum(c) for c in group.costs.evaluate(model, StageVariables(q, v, gv.u, a, f)).values())
-        g, _ = form._inequalities(group, q, v, gv.u, f)
+        g, _ = form.stages.inequalities(group, q, v, gv.u, f)
         total -= np.sum(gv.z * (g - gv.s))
         if group.kind == "contact":
             F = np.concatenate((dynamics.difference(model, qn, q) + group.dt[:, None] * v, v + group.dt[:, None] * a - vn), axis=1)

@@ -1,0 +1,173 @@
+"""The compiled backend of stage evaluation: :mod:`ocp.symbolic_stages` generated to C and
+called once per stage group (:mod:`dynamics.codegen`).
+
+For an OCP, :class:`CompiledStages` builds (or loads from the cache) one kernel per stage kind
+over the OCP's :class:`ocp.symbolic_stages.Layout`; the forward-dynamics kernel only for the
+non-lifted formulation. Per group it keeps a :class:`GroupMap`: the inputs that do not change
+between iterations (time steps, Baumgarte gains and targets, cost references and weights),
+and the rows and columns of the group's contacts within the layout's. An evaluation stacks
+the variables with those inputs, calls the kernel on all the group's stages, and reads the
+group's rows and columns out of its output: the same :class:`ocp.stages.StageEval` as the
+numpy reference. The non-lifted ``w`` solves the KKT system of the forward (impulse)
+dynamics, ``M a = S u - h + J^T f``, ``J a = r``, by the reference's proximal iterations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dynamics import codegen
+from dynamics.constrained import proximal_solve
+
+from . import symbolic_stages as sym
+from .lifted import actuation
+from .stages import StageEval
+
+KINDS = ("contact", "impulse", "forward", "terminal")
+
+
+@dataclass(frozen=True)
+class GroupMap:
+    """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
+    ``y``, ``rows`` its rows of ``c``, ``ineq`` its inequality rows (``None``: all, in order);
+    the kernel's constant inputs ``static`` and the forward kernel's ``forward (S, .)``."""
+
+    f_cols: np.ndarray
+    y: np.ndarray | None
+    rows: np.ndarray | None
+    ineq: np.ndarray | None
+    static: np.ndarray
+    forward: np.ndarray
+
+
+class CompiledStages:
+    """Stage evaluation by compiled kernels (module docstring); ``forward``: build the
+    forward-dynamics kernel (the non-lifted formulation needs it). ``quiet``: no message
+    while compiling. Raises :class:`dynamics.codegen.CompileError` without a compiler.
+    ``compile=False`` runs the same functions in CasADi's interpreter (slow; for checks)."""
+
+    name = "compiled"
+
+    def __init__(self, ocp, forward=False, quiet=False, compile=True, dynamics_options=None):
+        from .stages import NumpyStages
+
+        self.ocp, self.model = ocp, ocp.model
+        self.layout = sym.layout(ocp)
+        self.S = actuation(self.model)
+        self.dynamics_options = {k: v for k, v in (dynamics_options or {}).items() if k != "algorithm"}
+        self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
+        kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
+        key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
+        builders = {"contact": sym.contact_function, "impulse": sym.impulse_function, "forward": sym.forward_function, "terminal": sym.terminal_function}
+        self.kernels = {}
+        for kind in KINDS:
+            if kind not in kinds:
+                continue
+            name = f"{kind}_{self.model.name}"
+            if compile:
+                self.kernels[kind] = codegen.load(name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout)[0], quiet)
+            else:
+                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout)[0], name)
+        self.maps = {int(g.index[0]): self._map(g) for g in ocp.groups()}
+        self._terminal_static = sym.term_parameters(self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int))
+
+    # ------------------------------------------------------------------ layout of a group
+
+    def _map(self, group) -> GroupMap:
+        lay, nv, S = self.layout, self.model.nv, group.size
+        slots = [lay.slot(c) for c in group.contacts]
+        f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
+        nu = lay.nu if group.kind == "contact" else 0
+        nz = 2 * nv + nu + nv
+        y = np.concatenate((np.arange(nz), nz + f_cols))
+        rows = np.concatenate((np.arange(nv), nv + f_cols))
+        full = len(f_cols) == lay.m and np.array_equal(f_cols, np.arange(lay.m))
+        gains = {s.offset: (c, s) for c, s in zip(group.contacts, slots)}
+        contact_inputs = []
+        for slot in lay.contacts:
+            c = gains.get(slot.offset, (None, slot))[0]
+            contact_inputs += [np.tile([c.kp, c.kd] if c is not None else [0.0, 0.0], (S, 1)), _target(c, slot, S)]
+        contact_inputs = np.concatenate(contact_inputs, axis=1) if contact_inputs else np.zeros((S, 0))
+        if group.kind == "contact":
+            terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
+            static = np.concatenate((group.dt[:, None], contact_inputs, terms), axis=1)
+            cones = [lay.slot(c).cone for c in group.contacts if lay.slot(c).cone is not None]
+            nlimits = sum(2 * len(bounds[0]) for _, bounds in lay.limits.values())
+            ineq = np.concatenate([np.arange(5 * k, 5 * k + 5) for k in cones] + [5 * lay.ncones + np.arange(nlimits)]).astype(int)
+            ineq = None if np.array_equal(ineq, np.arange(5 * lay.ncones + nlimits)) else ineq
+        else:
+            static, ineq = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols), None
+        return GroupMap(f_cols, None if full else y, None if full else rows, ineq, static, contact_inputs)
+
+    # ------------------------------------------------------------------ evaluation
+
+    def inequalities(self, group, q, v, u, f):
+        return self._reference.inequalities(group, q, v, u, f)
+
+    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
+        gm = self.maps[int(group.index[0])]
+        lay, nv, S = self.layout, self.model.nv, group.size
+        f_all = np.zeros((S, lay.m))
+        f_all[:, gm.f_cols] = w[:, nv:]
+        if group.kind == "contact":
+            x = np.concatenate((q, v, w[:, :nv], f_all, u, q_next, v_next, gm.static), axis=1)
+            nu = lay.nu
+        else:
+            x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, gm.static), axis=1)
+            nu = 0
+        out = self.kernels[group.kind](x)
+        nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
+        sizes = [1, ny, ny * ny, nw, nw * ny, nx, nx * ny]
+        if group.kind == "contact":
+            ni = (out.shape[1] - sum(sizes)) // (ny + 1)
+            sizes += [ni, ni * ny]
+        parts = np.split(out, np.cumsum(sizes)[:-1], axis=1)
+        cost, g, H, c, C, b, A = parts[0][:, 0], parts[1], parts[2].reshape(S, ny, ny), parts[3], parts[4].reshape(S, nw, ny), parts[5], parts[6].reshape(S, nx, ny)
+        if group.kind == "contact":
+            g_in, G = parts[7], parts[8].reshape(S, -1, ny)
+        else:
+            g_in, G = np.zeros((S, 0)), np.zeros((S, 0, ny))
+        if gm.y is not None:
+            y, r = gm.y, gm.rows
+            g, H, c, C, A, G = g[:, y], H[:, y[:, None], y], c[:, r], C[:, r[:, None], y], A[:, :, y], G[:, :, y]
+        if gm.ineq is not None:
+            g_in, G = g_in[:, gm.ineq], G[:, gm.ineq]
+        return StageEval(cost, H, g, c, C, b, A, g_in, G)
+
+    def dynamics(self, group, q, v, u):
+        """``w`` of the forward (impulse) dynamics: their KKT system from the forward kernel,
+        solved by :func:`dynamics.constrained.proximal_solve` (the reference's proxLTL)."""
+        gm = self.maps[int(group.index[0])]
+        lay, nv, S = self.layout, self.model.nv, group.size
+        out = self.kernels["forward"](np.concatenate((q, v, gm.forward), axis=1))
+        M, h, J, r, vel = np.split(out, np.cumsum([nv * nv, nv, lay.m * nv, lay.m]), axis=1)
+        M, J = M.reshape(S, nv, nv), J.reshape(S, lay.m, nv)[:, gm.f_cols]
+        if group.kind == "contact" and not len(gm.f_cols):  # a flight
+            return np.linalg.solve(M, (u @ self.S.T - h)[..., None])[..., 0]
+        if group.kind == "contact":
+            x, f = proximal_solve(self.model, M, J, u @ self.S.T - h, r[:, gm.f_cols], **self.dynamics_options)
+        else:
+            x, f = proximal_solve(self.model, M, J, np.zeros((S, nv)), -vel[:, gm.f_cols], **self.dynamics_options)
+        return np.concatenate((x, f), axis=1)
+
+    def terminal(self, q, v):
+        nx = 2 * self.model.nv
+        out = self.kernels["terminal"](np.concatenate((q, v, self._terminal_static[0]))[None])[0]
+        return float(out[0]), out[1 + nx :].reshape(nx, nx), out[1 : 1 + nx]
+
+
+def _target(contact, slot, S):
+    """The Baumgarte target inputs of a slot for a group's ``contact`` (``None``: inactive):
+    ``p (S, 3)``, or ``(R, p)`` flattened row by row ``(S, 12)``; the identity placement when
+    there is no target."""
+    if slot.contact.translational:
+        p = np.zeros(3) if contact is None or contact.placement is None else contact.target()[1].T
+        return np.broadcast_to(p, (S, 3))
+    if contact is None or contact.placement is None:
+        return np.tile(np.concatenate((np.eye(3).ravel(), np.zeros(3))), (S, 1))
+    R, p = contact.target()
+    if R is None:
+        return np.tile(np.concatenate((np.eye(3).ravel(), np.zeros(3))), (S, 1))
+    return np.concatenate((np.broadcast_to(R.transpose(2, 0, 1), (S, 3, 3)).reshape(S, 9), np.broadcast_to(p.T, (S, 3))), axis=1)

@@ -1,0 +1,130 @@
+"""Stage evaluation: what a Newton step reads from the stages of one group, by one of two backends.
+
+A backend evaluates, for all stages of a :class:`ocp.problem.StageGroup` at once, the pieces of
+seed 004's stage problems at ``(q, v, u, w)`` toward ``(q_next, v_next)``, in the group's
+own layout ``y = (dq, dv, du, dw)`` (:mod:`ocp.lifted`):
+
+- the cost per stage and its Gauss-Newton ``H, g`` (:mod:`ocp.costs`);
+- the local equalities ``c`` and their Jacobian ``C`` (lifted: ``ID - S u``, ``alpha`` at contact
+  stages, ``M dv - J^T Lambda``, ``J (v + dv)`` at impulses);
+- the state equation ``dx_{i+1} = A y + b``;
+- the inequalities ``g_in >= 0`` and ``G`` (:mod:`ocp.inequalities`);
+
+and, for the non-lifted formulation, ``w`` itself from the constrained forward or impulse
+dynamics. :class:`NumpyStages` is the reference, written with :mod:`dynamics`;
+:class:`ocp.kernels.CompiledStages` evaluates the same equations with compiled kernels.
+The formulation does not know which one it reads.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+import dynamics
+
+from . import lifted
+from .costs import StageVariables
+from .inequalities import inequalities, limit_rows
+
+BACKENDS = ("compiled", "numpy")
+
+
+@dataclass(frozen=True)
+class StageEval:
+    """A group's evaluated stages (leading axis ``S``): ``cost (S,)``, ``H (S, ny, ny)``,
+    ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)``,
+    ``g_in (S, ni)``, ``G (S, ni, ny)``."""
+
+    cost: np.ndarray
+    H: np.ndarray
+    g: np.ndarray
+    c: np.ndarray
+    C: np.ndarray
+    b: np.ndarray
+    A: np.ndarray
+    g_in: np.ndarray
+    G: np.ndarray
+
+
+class Stages(Protocol):
+    """What :class:`ocp.formulation.Formulation` asks of a backend."""
+
+    name: str
+
+    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval: ...
+    def dynamics(self, group, q, v, u) -> np.ndarray: ...
+    def terminal(self, q, v) -> tuple: ...
+    def inequalities(self, group, q, v, u, f) -> tuple: ...
+
+
+class NumpyStages:
+    """The reference backend: :mod:`dynamics`, :mod:`ocp.lifted`, :mod:`ocp.costs` in numpy.
+
+    ``dynamics_options`` go to :func:`dynamics.constrained_dynamics` and
+    :func:`dynamics.impulse_dynamics`."""
+
+    name = "numpy"
+
+    def __init__(self, ocp, dynamics_options=None):
+        self.ocp, self.model = ocp, ocp.model
+        self.S = lifted.actuation(self.model)
+        self.limits = limit_rows(self.model, ocp.limits)
+        self.terminal_cost = ocp.terminal()
+        self.dynamics_options = dict(dynamics_options or {})
+
+    def inequalities(self, group, q, v, u, f):
+        return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f)
+
+    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
+        model, nv = self.model, self.model.nv
+        a, f = w[:, :nv], w[:, nv:]
+        z = StageVariables(q, v, u, a, f)
+        H, g = group.costs.gauss_newton(model, z)
+        cost = sum(group.costs.evaluate(model, z).values(), np.zeros(group.size))
+        if group.kind == "contact":
+            st = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, u, q_next, v_next, H, g)
+        else:
+            st = lifted.impulse_stages(model, group.contacts, q, v, a, f, q_next, v_next, H, g)
+        g_in, G = self.inequalities(group, q, v, u, f)
+        return StageEval(cost, H, g, st.c, st.C, st.b, st.A, g_in, G)
+
+    def dynamics(self, group, q, v, u):
+        """``w``: ``(a, f)`` of the constrained forward dynamics (a flight: the ABA), or ``(dv,
+        Lambda)`` of the impulse dynamics."""
+        model, opts = self.model, self.dynamics_options
+        if group.kind == "contact" and not group.contacts:
+            return dynamics.aba(model, q, v, u @ self.S.T)
+        if group.kind == "contact":
+            return np.concatenate(dynamics.constrained_dynamics(model, q, v, u @ self.S.T, group.contacts, **opts), axis=1)
+        v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
+        return np.concatenate((v_plus - v, impulse), axis=1)
+
+    def terminal(self, q, v):
+        """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv)``."""
+        zT = StageVariables(q[None], v[None], *(np.zeros((1, 0)),) * 3)
+        H, g = self.terminal_cost.gauss_newton(self.model, zT)
+        cost = sum(float(np.sum(c)) for c in self.terminal_cost.evaluate(self.model, zT).values())
+        return cost, H[0], g[0]
+
+
+def make_stages(ocp, backend="compiled", nonlifted=False, dynamics_options=None, quiet=False) -> Stages:
+    """The stage evaluation of ``ocp`` by ``backend``: ``compiled`` kernels (built or loaded
+    from the cache; ``nonlifted`` adds the forward-dynamics kernel; ``quiet``: no message while
+    compiling), falling back to ``numpy`` with one warning line on stderr when they cannot be
+    compiled; or the ``numpy`` reference."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    if backend == "compiled":
+        from dynamics.codegen import CompileError
+
+        from .kernels import CompiledStages
+
+        try:
+            return CompiledStages(ocp, forward=nonlifted, quiet=quiet, dynamics_options=dynamics_options)
+        except CompileError as e:
+            print(f"liftoff: warning: {e}; using the numpy backend", file=sys.stderr)
+    return NumpyStages(ocp, dynamics_options)

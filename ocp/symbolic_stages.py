@@ -1,0 +1,430 @@
+"""The stage equations of :mod:`ocp.lifted`, :mod:`ocp.costs` and :mod:`ocp.friction` as CasADi
+SX functions: the source of the compiled stage kernels (:mod:`ocp.kernels`).
+
+One :class:`Layout` covers every stage of an OCP: the union of its contacts (each with its
+row offset in the stacked forces ``f_all``, the forces of contacts inactive at a stage being
+zero) and the union of its cost terms (a term absent from a stage gets zero weights). Each
+stage kind then has one function of a flat input row:
+
+- **contact**: ``(q, v, a, f_all, u, q_next, v_next | dt, contact gains and targets, term
+  parameters)`` -> ``(cost, g, H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in
+  ``y = (dq, dv, du, da, df_all)``, the local equalities ``ID - S u``, ``alpha`` (seed 004
+  eq. 16-17, 5), the state equation (eq. 3) and the inequalities (friction cones of every 3D
+  contact, eq. 36, then the joint limits);
+- **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next | term parameters)`` -> ``(cost, g, H,
+  c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
+- **forward**: ``(q, v | contact gains and targets)`` -> ``(M, h, J_all, r_all, J_all v)``: what
+  the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T f``, ``J a = r``;
+- **terminal**: ``(q, v | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv)``.
+
+Matrices are flattened row by row. A stage of a group reads its own rows and columns out of
+these (:class:`GroupMap`). Derivatives in ``q`` are CasADi's AD along tangent perturbations
+(:func:`dynamics.symbolic.configuration`); the configuration-manifold terms use the closed
+forms of :mod:`dynamics.symbolic`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+import dynamics
+from dynamics import symbolic as sx
+from dynamics.kinematics import ReferenceFrame
+
+from .costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost, broadcast_weights
+from .friction import ROWS, _pyramid
+from .inequalities import limit_rows
+
+# ----------------------------------------------------------------------------- layout
+
+
+def contact_key(c):
+    """What makes two contacts the same slot of a :class:`Layout` (gains and targets are inputs)."""
+    return (c.frame, c.kind, str(c.reference), c.frame2)
+
+
+def term_key(term):
+    """A cost term's type and its string fields (frame, variable, name)."""
+    fields = dataclasses.fields(term)
+    return (type(term).__name__,) + tuple(getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str))
+
+
+@dataclass(frozen=True)
+class ContactSlot:
+    contact: object  # a dynamics.Contact without placement
+    offset: int  # first row in f_all
+    cone: int | None  # index among the friction cones, or None
+
+    @property
+    def dim(self):
+        return self.contact.dim
+
+    @property
+    def target_size(self):
+        """Baumgarte target inputs: ``p (3)`` for translational kinds, ``(R, p)`` (12) otherwise."""
+        return 3 if self.contact.translational else 12
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The union of contacts and cost terms of an OCP's stages (module docstring)."""
+
+    model: object
+    contacts: tuple  # ContactSlot
+    contact_terms: tuple  # a prototype term per slot, in slot order
+    impulse_terms: tuple
+    terminal_terms: tuple
+    friction: float | None
+    limits: dict  # ocp.inequalities.limit_rows
+
+    @property
+    def m(self):
+        return sum(s.dim for s in self.contacts)
+
+    @property
+    def nu(self):
+        return self.model.nv - 6 if self.model.has_free_flyer else self.model.nv
+
+    @property
+    def ncones(self):
+        return sum(s.cone is not None for s in self.contacts)
+
+    def slot(self, contact) -> ContactSlot:
+        return next(s for s in self.contacts if contact_key(s.contact) == contact_key(contact))
+
+    def signature(self) -> dict:
+        """Everything of the layout that changes the generated code (a kernel cache key)."""
+        model = self.model
+        return {
+            "model": {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name != "tree"},
+            "contacts": [contact_key(s.contact) for s in self.contacts],
+            "terms": [[term_key(t) for t in terms] for terms in (self.contact_terms, self.impulse_terms, self.terminal_terms)],
+            "friction": self.friction,
+            "limits": {k: [np.asarray(x) for x in (*rows, *bounds)] for k, (rows, bounds) in self.limits.items()},
+        }
+
+
+def layout(ocp) -> Layout:
+    """The :class:`Layout` of ``ocp`` (an :class:`ocp.problem.OCP`). Slots are sorted by key, so
+    that OCPs with the same contacts and terms in other orders (the gaits of one robot) share
+    their kernels."""
+    contacts, terms = {}, {"contact": {}, "impulse": {}, "terminal": {}}
+    for stage in ocp.stages:
+        for c in stage.contacts:
+            contacts.setdefault(contact_key(c), c)
+        for t in stage.costs:
+            terms[stage.kind].setdefault(term_key(t), t)
+    for t in ocp.terminal_costs:
+        terms["terminal"].setdefault(term_key(t), t)
+    slots, offset, cones = [], 0, 0
+    for key in sorted(contacts, key=repr):
+        c = contacts[key]
+        cone = cones if (c.kind == "3D" and ocp.friction is not None) else None
+        cones += cone is not None
+        slots.append(ContactSlot(dataclasses.replace(c, placement=None, kp=0.0, kd=0.0), offset, cone))
+        offset += c.dim
+
+    def ordered(kind):
+        return tuple(terms[kind][key] for key in sorted(terms[kind], key=repr))
+
+    return Layout(
+        ocp.model, tuple(slots), ordered("contact"), ordered("impulse"), ordered("terminal"), ocp.friction, limit_rows(ocp.model, ocp.limits)
+    )
+
+
+# ----------------------------------------------------------------------------- term parameters
+
+
+def term_size(layout: Layout, term) -> int:
+    """Number of inputs of a cost term slot: its references then its weights."""
+    model = layout.model
+    if isinstance(term, StateCost):
+        return model.nq + model.nv + 2 * model.nv
+    return 2 * _residual_size(layout, term)
+
+
+def _residual_size(layout, term):
+    if isinstance(term, VariableCost):
+        return {"u": layout.nu, "a": layout.model.nv, "f": layout.m}[term.variable]
+    if isinstance(term, StateCost):
+        return 2 * layout.model.nv
+    return 3
+
+
+def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
+    """``(S, sum term_size)``: each slot's references and weights for a group whose stacked
+    ``terms`` (:class:`ocp.costs.CostSum` terms) fill some of the ``slots``; absent slots get
+    zero weights (and the neutral configuration as a state reference). ``f_cols``: the
+    group's force columns in ``f_all``."""
+    model = layout.model
+    by_key = {term_key(t): t for t in terms}
+    blocks = []
+    for proto in slots:
+        term = by_key.get(term_key(proto))
+        n = _residual_size(layout, proto)
+        if isinstance(proto, StateCost):
+            if term is None:
+                ref = np.tile(np.concatenate((dynamics.neutral(model), np.zeros(model.nv))), (S, 1))
+                weights = np.zeros((S, n))
+            else:
+                ref = np.concatenate((np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1)
+                weights = _weights(term.weights, S, n)
+        elif term is None:
+            ref, weights = np.zeros((S, n)), np.zeros((S, n))
+        elif isinstance(term, VariableCost) and term.variable == "f":
+            ref, weights = np.zeros((S, n)), np.zeros((S, n))
+            ref[:, f_cols] = np.broadcast_to(term.reference, (S, len(f_cols)))
+            weights[:, f_cols] = _weights(term.weights, S, len(f_cols))
+        else:
+            ref, weights = np.broadcast_to(term.reference, (S, n)), _weights(term.weights, S, n)
+        blocks += [ref, weights]
+    return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+
+
+def _weights(w, S, n):
+    return broadcast_weights(w, (S, n))
+
+
+# ----------------------------------------------------------------------------- symbolic pieces
+
+
+class _Inputs:
+    """Consecutive slices of one flat SX input."""
+
+    def __init__(self, sizes):
+        self.x = ca.SX.sym("x", sum(sizes.values()))
+        self.parts, start = {}, 0
+        for name, n in sizes.items():
+            self.parts[name] = self.x[start : start + n]
+            start += n
+
+    def __getitem__(self, name):
+        return self.parts[name]
+
+
+def _contact_inputs(layout):
+    sizes = {}
+    for i, s in enumerate(layout.contacts):
+        sizes[f"gains{i}"] = 2
+        sizes[f"target{i}"] = s.target_size
+    return sizes
+
+
+def _term_inputs(layout, slots):
+    return {f"term{i}": term_size(layout, t) for i, t in enumerate(slots)}
+
+
+def _target(slot, x):
+    if slot.contact.translational:
+        return x
+    return ca.reshape(x[:9], 3, 3).T, x[9:]
+
+
+def _contacts(layout, kin, f_all, inputs=None):
+    """``[(slot, ContactRows)]`` of every contact slot with its force rows of ``f_all``."""
+    out = []
+    for i, slot in enumerate(layout.contacts):
+        force = f_all[slot.offset : slot.offset + slot.dim]
+        target = None if inputs is None else _target(slot, inputs[f"target{i}"])
+        out.append((slot, sx.contact_rows(layout.model, kin, slot.contact, force, target)))
+    return out
+
+
+def _wrenches(rows):
+    return [w for _, r in rows for w in r.wrenches]
+
+
+def _residuals(layout, slots, inputs, cfg, q, v, variables):
+    """``[(r, R_analytic or None, weights)]`` of each cost slot: ``R_analytic`` is the Jacobian
+    in ``y`` for terms on the configuration manifold, else ``r`` is differentiated by AD."""
+    model = layout.model
+    kin = None
+    out = []
+    for i, term in enumerate(slots):
+        p = inputs[f"term{i}"]
+        n = _residual_size(layout, term)
+        if isinstance(term, StateCost):
+            q_ref, v_ref = p[: model.nq], p[model.nq : model.nq + model.nv]
+            r = ca.vertcat(sx.difference(model, q_ref, q), v - v_ref)
+            _, d_dq = sx.difference_jacobians(model, q_ref, q)
+            R = ca.SX.zeros(n, variables.numel())
+            R[: model.nv, : model.nv] = d_dq
+            R[model.nv :, model.nv : 2 * model.nv] = ca.SX.eye(model.nv)
+            out.append((r, R, p[model.nq + model.nv :]))
+            continue
+        ref, weights = p[:n], p[n:]
+        if isinstance(term, VariableCost):
+            r = variables.named[term.variable] - ref
+        else:
+            kin = kin or sx.forward(model, cfg)
+            x = sx.center_of_mass(model, kin) if isinstance(term, CenterOfMassCost) else sx.frame_placement(model, kin, term.frame)[1]
+            r = x - ref
+        out.append((r, None, weights))
+    return out
+
+
+class _Variables:
+    """The differentiation variables ``y`` of a stage: ``dq`` then the named variables."""
+
+    def __init__(self, model, **named):
+        self.dq = ca.SX.sym("dq", model.nv)
+        self.named = named
+        self.y = ca.vertcat(self.dq, *named.values())
+
+    def numel(self):
+        return self.y.numel()
+
+
+def _gauss_newton(residuals, variables):
+    """``(cost, g, H)``: ``1/2 r^T W r``, ``R^T W r``, ``R^T W R`` summed over the terms."""
+    ny = variables.numel()
+    cost, g, H = 0, ca.SX.zeros(ny), ca.SX.zeros(ny, ny)
+    for r, R, w in residuals:
+        R = ca.jacobian(r, variables.y) if R is None else R
+        Wr = w * r
+        cost += 0.5 * ca.dot(r, Wr)
+        g += R.T @ Wr
+        H += R.T @ (ca.diag(w) @ R)
+    return cost, g, H
+
+
+def _state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw):
+    """:func:`ocp.lifted.state_equation` of one stage (``dt = None``: an impulse stage)."""
+    nv = model.nv
+    nx = 2 * nv
+    h = 0 if dt is None else dt
+    F_q = sx.difference(model, q_next, q) + h * v
+    _, D_q = sx.difference_jacobians(model, q_next, q)
+    D_inv = sx.difference_jacobian_inverse(model, q_next, q)
+    A = ca.SX.zeros(nx, nx + nu + nw)
+    A[:nv, :nv] = -D_inv @ D_q
+    A[:nv, nv:nx] = -h * D_inv
+    A[nv:, nv:nx] = ca.SX.eye(nv)
+    A[nv:, nx + nu : nx + nu + nv] = (1 if dt is None else h) * ca.SX.eye(nv)
+    b = ca.vertcat(-D_inv @ F_q, v + (w_v if dt is None else h * w_v) - v_next)
+    return A, b
+
+
+def _rows(x):
+    """A matrix flattened row by row."""
+    return ca.vec(x.T)
+
+
+def _at_zero(variables, *exprs):
+    return [ca.substitute(e, variables.dq, ca.SX.zeros(variables.dq.numel())) for e in exprs]
+
+
+def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
+    """Friction cones of the 3D contact slots (world forces, eq. 36) then the joint limits, as
+    :func:`ocp.inequalities.inequalities` orders them; ``q`` moved along ``dq``."""
+    model = layout.model
+    blocks = []
+    if layout.friction is not None:
+        P = sx.const(_pyramid(layout.friction))
+        for slot, _ in rows:
+            if slot.cone is None:
+                continue
+            f = variables.named["f"][slot.offset : slot.offset + 3]
+            if slot.contact.reference is ReferenceFrame.LOCAL:
+                R, _ = sx.frame_placement(model, cfg_kin, slot.contact.frame)
+                f = R @ f
+            blocks.append(P @ f)
+    values = {"position": q, "velocity": v, "torque": u}
+    for name, ((cols, _), (lower, upper)) in layout.limits.items():
+        x = ca.vertcat(*[values[name][int(i)] for i in cols]) if len(cols) else ca.SX.zeros(0)
+        blocks += [x - sx.const(lower), sx.const(upper) - x]
+    g = ca.vertcat(*blocks) if blocks else ca.SX.zeros(0)
+    return g, ca.jacobian(g, variables.y)
+
+
+# ----------------------------------------------------------------------------- stage functions
+
+
+def contact_function(layout: Layout) -> tuple:
+    """``(casadi.Function, input sizes)`` of the contact stage (module docstring)."""
+    model, m, nu = layout.model, layout.m, layout.nu
+    nq, nv = model.nq, model.nv
+    sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "dt": 1}
+    sizes |= _contact_inputs(layout) | _term_inputs(layout, layout.contact_terms)
+    x = _Inputs(sizes)
+    q, v, a, f, u = x["q"], x["v"], x["a"], x["f"], x["u"]
+    var = _Variables(model, v=v, u=u, a=a, f=f)
+    cfg = sx.configuration(model, q, var.dq)
+    kin = sx.forward(model, cfg, v, a)
+    rows = _contacts(layout, kin, f, x)
+    ID = sx.rnea(model, kin, forces=_wrenches(rows)) - ca.vertcat(ca.SX.zeros(nv - nu), u)
+    alpha = []
+    for i, (slot, r) in enumerate(rows):
+        kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
+        alpha.append(r.acceleration + kd * r.velocity + (0 if r.error is None else kp * r.error))
+    c = ca.vertcat(ID, *alpha)
+    C = ca.jacobian(c, var.y)
+    q_moved = sx.configuration(model, q, var.dq).q
+    g_in, G = _inequalities(layout, rows, kin, q_moved, v, u, var)
+    cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
+    c, C, g_in, G, cost, g, H = _at_zero(var, c, C, g_in, G, cost, g, H)
+    A, b = _state_equation(model, q, v, a, x["q_next"], x["v_next"], x["dt"], nu, nv + m)
+    out = ca.vertcat(cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G))
+    return ca.Function("contact", [x.x], [out]), sizes
+
+
+def impulse_function(layout: Layout) -> tuple:
+    """``(casadi.Function, input sizes)`` of the impulse stage (module docstring)."""
+    model, m = layout.model, layout.m
+    nq, nv = model.nq, model.nv
+    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv} | _term_inputs(layout, layout.impulse_terms)
+    x = _Inputs(sizes)
+    q, v, dv, impulse = x["q"], x["v"], x["dv"], x["f"]
+    var = _Variables(model, v=v, dv=dv, f=impulse)
+    cfg = sx.configuration(model, q, var.dq)
+    zero = ca.SX.zeros(nv)
+    kin = sx.forward(model, cfg, zero, dv)
+    E = sx.rnea(model, kin, gravity=False, forces=_wrenches(_contacts(layout, kin, impulse)))
+    after = _contacts(layout, sx.forward(model, cfg, v + dv), impulse)
+    c = ca.vertcat(E, *[r.velocity for _, r in after])
+    C = ca.jacobian(c, var.y)
+    cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
+    c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
+    A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m)
+    out = ca.vertcat(cost, g, _rows(H), c, _rows(C), b, _rows(A))
+    return ca.Function("impulse", [x.x], [out]), sizes
+
+
+def forward_function(layout: Layout) -> tuple:
+    """``(casadi.Function, input sizes)`` of the forward-dynamics pieces (module docstring)."""
+    model, m = layout.model, layout.m
+    nv = model.nv
+    sizes = {"q": model.nq, "v": nv} | _contact_inputs(layout)
+    x = _Inputs(sizes)
+    q, v = x["q"], x["v"]
+    a = ca.SX.sym("a", nv)
+    kin = sx.forward(model, sx.configuration(model, q), v, a)
+    tau = sx.rnea(model, kin)
+    rows = _contacts(layout, kin, ca.SX.zeros(m), x)
+    acc, vel, target = [], [], []
+    for i, (_, r) in enumerate(rows):
+        kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
+        acc.append(r.acceleration)
+        vel.append(r.velocity)
+        target.append(-kd * r.velocity - (0 if r.error is None else kp * r.error))
+    acc, vel, target = (ca.vertcat(*z) if z else ca.SX.zeros(0) for z in (acc, vel, target))
+    M, J = ca.jacobian(tau, a), ca.jacobian(acc, a)
+    h, drift = (ca.substitute(e, a, ca.SX.zeros(nv)) for e in (tau, acc))
+    out = ca.vertcat(_rows(M), h, _rows(J), target - drift, vel)
+    return ca.Function("forward", [x.x], [out]), sizes
+
+
+def terminal_function(layout: Layout) -> tuple:
+    """``(casadi.Function, input sizes)`` of the terminal cost (module docstring)."""
+    model = layout.model
+    sizes = {"q": model.nq, "v": model.nv} | _term_inputs(layout, layout.terminal_terms)
+    x = _Inputs(sizes)
+    q, v = x["q"], x["v"]
+    var = _Variables(model, v=v, u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
+    cfg = sx.configuration(model, q, var.dq)
+    cost, g, H = _at_zero(var, *_gauss_newton(_residuals(layout, layout.terminal_terms, x, cfg, q, v, var), var))
+    return ca.Function("terminal", [x.x], [ca.vertcat(cost, g, _rows(H))]), sizes

@@ -1,0 +1,165 @@
+"""Compiled stage kernels against the numpy reference: every output of every stage kind, on
+random points of ANYmal's gait problems (compiled) and of random contact sets, frames and
+costs on anymal, solo12 and talos (the same SX functions, interpreted); whole solves with
+both backends."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dynamics
+from dynamics import Contact
+from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
+from ocp.formulation import Formulation
+from ocp.kernels import CompiledStages
+from ocp.problem import OCP, ContactStage, ImpulseStage
+from ocp.stages import NumpyStages
+from problems.config import load_config
+from problems.gaits import build_problem
+from problems.runs import solver_options
+from solvers.ipm import solve
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+FIELDS = ("cost", "H", "g", "c", "C", "b", "A", "g_in", "G")
+TOL = 1e-10  # relative to the largest magnitude of each output
+
+
+def assert_close(reference, value, tol=TOL, what=""):
+    reference, value = np.asarray(reference), np.asarray(value)
+    assert reference.shape == value.shape, what
+    np.testing.assert_allclose(value, reference, rtol=0, atol=tol * max(1.0, float(np.max(np.abs(reference), initial=0.0))), err_msg=what)
+
+
+def random_point(ocp, rng, spread=0.05):
+    """Knots near the initial state and random stage variables per group."""
+    model, K = ocp.model, ocp.K
+    q = dynamics.integrate(model, np.tile(ocp.q0, (K + 1, 1)), spread * rng.standard_normal((K + 1, model.nv)))
+    v = rng.standard_normal((K + 1, model.nv))
+    return q, v
+
+
+def compare_groups(ocp, compiled, rng):
+    """Every group's StageEval and dynamics, and the terminal stage, by both backends."""
+    reference = NumpyStages(ocp)
+    model, nv = ocp.model, ocp.model.nv
+    q, v = random_point(ocp, rng)
+    for group in ocp.groups():
+        idx, S = group.index, group.size
+        m = sum(c.dim for c in group.contacts)
+        nu = ocp.nu if group.kind == "contact" else 0
+        u, w = 10 * rng.standard_normal((S, nu)), 10 * rng.standard_normal((S, nv + m))
+        args = (group, q[idx], v[idx], u, w, q[idx + 1], v[idx + 1])
+        ref, got = reference.evaluate(*args), compiled.evaluate(*args)
+        for name in FIELDS:
+            assert_close(getattr(ref, name), getattr(got, name), what=f"{group.kind} stage {idx[0]}: {name}")
+        if "forward" in compiled.kernels:
+            w_ref = reference.dynamics(group, q[idx], v[idx], u)
+            assert_close(w_ref, compiled.dynamics(group, q[idx], v[idx], u), tol=1e-9, what=f"dynamics at stage {idx[0]}")
+    for ref, got in zip(reference.terminal(q[-1], v[-1]), compiled.terminal(q[-1], v[-1])):
+        assert_close(ref, got, what="terminal")
+
+
+@pytest.fixture(scope="module")
+def trot():
+    return build_problem(load_config(CONFIGS / "anymal_trot.yaml"))
+
+
+def test_compiled_gait_stages_equal_numpy(trot):
+    compare_groups(trot, CompiledStages(trot, forward=True, quiet=True), np.random.default_rng(0))
+
+
+def test_gaits_of_one_robot_share_their_kernels(trot):
+    """Slots are sorted, so the walk's kernels are the trot's: loading them compiles nothing."""
+    walk = build_problem(load_config(CONFIGS / "anymal_walk.yaml"))
+    a, b = CompiledStages(trot, quiet=True), CompiledStages(walk, quiet=True)
+    assert a.kernels["contact"].path == b.kernels["contact"].path
+    assert a.kernels["impulse"].path == b.kernels["impulse"].path
+
+
+# ----------------------------------------------------------------------------- random contact sets
+
+KINDS = ("3D", "6D", "z", "x y rz")
+REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
+ROBOT_FRAMES = {
+    "anymal": ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT", "base"),
+    "solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
+    "talos": ("left_sole_link", "right_sole_link", "gripper_left_base_link", "arm_right_7_link"),
+}
+
+
+def random_contact(model, rng, frame, q):
+    """A contact of a random kind and frame with Baumgarte gains and a target near ``q``'s."""
+    kind, reference = KINDS[rng.integers(len(KINDS))], REFERENCES[rng.integers(len(REFERENCES))]
+    R, p = dynamics.frame_placement(model, q, frame)
+    p_target = p + 0.02 * rng.standard_normal(3)
+    rotational = max(dynamics.Contact(frame, kind).rows) >= 3
+    placement = (R @ _small_rotation(rng), p_target) if rotational else p_target
+    return Contact(frame, kind, reference, kp=float(rng.uniform(0, 100)), kd=float(rng.uniform(0, 20)), placement=placement)
+
+
+def _small_rotation(rng):
+    w = 0.1 * rng.standard_normal(3)
+    theta = np.linalg.norm(w)
+    K = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]]) / theta
+    return np.eye(3) + np.sin(theta) * K + (1 - np.cos(theta)) * K @ K
+
+
+def random_ocp(name, rng):
+    """Two contact stages with different random contact sets, an impulse, a flight, and every
+    kind of cost term (state, control, acceleration, forces, frame position, CoM)."""
+    model = dynamics.load(name)
+    q0 = dynamics.integrate(model, dynamics.neutral(model), 0.1 * rng.standard_normal(model.nv))
+    frames = ROBOT_FRAMES[name]
+    pick = rng.permutation(len(frames))
+    sets = [tuple(random_contact(model, rng, frames[i], q0) for i in pick[:2]), tuple(random_contact(model, rng, frames[i], q0) for i in pick[1:])]
+    nv, nu = model.nv, model.nv - 6
+    weights = rng.uniform(0.1, 10, 2 * nv)
+
+    def costs(contacts, with_force=True):
+        m = sum(c.dim for c in contacts)
+        terms = (
+            StateCost(q0, rng.standard_normal(nv), weights, "state"),
+            VariableCost("u", rng.standard_normal(nu), 0.1, "control"),
+            VariableCost("a", np.zeros(nv), rng.uniform(0.1, 1, nv), "acceleration"),
+            FramePositionCost(frames[pick[0]], rng.standard_normal(3), 5.0, "track"),
+            CenterOfMassCost(rng.standard_normal(3), np.array([1.0, 2.0, 3.0]), "com"),
+        )
+        return terms + ((VariableCost("f", rng.standard_normal(m), rng.uniform(0.1, 1, m), "force"),) if with_force and m else ())
+
+    impulse_contacts = tuple(dataclasses.replace(c, kp=0.0, kd=0.0) for c in sets[1])
+    stages = (
+        ContactStage(sets[0], 0.01, costs(sets[0])),
+        ContactStage(sets[0], 0.02, costs(sets[0])),
+        ContactStage((), 0.02, costs((), False)),
+        ImpulseStage(impulse_contacts, costs(impulse_contacts)[:1] + (FramePositionCost(frames[pick[1]], rng.standard_normal(3), 7.0, "land"),)),
+        ContactStage(sets[1], 0.02, costs(sets[1])),
+    )
+    terminal = (StateCost(q0, np.zeros(nv), weights, "state"), CenterOfMassCost(np.zeros(3), 1.0, "com"))
+    return OCP(model, q0, np.zeros(nv), stages, terminal, friction=0.6)
+
+
+@pytest.mark.parametrize("name", sorted(ROBOT_FRAMES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_symbolic_stages_equal_numpy_on_random_contacts(name, seed):
+    rng = np.random.default_rng([seed, len(name)])
+    ocp = random_ocp(name, rng)
+    compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng)
+
+
+# ----------------------------------------------------------------------------- whole solves
+
+
+@pytest.mark.parametrize("formulation", ["lifted", "nonlifted"])
+def test_trot_solve_is_the_same_with_both_backends(trot, formulation):
+    options = solver_options(load_config(CONFIGS / "anymal_trot.yaml"))
+    results = {b: solve(Formulation(trot, formulation, b, quiet=True), options) for b in ("compiled", "numpy")}
+    compiled, numpy_ = results["compiled"], results["numpy"]
+    assert compiled.converged and numpy_.converged
+    assert compiled.iterations == numpy_.iterations
+    assert abs(compiled.cost - numpy_.cost) <= 1e-8 * abs(numpy_.cost)
+    kkt_c, kkt_n = (np.array([h.kkt_error for h in r.history]) for r in (compiled, numpy_))
+    np.testing.assert_allclose(kkt_c, kkt_n, rtol=1e-5, atol=1e-6)  # 1e-6: the KKT roundoff floor of ANYmal gaits
