@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -164,17 +165,27 @@ def load(name: str, key: dict, build, quiet=False) -> Kernel:
         return kernel
     with open(folder / "compile.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling it: wait for it
-        kernel = _try_load(path, digest, name)
-        if kernel is None:
-            _compile(build(), name, digest, cc, path, quiet)
-            kernel = _try_load(path, digest, name)
-        if kernel is None:
-            raise CompileError(f"kernel {name}: the compiled library {path} does not load")
-        return kernel
+        return _try_load(path, digest, name) or _compile(build(), name, digest, cc, path, quiet)
+
+
+def _complete(path: Path) -> bool:
+    """Whether an ELF library holds all it says it holds (its section headers, which the linker
+    writes last): loading a truncated one can kill the process with SIGBUS."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+    if len(header) < 64 or header[:4] != b"\x7fELF":  # the kernels are ELF shared objects (Linux)
+        return False
+    wide, order = header[4] == 2, "<" if header[5] == 1 else ">"
+    shoff, (shentsize, shnum) = (
+        (struct.unpack(order + "Q", header[40:48])[0], struct.unpack(order + "HH", header[58:62]))
+        if wide
+        else (struct.unpack(order + "I", header[32:36])[0], struct.unpack(order + "HH", header[46:50]))
+    )
+    return path.stat().st_size >= shoff + shentsize * shnum
 
 
 def _try_load(path, digest, name):
-    if not path.exists():
+    if not path.exists() or not _complete(path):
         return None
     try:
         return Kernel(path, digest, name)
@@ -200,13 +211,21 @@ def _compile(function: ca.Function, name, digest, cc, path: Path, quiet):
         wrapper = _WRAPPER.format(digest=digest, name=cname, n_in=function.nnz_in(0), n_out=function.nnz_out(0), **sizes)
         with open(source, "a") as f:
             f.write(wrapper)
-        tmp_lib = Path(tmp) / "kernel.so"
+        tmp_lib = Path(tmp) / path.name
         done = subprocess.run([cc, *FLAGS, "-o", str(tmp_lib), str(source), "-lm"], capture_output=True, text=True)
         if done.returncode != 0:
             if not quiet:
                 print(" failed", file=sys.stderr)
             first = (done.stderr.strip().splitlines() or ["no output"])[0]
             raise CompileError(f"compiling kernel {name} failed: {first}")
+        # loaded under its temporary name: the dynamic loader would give back a library
+        # already loaded from ``path`` (a stale one) instead of opening the new file
+        try:
+            kernel = Kernel(tmp_lib, digest, name)
+        except OSError as e:
+            raise CompileError(f"kernel {name}: the compiled library does not load: {e}") from None
         os.replace(tmp_lib, path)
+        kernel.path = path
     if not quiet:
         print(f" done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return kernel

@@ -73,7 +73,7 @@ class GroupStep:
     ``local`` equalities, ``inequality`` ``g - s``, ``complementarity`` ``s z - eps``)."""
 
     residual: dict
-    G: np.ndarray
+    ineq: object
     r_p: np.ndarray
     r_c: np.ndarray
     condensed: condensing.Condensed
@@ -150,7 +150,7 @@ class Formulation:
             else:
                 u, w = np.zeros((group.size, 0)), np.zeros((group.size, nv + m))
             vars_ = GroupVariables(u, w, np.zeros_like(w), None, None)
-            g, _ = self.stages.inequalities(group, qg, v[group.index], u, w[:, nv:])
+            g = self.stages.inequalities(group, qg, v[group.index], u, w[:, nv:]).g
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(vars_, s=s, z=z))
         return Iterate(q, v, np.zeros((K + 1, 2 * model.nv)), tuple(groups))
@@ -159,7 +159,7 @@ class Formulation:
         """The same primal point with slacks and duals put back on the central path of ``eps``."""
         groups = []
         for group, gv in zip(self.groups, it.groups):
-            g, _ = self.stages.inequalities(group, it.q[group.index], it.v[group.index], gv.u, gv.w[:, self.model.nv :])
+            g = self.stages.inequalities(group, it.q[group.index], it.v[group.index], gv.u, gv.w[:, self.model.nv :]).g
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(gv, s=s, z=z))
         return replace(it, groups=tuple(groups))
@@ -205,9 +205,9 @@ class Formulation:
             _finite("contact dynamics", group, gv.w)
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1])
         nz = nx + gv.u.shape[1]
-        r_p, r_c = pdipm.residuals(ev.g_in, gv.s, gv.z, eps)
-        H_in, g_in = pdipm.condense(ev.G, gv.s, gv.z, r_p, r_c)
-        grad = ev.g - np.einsum("smy,sm->sy", ev.G, gv.z)  # d/dy (cost - z^T (g - s))
+        r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
+        H_in, g_in = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c)
+        grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
         stages = condensing.LiftedStages(nx, nz - nx, ev.H + H_in, grad + g_in, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
             condensed, local = condensing.condense(stages), ev.c
@@ -223,11 +223,11 @@ class Formulation:
         _finite("state equation", group, b)
         _finite("KKT residual", group, stationarity, local, r_p, r_c)
         squares = sum(float(np.sum(x**2)) for x in (stationarity, b, local, r_p, r_c))
-        violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.g_in, 0.0)))
+        violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.ineq.g, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
         residual = {"stationarity": stationarity, "state_equation": b, "local": local, "inequality": r_p, "complementarity": r_c}
         terms = (squares, float(np.sum(ev.cost)), violation, l1)
-        return gv, GroupStep(residual, ev.G, r_p, r_c, condensed, stages), condensed, terms
+        return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), condensed, terms
 
     # ------------------------------------------------------------------ expansion and step
 
@@ -244,7 +244,7 @@ class Formulation:
                 z = np.concatenate((dx[idx], du), axis=1)
                 dw, beta = np.einsum("swz,sz->sw", step.condensed.T, z), gv.beta
             dy = np.concatenate((dx[idx], du, dw), axis=1)
-            ds, dz = pdipm.expand(step.G, dy, gv.s, gv.z, step.r_p, step.r_c)
+            ds, dz = pdipm.expand(step.ineq, dy, gv.s, gv.z, step.r_p, step.r_c)
             groups.append((du, dw, beta, ds, dz))
         return Direction(dx, lam, tuple(groups))
 

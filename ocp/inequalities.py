@@ -10,9 +10,63 @@ interior point stalls.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .friction import friction_cones
+
+
+@dataclass(frozen=True)
+class Inequalities:
+    """``g (S, ni) >= 0`` of the stages of a group and its Jacobian ``dg/dy`` in two parts: the
+    first ``ng`` rows (friction cones) with ``G (S, ng, ny)``, then bound rows, each a sign
+    times one column of ``y`` (the limits): ``bounds (nb, ny)``, the same for every stage.
+    The products the interior point needs use that structure (:mod:`ocp.pdipm`)."""
+
+    g: np.ndarray
+    G: np.ndarray
+    bounds: np.ndarray
+
+    @property
+    def ng(self) -> int:
+        return self.G.shape[1]
+
+    def dot(self, dy):
+        """``(dg/dy) dy``, ``(S, ni)``."""
+        return np.concatenate((np.einsum("smy,sy->sm", self.G, dy), dy @ self.bounds.T), axis=1)
+
+    def transpose_dot(self, x):
+        """``(dg/dy)^T x`` for ``x (S, ni)``, ``(S, ny)``."""
+        return np.einsum("smy,sm->sy", self.G, x[:, : self.ng]) + x[:, self.ng :] @ self.bounds
+
+    def weighted_gram(self, d):
+        """``(dg/dy)^T diag(d) (dg/dy)`` for ``d (S, ni)``: the bound rows add to the diagonal."""
+        G = self.G
+        out = (np.swapaxes(G, 1, 2) * d[:, None, : self.ng]) @ G
+        diagonal = d[:, self.ng :] @ np.abs(self.bounds)
+        out[:, np.arange(out.shape[1]), np.arange(out.shape[1])] += diagonal
+        return out
+
+    def jacobian(self):
+        """The whole ``dg/dy (S, ni, ny)``."""
+        return np.concatenate((self.G, np.broadcast_to(self.bounds, (len(self.g),) + self.bounds.shape)), axis=1)
+
+    def rows(self, general, bounds):
+        """The inequalities made of the rows ``general`` of the first part and ``bounds`` of the second."""
+        return Inequalities(self.g[:, np.concatenate((general, self.ng + bounds)).astype(int)], self.G[:, general], self.bounds[bounds])
+
+
+def bound_rows(limits, nv, nu, ny):
+    """The signed one-hot rows ``(nb, ny)`` of the limits (lower rows then upper ones per limit)."""
+    offsets = {"position": 0, "velocity": nv, "torque": 2 * nv}
+    blocks = []
+    for name, (rows, bound) in limits.items():
+        for sign in (1.0, -1.0):
+            B = np.zeros((len(bound[0]), ny))
+            B[np.arange(len(bound[0])), offsets[name] + rows[1]] = sign
+            blocks.append(B)
+    return np.concatenate(blocks) if blocks else np.zeros((0, ny))
 
 
 def limit_rows(model, limits):
@@ -37,15 +91,15 @@ def limit_rows(model, limits):
     return out
 
 
-def inequalities(model, friction, limits, group, q, v, u, f):
-    """``g (S, ni) >= 0`` and ``G = dg/dy (S, ni, ny)`` for ``y = (dq, dv, du, dw)`` of the
-    stages of ``group`` (none at impulse stages); ``limits`` from :func:`limit_rows`."""
+def inequalities(model, friction, limits, group, q, v, u, f) -> Inequalities:
+    """The :class:`Inequalities` of the stages of ``group`` at ``y = (dq, dv, du, dw)`` (none at
+    impulse stages); ``limits`` from :func:`limit_rows`."""
     S, nv, nu = len(q), model.nv, u.shape[1]
     m = f.shape[1]
     ny = 2 * nv + nu + nv + m
     if group.kind != "contact":
-        return np.zeros((S, 0)), np.zeros((S, 0, ny))
-    blocks, jacobians = [], []
+        return Inequalities(np.zeros((S, 0)), np.zeros((S, 0, ny)), np.zeros((0, ny)))
+    blocks, G = [], np.zeros((S, 0, ny))
     cones = [i for i, c in enumerate(group.contacts) if c.kind == "3D"]
     if friction is not None and cones:
         offsets = np.cumsum([0] + [c.dim for c in group.contacts])
@@ -55,16 +109,9 @@ def inequalities(model, friction, limits, group, q, v, u, f):
         G[:, :, :nv] = dg_dq
         G[:, :, 2 * nv + nu + nv + cols] = dg_df
         blocks.append(g)
-        jacobians.append(G)
     values = {"position": q, "velocity": v, "torque": u}
-    offsets = {"position": 0, "velocity": nv, "torque": 2 * nv}
     for name, (rows, bound) in limits.items():
         x = values[name][:, rows[0]]
         blocks += [x - bound[0], bound[1] - x]
-        for sign in (1.0, -1.0):
-            G = np.zeros((S, len(bound[0]), ny))
-            G[:, np.arange(len(bound[0])), offsets[name] + rows[1]] = sign
-            jacobians.append(G)
-    if not blocks:
-        return np.zeros((S, 0)), np.zeros((S, 0, ny))
-    return np.concatenate(blocks, axis=1), np.concatenate(jacobians, axis=1)
+    g = np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+    return Inequalities(g, G, bound_rows(limits, nv, nu, ny))

@@ -22,6 +22,8 @@ from dynamics import codegen
 from dynamics.constrained import proximal_solve
 
 from . import symbolic_stages as sym
+from .friction import ROWS
+from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
 from .stages import StageEval
 
@@ -31,13 +33,15 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 @dataclass(frozen=True)
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
-    ``y``, ``rows`` its rows of ``c``, ``ineq`` its inequality rows (``None``: all, in order);
-    the kernel's constant inputs ``static`` and the forward kernel's ``forward (S, .)``."""
+    ``y``, ``rows`` its rows of ``c`` (``None``: all); ``cones`` its cone rows, ``bounds`` the
+    Jacobian rows of its limits; the kernel's constant inputs ``static`` and the forward
+    kernel's ``forward (S, .)``."""
 
     f_cols: np.ndarray
     y: np.ndarray | None
     rows: np.ndarray | None
-    ineq: np.ndarray | None
+    cones: np.ndarray
+    bounds: np.ndarray
     static: np.ndarray
     forward: np.ndarray
 
@@ -94,12 +98,12 @@ class CompiledStages:
             terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
             static = np.concatenate((group.dt[:, None], contact_inputs, terms), axis=1)
             cones = [lay.slot(c).cone for c in group.contacts if lay.slot(c).cone is not None]
-            nlimits = sum(2 * len(bounds[0]) for _, bounds in lay.limits.values())
-            ineq = np.concatenate([np.arange(5 * k, 5 * k + 5) for k in cones] + [5 * lay.ncones + np.arange(nlimits)]).astype(int)
-            ineq = None if np.array_equal(ineq, np.arange(5 * lay.ncones + nlimits)) else ineq
+            cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
+            bounds = bound_rows(lay.limits, nv, nu, len(y))
         else:
-            static, ineq = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols), None
-        return GroupMap(f_cols, None if full else y, None if full else rows, ineq, static, contact_inputs)
+            static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
+            cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
+        return GroupMap(f_cols, None if full else y, None if full else rows, cones, bounds, static, contact_inputs)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -119,22 +123,18 @@ class CompiledStages:
             nu = 0
         out = self.kernels[group.kind](x)
         nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
-        sizes = [1, ny, ny * ny, nw, nw * ny, nx, nx * ny]
-        if group.kind == "contact":
-            ni = (out.shape[1] - sum(sizes)) // (ny + 1)
-            sizes += [ni, ni * ny]
-        parts = np.split(out, np.cumsum(sizes)[:-1], axis=1)
+        ncones = ROWS * lay.ncones if group.kind == "contact" else 0
+        ni = len(gm.bounds) + ncones if group.kind == "contact" else 0
+        sizes = [1, ny, ny * ny, nw, nw * ny, nx, nx * ny, ni]
+        parts = np.split(out, np.cumsum(sizes), axis=1)
         cost, g, H, c, C, b, A = parts[0][:, 0], parts[1], parts[2].reshape(S, ny, ny), parts[3], parts[4].reshape(S, nw, ny), parts[5], parts[6].reshape(S, nx, ny)
-        if group.kind == "contact":
-            g_in, G = parts[7], parts[8].reshape(S, -1, ny)
-        else:
-            g_in, G = np.zeros((S, 0)), np.zeros((S, 0, ny))
+        g_in, G = parts[7], parts[8].reshape(S, ncones, ny)
         if gm.y is not None:
             y, r = gm.y, gm.rows
             g, H, c, C, A, G = g[:, y], H[:, y[:, None], y], c[:, r], C[:, r[:, None], y], A[:, :, y], G[:, :, y]
-        if gm.ineq is not None:
-            g_in, G = g_in[:, gm.ineq], G[:, gm.ineq]
-        return StageEval(cost, H, g, c, C, b, A, g_in, G)
+        if len(gm.cones) < ncones:
+            g_in, G = g_in[:, np.concatenate((gm.cones, ncones + np.arange(len(gm.bounds))))], G[:, gm.cones]
+        return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds))
 
     def dynamics(self, group, q, v, u):
         """``w`` of the forward (impulse) dynamics: their KKT system from the forward kernel,

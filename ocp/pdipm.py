@@ -12,7 +12,9 @@ with ``G = dg/dx``. Newton's step eliminates the slack and dual directions,
 so the inequalities only add ``G^T diag(z / s) G`` to the Hessian and ``G^T (r_c + z r_p) / s``
 to the gradient (seed 004 Sec. III-D): the LQR subproblem keeps its structure. Slacks start
 at ``max(g, sqrt(eps))`` with ``z = eps / s``; steps are cut by the fraction-to-boundary rule
-separately for primal and dual variables. Arrays may have leading (stage) axes.
+separately for primal and dual variables. Arrays may have leading (stage) axes. ``G`` is an
+array or an operator with the products ``dot``, ``transpose_dot`` and ``weighted_gram``
+(:class:`ocp.inequalities.Inequalities`, which keeps the bound rows of the limits implicit).
 """
 
 from __future__ import annotations
@@ -33,17 +35,37 @@ def residuals(g, s, z, eps):
     return g - s, s * z - eps
 
 
+class Dense:
+    """A Jacobian ``G (..., m, n)`` given as an array, with the products of the operators."""
+
+    def __init__(self, G):
+        self.G = G
+
+    def dot(self, dx):
+        return np.einsum("...mi,...i->...m", self.G, dx)
+
+    def transpose_dot(self, x):
+        return np.einsum("...mi,...m->...i", self.G, x)
+
+    def weighted_gram(self, d):
+        return (np.swapaxes(self.G, -1, -2) * d[..., None, :]) @ self.G
+
+
+def _operator(G):
+    return Dense(G) if isinstance(G, np.ndarray) else G
+
+
 def condense(G, s, z, r_p, r_c):
     """Hessian and gradient added by the inequalities: ``(G^T diag(z/s) G, G^T (r_c + z r_p)/s)``.
 
     ``G (..., m, n)``, the others ``(..., m)``; the gradient term completes ``L_x - G^T z``."""
-    Gt = np.swapaxes(G, -1, -2)
-    return (Gt * (z / s)[..., None, :]) @ G, (Gt @ ((r_c + z * r_p) / s)[..., None])[..., 0]
+    G = _operator(G)
+    return G.weighted_gram(z / s), G.transpose_dot((r_c + z * r_p) / s)
 
 
 def expand(G, dx, s, z, r_p, r_c):
     """The slack and dual directions ``(ds, dz)`` from the primal direction ``dx``."""
-    ds = np.einsum("...mi,...i->...m", G, dx) + r_p
+    ds = _operator(G).dot(dx) + r_p
     return ds, -(r_c + z * ds) / s
 
 

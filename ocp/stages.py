@@ -8,7 +8,7 @@ own layout ``y = (dq, dv, du, dw)`` (:mod:`ocp.lifted`):
 - the local equalities ``c`` and their Jacobian ``C`` (lifted: ``ID - S u``, ``alpha`` at contact
   stages, ``M dv - J^T Lambda``, ``J (v + dv)`` at impulses);
 - the state equation ``dx_{i+1} = A y + b``;
-- the inequalities ``g_in >= 0`` and ``G`` (:mod:`ocp.inequalities`);
+- the inequalities ``g >= 0`` and their Jacobian (:class:`ocp.inequalities.Inequalities`);
 
 and, for the non-lifted formulation, ``w`` itself from the constrained forward or impulse
 dynamics. :class:`NumpyStages` is the reference, written with :mod:`dynamics`;
@@ -28,7 +28,7 @@ import dynamics
 
 from . import lifted
 from .costs import StageVariables
-from .inequalities import inequalities, limit_rows
+from .inequalities import Inequalities, inequalities, limit_rows
 
 BACKENDS = ("compiled", "numpy")
 
@@ -36,8 +36,8 @@ BACKENDS = ("compiled", "numpy")
 @dataclass(frozen=True)
 class StageEval:
     """A group's evaluated stages (leading axis ``S``): ``cost (S,)``, ``H (S, ny, ny)``,
-    ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)``,
-    ``g_in (S, ni)``, ``G (S, ni, ny)``."""
+    ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)`` and the
+    inequalities ``ineq``."""
 
     cost: np.ndarray
     H: np.ndarray
@@ -46,8 +46,7 @@ class StageEval:
     C: np.ndarray
     b: np.ndarray
     A: np.ndarray
-    g_in: np.ndarray
-    G: np.ndarray
+    ineq: Inequalities
 
 
 class Stages(Protocol):
@@ -89,8 +88,7 @@ class NumpyStages:
             st = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, u, q_next, v_next, H, g)
         else:
             st = lifted.impulse_stages(model, group.contacts, q, v, a, f, q_next, v_next, H, g)
-        g_in, G = self.inequalities(group, q, v, u, f)
-        return StageEval(cost, H, g, st.c, st.C, st.b, st.A, g_in, G)
+        return StageEval(cost, H, g, st.c, st.C, st.b, st.A, self.inequalities(group, q, v, u, f))
 
     def dynamics(self, group, q, v, u):
         """``w``: ``(a, f)`` of the constrained forward dynamics (a flight: the ABA), or ``(dv,

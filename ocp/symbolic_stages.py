@@ -10,7 +10,7 @@ stage kind then has one function of a flat input row:
   parameters)`` -> ``(cost, g, H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in
   ``y = (dq, dv, du, da, df_all)``, the local equalities ``ID - S u``, ``alpha`` (seed 004
   eq. 16-17, 5), the state equation (eq. 3) and the inequalities (friction cones of every 3D
-  contact, eq. 36, then the joint limits);
+  contact, eq. 36, then the joint limits) with the Jacobian ``G`` of the cones;
 - **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next | term parameters)`` -> ``(cost, g, H,
   c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
 - **forward**: ``(q, v | contact gains and targets)`` -> ``(M, h, J_all, r_all, J_all v)``: what
@@ -320,7 +320,8 @@ def _at_zero(variables, *exprs):
 
 def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
     """Friction cones of the 3D contact slots (world forces, eq. 36) then the joint limits, as
-    :func:`ocp.inequalities.inequalities` orders them; ``q`` moved along ``dq``."""
+    :func:`ocp.inequalities.inequalities` orders them, and the Jacobian of the cones (that of
+    the limits is constant); ``q`` moved along ``dq``."""
     model = layout.model
     blocks = []
     if layout.friction is not None:
@@ -333,12 +334,13 @@ def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
                 R, _ = sx.frame_placement(model, cfg_kin, slot.contact.frame)
                 f = R @ f
             blocks.append(P @ f)
+    cones = ca.vertcat(*blocks) if blocks else ca.SX.zeros(0)
     values = {"position": q, "velocity": v, "torque": u}
     for name, ((cols, _), (lower, upper)) in layout.limits.items():
         x = ca.vertcat(*[values[name][int(i)] for i in cols]) if len(cols) else ca.SX.zeros(0)
         blocks += [x - sx.const(lower), sx.const(upper) - x]
     g = ca.vertcat(*blocks) if blocks else ca.SX.zeros(0)
-    return g, ca.jacobian(g, variables.y)
+    return g, ca.jacobian(cones, variables.y)
 
 
 # ----------------------------------------------------------------------------- stage functions

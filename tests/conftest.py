@@ -3,6 +3,8 @@ tolerances and the one finite-difference helper every derivative test uses."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from functools import lru_cache
 
 import numpy as np
@@ -15,6 +17,12 @@ from dynamics.robots import robot_urdf
 ROBOTS = ["anymal", "talos", "solo12", "ur5"]
 NSTATES = 50  # random states per oracle comparison
 TOL = 1e-8  # oracle tolerance, relative to max(1, |reference|)
+
+
+def pytest_configure(config):
+    """Compiled kernels go to a cache of this test session (unless LIFTOFF_CACHE says where):
+    every session compiles what it uses once, and leaves the user's cache alone."""
+    os.environ.setdefault("LIFTOFF_CACHE", tempfile.mkdtemp(prefix="liftoff-test-kernels-"))
 
 
 # ----------------------------------------------------------------------------- models

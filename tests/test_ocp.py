@@ -79,7 +79,7 @@ def lagrangian(form, it, lam_tilde, eps):
         w = form.stages.dynamics(group, q, v, gv.u) if form.name == "nonlifted" else gv.w
         a, f = w[:, :nv], w[:, nv:]
         total += sum(np.sum(c) for c in group.costs.evaluate(model, StageVariables(q, v, gv.u, a, f)).values())
-        g, _ = form.stages.inequalities(group, q, v, gv.u, f)
+        g = form.stages.inequalities(group, q, v, gv.u, f).g
         total -= np.sum(gv.z * (g - gv.s))
         if group.kind == "contact":
             F = np.concatenate((dynamics.difference(model, qn, q) + group.dt[:, None] * v, v + group.dt[:, None] * a - vn), axis=1)

@@ -1,0 +1,131 @@
+"""The kernel cache: compile once, load in milliseconds, survive concurrent first uses,
+rebuild truncated or stale libraries, and fall back to numpy without a C compiler."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from dynamics import codegen
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_function():
+    x = ca.SX.sym("x", 3)
+    return ca.Function("small", [x], [ca.vertcat(ca.sin(x[0]) * x[1], x[2] ** 2, x[0] + x[1] + x[2], 1.0)])
+
+
+def expected(x):
+    return np.stack((np.sin(x[:, 0]) * x[:, 1], x[:, 2] ** 2, x.sum(axis=1), np.ones(len(x))), axis=1)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("LIFTOFF_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_kernel_is_compiled_once_then_loaded_from_the_cache(cache, capsys):
+    x = np.random.default_rng(0).standard_normal((7, 3))
+    kernel = codegen.load("small", {"case": 1}, small_function)
+    assert "compiling kernel small" in capsys.readouterr().err
+    np.testing.assert_allclose(kernel(x), expected(x), rtol=1e-15)
+    assert [p.suffix for p in cache.iterdir() if p.suffix == ".so"] == [".so"]
+    start = time.perf_counter()
+    again = codegen.load("small", {"case": 1}, lambda: pytest.fail("a cached kernel is not built again"))
+    assert time.perf_counter() - start < 0.05
+    assert capsys.readouterr().err == ""
+    np.testing.assert_allclose(again(x), expected(x), rtol=1e-15)
+    out = np.full((7, 4), np.nan)
+    assert again(x, out) is out and np.all(np.isfinite(out))
+
+
+def test_another_key_is_another_kernel(cache):
+    a = codegen.load("small", {"case": 1}, small_function, quiet=True)
+    b = codegen.load("small", {"case": 2}, small_function, quiet=True)
+    assert a.path != b.path
+
+
+def test_wrong_input_shape_is_one_clear_error(cache):
+    kernel = codegen.load("small", {"case": 1}, small_function, quiet=True)
+    with pytest.raises(ValueError, match=r"kernel small: expected input of shape \(S, 3\), got \(2, 4\)"):
+        kernel(np.zeros((2, 4)))
+
+
+SCRIPT = """
+import sys, casadi as ca
+from dynamics import codegen
+x = ca.SX.sym("x", 3)
+f = ca.Function("small", [x], [ca.vertcat(ca.sin(x[0]) * x[1], x[2] ** 2, x[0] + x[1] + x[2], 1.0)])
+k = codegen.load("small", {"case": 1}, lambda: f)
+print(k([[1.0, 2.0, 3.0]])[0, 2])
+"""
+
+
+def load_in_new_process(cache):
+    env = {**os.environ, "LIFTOFF_CACHE": str(cache)}
+    return subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "stale"])
+def test_a_damaged_library_is_rebuilt(cache, damage):
+    path = codegen.load("small", {"case": 1}, small_function, quiet=True).path
+    damaged = path.with_name("damaged")
+    if damage == "truncated":  # as a crash while copying would leave it
+        damaged.write_bytes(path.read_bytes()[:1000])
+    else:  # a valid library of another kernel under this name
+        shutil.copy(codegen.load("small", {"case": 2}, small_function, quiet=True).path, damaged)
+    os.replace(damaged, path)
+    out, err = load_in_new_process(cache).communicate(timeout=120)
+    assert "compiling kernel small" in err
+    assert float(out) == 6.0
+
+
+def test_processes_started_together_compile_once(cache):
+    procs = [load_in_new_process(cache) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert [float(out) for out, _ in outs] == [6.0, 6.0]
+    assert sum("compiling kernel small" in err for _, err in outs) == 1
+    assert len(list(cache.glob("small-*.so"))) == 1
+
+
+def test_no_compiler_raises_compile_error(cache, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(codegen.CompileError, match="no C compiler found"):
+        codegen.load("small", {"case": 3}, small_function, quiet=True)
+
+
+def test_a_failing_compiler_raises_compile_error(cache, tmp_path, monkeypatch):
+    broken = tmp_path / "broken-cc"
+    broken.write_text("#!/bin/sh\necho 'broken-cc: internal error' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("CC", str(broken))
+    with pytest.raises(codegen.CompileError, match="compiling kernel small failed: broken-cc: internal error"):
+        codegen.load("small", {"case": 4}, small_function, quiet=True)
+    assert not list(cache.glob("*.so"))
+
+
+def test_without_a_compiler_the_solve_runs_on_numpy_after_one_warning(tmp_path):
+    """``liftoff solve`` with the compiled backend asked for and no compiler on the PATH."""
+    config = ROOT / "configs" / "anymal_trot.yaml"
+    env = {**os.environ, "PATH": "", "LIFTOFF_CACHE": str(tmp_path / "empty")}
+    env.pop("CC", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "problems.cli", "solve", str(config), "--backend", "compiled", "--json", "--out", str(tmp_path / "r.npz")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert warnings == ["liftoff: warning: no C compiler found (set CC or install gcc); using the numpy backend"]
+    assert '"backend": "numpy"' in done.stdout and '"status": "converged"' in done.stdout
