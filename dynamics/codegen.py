@@ -4,6 +4,7 @@ A kernel is a CasADi :class:`casadi.Function` of one flat input and one flat out
 code (CasADi's code generator) gets a loop over a batch appended, ``liftoff_batch(n, in,
 out)``, which evaluates the function on ``n`` contiguous rows of ``in`` into ``n`` rows of
 ``out``; :class:`Kernel` calls it through ctypes with numpy buffers, one call per batch.
+:func:`load_library` compiles a C file of the project (loops over stacked arrays) the same way.
 
 The shared library is cached in ``$LIFTOFF_CACHE`` (default ``$XDG_CACHE_HOME/liftoff`` or
 ``~/.cache/liftoff``) under a hash of its ``key``: the caller's description of everything
@@ -36,6 +37,7 @@ import numpy as np
 # -O1 runs these long straight-line functions as fast as -O2 and -O3 and compiles 5x faster; the
 # dominator optimizations are superlinear in their length (a 100k-instruction kernel: 59 s with, 10 s without)
 FLAGS = ("-O1", "-fno-tree-dominator-opts", "-fPIC", "-shared")
+LIBRARY_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")  # hand-written loops (cached per processor)
 
 
 class CompileError(RuntimeError):
@@ -70,7 +72,7 @@ def source_digest(*modules) -> str:
 
 
 def _digest(key: dict, cc: str) -> str:
-    full = {"key": key, "casadi": ca.__version__, "cc": cc, "flags": FLAGS}
+    full = {"key": key, "casadi": ca.__version__, "cc": cc}
     return hashlib.sha256(json.dumps(full, sort_keys=True, default=_jsonable).encode()).hexdigest()[:32]
 
 
@@ -80,10 +82,13 @@ def _jsonable(x):
     return repr(x)
 
 
+_KEY = """
+const char* liftoff_key(void) {{ return "{digest}"; }}
+"""
+
 _WRAPPER = """
 #include <stdlib.h>
 #include <string.h>
-const char* liftoff_key(void) {{ return "{digest}"; }}
 long liftoff_sizes(int i) {{ long s[2] = {{{n_in}, {n_out}}}; return s[i]; }}
 int liftoff_batch(long n, const casadi_real* in, casadi_real* out) {{
   const casadi_real* arg[{sz_arg}];
@@ -109,12 +114,8 @@ int liftoff_batch(long n, const casadi_real* in, casadi_real* out) {{
 class Kernel:
     """A compiled batch kernel: ``kernel(x (S, n_in)) -> (S, n_out)``, or into ``out``."""
 
-    def __init__(self, path: Path, digest: str, name: str):
+    def __init__(self, path: Path, lib: ctypes.CDLL, name: str):
         self.path, self.name = path, name
-        lib = ctypes.CDLL(str(path))  # OSError on a truncated or foreign file
-        lib.liftoff_key.restype = ctypes.c_char_p
-        if lib.liftoff_key().decode() != digest:
-            raise OSError(f"{path} is not the kernel {digest}")
         lib.liftoff_sizes.restype = ctypes.c_long
         lib.liftoff_batch.argtypes = (ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
         self.n_in, self.n_out = lib.liftoff_sizes(0), lib.liftoff_sizes(1)
@@ -153,19 +154,68 @@ def load(name: str, key: dict, build, quiet=False) -> Kernel:
     :class:`casadi.Function` (one dense input, one dense output). Says on stderr when it
     compiles, unless ``quiet``."""
     cc = compiler()
-    digest = _digest(key, cc)
+    digest = _digest({"key": key, "flags": FLAGS}, cc)
+
+    def source(folder):
+        function = build()
+        if function.n_in() != 1 or function.n_out() != 1:
+            raise ValueError("a kernel function has one input and one output")
+        return _casadi_source(function, name, digest, folder), f"{function.n_instructions()} instructions"
+
+    return Kernel(*_cached(name, digest, cc, FLAGS, source, quiet), name)
+
+
+def load_library(path, quiet=False) -> ctypes.CDLL:
+    """The C file ``path`` compiled for this processor (``-O3 -march=native``: loops that the
+    compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`."""
+    cc = compiler()
+    text = Path(path).read_text()
+    digest = _digest({"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu()}, cc)
+    name = Path(path).stem
+
+    def source(folder):
+        out = Path(folder) / Path(path).name
+        out.write_text(text + _KEY.format(digest=digest))
+        return out, "C source"
+
+    return _cached(name, digest, cc, LIBRARY_FLAGS, source, quiet)[1]
+
+
+def _cpu() -> str:
+    """What ``-march=native`` compiles for: the processor's model and flags."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    return "\n".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
+
+
+def _cached(name, digest, cc, flags, source, quiet) -> tuple:
+    """``(path, loaded library)`` of ``name-digest.so`` in the cache, compiled first if missing
+    or damaged, under the cache's lock; ``source(folder)`` writes the C file to compile."""
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CompileError(f"cannot create the kernel cache {folder}: {e.strerror}") from None
     path = folder / f"{name}-{digest}.so"
-    kernel = _try_load(path, digest, name)
-    if kernel is not None:
-        return kernel
+    lib = _loaded(path, digest)
+    if lib is not None:
+        return path, lib
     with open(folder / "compile.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling it: wait for it
-        return _try_load(path, digest, name) or _compile(build(), name, digest, cc, path, quiet)
+        lib = _loaded(path, digest)
+        if lib is not None:
+            return path, lib
+        return path, _compile(name, digest, cc, flags, source, path, quiet)
+
+
+def _open(path, digest) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))  # OSError on a foreign file
+    lib.liftoff_key.restype = ctypes.c_char_p
+    if lib.liftoff_key().decode() != digest:
+        raise OSError(f"{path} is not the library {digest}")
+    return lib
 
 
 def _complete(path: Path) -> bool:
@@ -184,48 +234,51 @@ def _complete(path: Path) -> bool:
     return path.stat().st_size >= shoff + shentsize * shnum
 
 
-def _try_load(path, digest, name):
+def _loaded(path, digest):
+    """The library at ``path`` if it is the one of ``digest``, else ``None``."""
     if not path.exists() or not _complete(path):
         return None
     try:
-        return Kernel(path, digest, name)
+        return _open(path, digest)
     except (OSError, AttributeError):
         return None
 
 
-def _compile(function: ca.Function, name, digest, cc, path: Path, quiet):
-    start = time.perf_counter()
-    if function.n_in() != 1 or function.n_out() != 1:
-        raise ValueError("a kernel function has one input and one output")
-    if not quiet:
-        print(f"liftoff: compiling kernel {name} ({function.n_instructions()} instructions) ...", end="", file=sys.stderr, flush=True)
+def _casadi_source(function, name, digest, folder) -> Path:
+    """The C file of a kernel: CasADi's code of ``function`` and the batch loop."""
     cname = f"liftoff_{name}"
     x = ca.SX.sym("x", function.size1_in(0) * function.size2_in(0))
     function = ca.Function(cname, [x], [ca.densify(ca.vec(function(ca.reshape(x, function.size_in(0)))))], {"cse": True})
+    source = Path(folder) / f"{cname}.c"
+    gen = ca.CodeGenerator(source.name, {"with_header": False, "casadi_real": "double", "casadi_int": "long long int"})
+    gen.add(function)
+    gen.generate(str(folder) + os.sep)
+    sizes = dict(sz_arg=function.sz_arg(), sz_res=function.sz_res(), sz_iw=function.sz_iw(), sz_w=function.sz_w())
+    with open(source, "a") as f:
+        f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, n_in=function.nnz_in(0), n_out=function.nnz_out(0), **sizes))
+    return source
+
+
+def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
+    start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-        source = Path(tmp) / f"{cname}.c"
-        gen = ca.CodeGenerator(source.name, {"with_header": False, "casadi_real": "double", "casadi_int": "long long int"})
-        gen.add(function)
-        gen.generate(str(Path(tmp)) + os.sep)
-        sizes = dict(sz_arg=function.sz_arg(), sz_res=function.sz_res(), sz_iw=function.sz_iw(), sz_w=function.sz_w())
-        wrapper = _WRAPPER.format(digest=digest, name=cname, n_in=function.nnz_in(0), n_out=function.nnz_out(0), **sizes)
-        with open(source, "a") as f:
-            f.write(wrapper)
+        if not quiet:
+            print(f"liftoff: compiling {name} ...", end="", file=sys.stderr, flush=True)
+        c_file, what = source(tmp)
         tmp_lib = Path(tmp) / path.name
-        done = subprocess.run([cc, *FLAGS, "-o", str(tmp_lib), str(source), "-lm"], capture_output=True, text=True)
+        done = subprocess.run([cc, *flags, "-o", str(tmp_lib), str(c_file), "-lm"], capture_output=True, text=True)
         if done.returncode != 0:
             if not quiet:
                 print(" failed", file=sys.stderr)
             first = (done.stderr.strip().splitlines() or ["no output"])[0]
-            raise CompileError(f"compiling kernel {name} failed: {first}")
+            raise CompileError(f"compiling {name} failed: {first}")
         # loaded under its temporary name: the dynamic loader would give back a library
         # already loaded from ``path`` (a stale one) instead of opening the new file
         try:
-            kernel = Kernel(tmp_lib, digest, name)
+            lib = _open(tmp_lib, digest)
         except OSError as e:
-            raise CompileError(f"kernel {name}: the compiled library does not load: {e}") from None
+            raise CompileError(f"{name}: the compiled library does not load: {e}") from None
         os.replace(tmp_lib, path)
-        kernel.path = path
     if not quiet:
-        print(f" done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    return kernel
+        print(f" done in {time.perf_counter() - start:.1f} s ({what})", file=sys.stderr)
+    return lib

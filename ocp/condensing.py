@@ -67,24 +67,28 @@ class Condensed:
 def eliminate(H, g, A, b, nz, T, t) -> Condensed:
     """Substitute ``dw = T z + t`` (``z = (dx, du)``, the first ``nz`` entries of ``y``) into the
     cost ``H, g`` and state equation ``A, b``. The non-lifted formulation calls it with the
-    derivatives of the constrained dynamics as ``T`` and ``t = 0``."""
-    S, nx = len(T), A.shape[1]
-    Z = np.concatenate((np.broadcast_to(np.eye(nz), (S, nz, nz)), T), axis=1)  # y = Z z + (0, t)
-    y0 = np.concatenate((np.zeros((S, nz)), t), axis=1)
-    Q = np.swapaxes(Z, 1, 2) @ H @ Z
-    l = np.einsum("syz,sy->sz", Z, np.einsum("sxy,sy->sx", H, y0) + g)
-    A_full = A @ Z
-    b = b + np.einsum("sxy,sy->sx", A, y0)
+    derivatives of the constrained dynamics as ``T`` and ``t = 0``.
+
+    With ``y = (z, dw)`` the products are taken by blocks, ``Q = H_zz + H_zw T + (H_zw T)^T +
+    T^T H_ww T``, never with the identity block of ``dy/dz``."""
+    Hzw, Hww = H[:, :nz, nz:], H[:, nz:, nz:]
+    Tt = np.swapaxes(T, 1, 2)
+    HzwT = Hzw @ T
+    Q = H[:, :nz, :nz] + HzwT + np.swapaxes(HzwT, 1, 2) + Tt @ (Hww @ T)
+    gw = g[:, nz:] + np.einsum("svw,sw->sv", Hww, t)
+    l = g[:, :nz] + np.einsum("szw,sw->sz", Hzw, t) + np.einsum("szw,sw->sz", Tt, gw)
+    Aw = A[:, :, nz:]
+    A_full = A[:, :, :nz] + Aw @ T
+    b = b + np.einsum("sxw,sw->sx", Aw, t)
+    nx = A.shape[1]
     return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
 
 
 def condense(stages: LiftedStages) -> Condensed:
     """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``)."""
     nz = stages.nx + stages.nu
-    Cw = stages.C[:, :, nz:]
-    T = -np.linalg.solve(Cw, stages.C[:, :, :nz])
-    t = -np.linalg.solve(Cw, stages.c[..., None])[..., 0]
-    return eliminate(stages.H, stages.g, stages.A, stages.b, nz, T, t)
+    Tt = -np.linalg.solve(stages.C[:, :, nz:], np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2))
+    return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz])
 
 
 def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):

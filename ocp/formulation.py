@@ -29,7 +29,7 @@ import numpy as np
 import dynamics
 
 from . import condensing, lifted, pdipm
-from .lqr import TerminalLQR
+from .lqr import LQR, TerminalLQR
 from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -82,12 +82,12 @@ class GroupStep:
 
 @dataclass(frozen=True)
 class Linearization:
-    """What the solver reads: the LQR stages in time order, the terminal stage, ``dx_0``, the
-    KKT error, the cost, the largest equality or inequality violation, the l1 norm of the
+    """What the solver reads: the LQR stages in time order (an :class:`ocp.lqr.LQR`), the
+    terminal stage, ``dx_0``, the KKT error, the cost, the largest equality or inequality violation, the l1 norm of the
     equality residuals (``g - s`` included), the barrier cost ``cost - eps sum(log s)``, and
     per-group data for :meth:`Formulation.direction`."""
 
-    stages: list
+    lqr: LQR
     terminal: TerminalLQR
     dx0: np.ndarray
     kkt_error: float
@@ -174,12 +174,13 @@ class Formulation:
             bad = ~np.all(np.isfinite(x), axis=1)
             if np.any(bad):
                 raise NonFiniteError(name, int(np.argmax(bad)), "knot")
-        stages, steps, groups = [None] * K, [], []
+        nx, nm = 2 * model.nv, self.ocp.nu
+        lqr, steps, groups = LQR.zeros(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
             gv, step, condensed, terms = self._linearize_group(group, gv, it, eps)
-            for j, k in enumerate(group.index):
-                stages[k] = condensed.stage(j, 2 * model.nv)
+            Q, l = condensed.Q, condensed.l
+            lqr.set(group.index, condensed.A, condensed.B, condensed.b, Q[:, :nx, :nx], Q[:, :nx, nx:], Q[:, nx:, nx:], l[:, :nx], l[:, nx:])
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
@@ -191,7 +192,7 @@ class Formulation:
         violation, l1 = max(violation, float(np.max(np.abs(dx0)))), l1 + float(np.sum(np.abs(dx0)))
         if not np.isfinite(squares + cost):
             raise NonFiniteError("terminal cost", K)
-        lin = Linearization(stages, TerminalLQR(H_T, g_T), dx0, float(np.sqrt(squares)), cost, violation, l1, cost - eps * log_slacks, tuple(steps))
+        lin = Linearization(lqr, TerminalLQR(H_T, g_T), dx0, float(np.sqrt(squares)), cost, violation, l1, cost - eps * log_slacks, tuple(steps))
         return lin, replace(it, groups=tuple(groups))
 
     def _linearize_group(self, group, gv, it, eps):

@@ -14,6 +14,7 @@ dynamics, ``M a = S u - h + J^T f``, ``J a = r``, by the reference's proximal it
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +76,7 @@ class CompiledStages:
             else:
                 self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout)[0], name)
         self.maps = {int(g.index[0]): self._map(g) for g in ocp.groups()}
+        self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
         self._terminal_static = sym.term_parameters(self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int))
 
     # ------------------------------------------------------------------ layout of a group
@@ -110,6 +112,12 @@ class CompiledStages:
     def inequalities(self, group, q, v, u, f):
         return self._reference.inequalities(group, q, v, u, f)
 
+    def _call(self, kind, x):
+        start = time.perf_counter()
+        out = self.kernels[kind](x)
+        self.kernel_seconds += time.perf_counter() - start
+        return out
+
     def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
@@ -121,7 +129,7 @@ class CompiledStages:
         else:
             x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, gm.static), axis=1)
             nu = 0
-        out = self.kernels[group.kind](x)
+        out = self._call(group.kind, x)
         nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
         ncones = ROWS * lay.ncones if group.kind == "contact" else 0
         ni = len(gm.bounds) + ncones if group.kind == "contact" else 0
@@ -138,23 +146,24 @@ class CompiledStages:
 
     def dynamics(self, group, q, v, u):
         """``w`` of the forward (impulse) dynamics: their KKT system from the forward kernel,
-        solved by :func:`dynamics.constrained.proximal_solve` (the reference's proxLTL)."""
+        solved by :func:`dynamics.constrained.proximal_solve` (the proximal iterations of the
+        reference's proxLTL, with dense factorizations)."""
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
-        out = self.kernels["forward"](np.concatenate((q, v, gm.forward), axis=1))
+        out = self._call("forward", np.concatenate((q, v, gm.forward), axis=1))
         M, h, J, r, vel = np.split(out, np.cumsum([nv * nv, nv, lay.m * nv, lay.m]), axis=1)
         M, J = M.reshape(S, nv, nv), J.reshape(S, lay.m, nv)[:, gm.f_cols]
         if group.kind == "contact" and not len(gm.f_cols):  # a flight
             return np.linalg.solve(M, (u @ self.S.T - h)[..., None])[..., 0]
         if group.kind == "contact":
-            x, f = proximal_solve(self.model, M, J, u @ self.S.T - h, r[:, gm.f_cols], **self.dynamics_options)
+            x, f = proximal_solve(M, J, u @ self.S.T - h, r[:, gm.f_cols], **self.dynamics_options)
         else:
-            x, f = proximal_solve(self.model, M, J, np.zeros((S, nv)), -vel[:, gm.f_cols], **self.dynamics_options)
+            x, f = proximal_solve(M, J, np.zeros((S, nv)), -vel[:, gm.f_cols], **self.dynamics_options)
         return np.concatenate((x, f), axis=1)
 
     def terminal(self, q, v):
         nx = 2 * self.model.nv
-        out = self.kernels["terminal"](np.concatenate((q, v, self._terminal_static[0]))[None])[0]
+        out = self._call("terminal", np.concatenate((q, v, self._terminal_static[0]))[None])[0]
         return float(out[0]), out[1 + nx :].reshape(nx, nx), out[1 : 1 + nx]
 
 

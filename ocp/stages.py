@@ -67,6 +67,7 @@ class NumpyStages:
     :func:`dynamics.impulse_dynamics`."""
 
     name = "numpy"
+    kernel_seconds = 0.0  # no kernels
 
     def __init__(self, ocp, dynamics_options=None):
         self.ocp, self.model = ocp, ocp.model

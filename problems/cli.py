@@ -7,6 +7,7 @@
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
     liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
+    liftoff bench solve [--gait walk trot ...] [--repeat N] [--scaling] [--json]
 
 User errors (bad configuration file, unknown robot, joint or frame, malformed URDF, bad
 arguments) print one line ``liftoff: error: ...`` on stderr and exit with status 2; a solve
@@ -234,6 +235,23 @@ def bench_constrained(args) -> int:
     return 0
 
 
+def bench_solve(args) -> int:
+    from . import bench, bench_solve
+
+    progress = None if args.quiet else bench.stderr_progress
+    try:
+        if args.scaling:
+            result = bench_solve.scaling_benchmark(repeat=args.repeat, progress=progress)
+            table = bench_solve.format_scaling
+        else:
+            result = bench_solve.solve_benchmark(_choose(args.gait, bench_solve.GAITS, "--gait"), args.repeat, progress)
+            table = bench_solve.format_table
+    except bench.BenchError as err:
+        return _error(str(err), RUN_ERROR)
+    print(json.dumps(result, indent=2) if args.json else table(result))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
@@ -334,6 +352,21 @@ def parser() -> argparse.ArgumentParser:
     p_con.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p_con.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p_con.set_defaults(run=bench_constrained)
+
+    p_sol = benches.add_parser(
+        "solve",
+        help="gait solves vs Crocoddyl's FDDP",
+        description="Solve the five ANYmal gait configurations (compiled backend, lifted and non-lifted) and "
+        "Crocoddyl's FDDP on its own ANYmal gait examples in the same run, CPU time with one BLAS thread, medians; "
+        "print the time per knot and iteration, its ratio to Crocoddyl's, the total times and the split of an "
+        "iteration. With --scaling, instead: time per iteration of the trot stretched 0.5x to 8x, and its linear fit.",
+    )
+    p_sol.add_argument("--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)")
+    p_sol.add_argument("--repeat", type=_positive_int, default=3, metavar="N", help="solves per case, median kept (default: 3)")
+    p_sol.add_argument("--scaling", action="store_true", help="time per iteration against the horizon length instead")
+    p_sol.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p_sol.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p_sol.set_defaults(run=bench_solve)
     return p
 
 

@@ -29,7 +29,10 @@ from .riccati import RiccatiError, riccati
 
 
 class Problem(Protocol):
-    """What the interior point needs (implemented by :class:`ocp.formulation.Formulation`)."""
+    """What the interior point needs (implemented by :class:`ocp.formulation.Formulation`):
+    its ``backend`` (``compiled`` or ``numpy``) also runs the Riccati recursion."""
+
+    backend: str
 
     def initial_iterate(self, eps): ...
     def reset_slacks(self, iterate, eps): ...
@@ -151,7 +154,7 @@ def _solve(problem, options, warm_start, callback):
             if k == options.max_iterations:
                 return finish("max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations")
             t0 = time.perf_counter()
-            sol = riccati(lin.stages, lin.terminal, lin.dx0)
+            sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
             t1 = time.perf_counter()
             d = problem.direction(iterate, lin, sol)
             alpha_p, alpha_d = problem.max_steps(iterate, d)

@@ -14,44 +14,65 @@ solved in O(N) by the backward recursion of the cost-to-go ``1/2 dx^T P dx + p^T
     P <- Qxx + A^T P A + H K,   p <- lx + A^T (P b + p) + H k
 
 and the forward rollout ``du_i = K_i dx_i + k_i``, ``lam_i = P_i dx_i + p_i``. The solver
-reads only these containers; it knows nothing of robots.
+reads only these containers; it knows nothing of robots. ``backend="compiled"`` runs the same
+recursion as C loops over the stacked arrays (``riccati.c``, compiled on first use by
+:func:`dynamics.codegen.load_library`), numpy without a C compiler.
 """
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ocp.lqr import StageLQR, TerminalLQR
+from ocp.lqr import LQR, TerminalLQR
+
+BACKENDS = ("compiled", "numpy")
 
 
 @dataclass(frozen=True)
 class RiccatiSolution:
-    """The LQR solution: ``dx (N+1)``, ``du (N)``, costates ``lam (N+1)`` and the feedback
-    gains ``K, k`` (``du = K dx + k``) with the cost-to-go ``P, p`` per stage."""
+    """The LQR solution: ``dx (N+1, nx)``, ``du`` (per stage, its ``nu`` controls), costates
+    ``lam (N+1, nx)``, the feedback gains ``K, k`` (per stage; ``du = K dx + k``) and the
+    cost-to-go ``P (N+1, nx, nx)``, ``p (N+1, nx)``."""
 
-    dx: list
+    dx: np.ndarray
     du: list
-    lam: list
+    lam: np.ndarray
     K: list
     k: list
-    P: list
-    p: list
+    P: np.ndarray
+    p: np.ndarray
 
 
 class RiccatiError(np.linalg.LinAlgError):
     """``Quu + B^T P B`` is not positive definite at some stage (the LQR is not convex there)."""
 
 
-def riccati(stages: "list[StageLQR]", terminal: TerminalLQR, dx0) -> RiccatiSolution:
-    """Solve the LQR of ``stages`` (a sequence of :class:`StageLQR`) from ``dx0``."""
-    N = len(stages)
+def riccati(stages, terminal: TerminalLQR, dx0, backend="numpy") -> RiccatiSolution:
+    """Solve the LQR of ``stages`` (an :class:`ocp.lqr.LQR`, or a sequence of
+    :class:`ocp.lqr.StageLQR`) from ``dx0``, by the ``numpy`` or the ``compiled`` recursion."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    lqr = stages if isinstance(stages, LQR) else LQR.from_stages(stages)
+    dx0 = np.asarray(dx0, dtype=float)
+    if backend == "compiled":
+        library = _library()
+        if library is not None:
+            return _compiled(library, lqr, terminal, dx0)
+    return _numpy(lqr, terminal, dx0)
+
+
+def _numpy(lqr: LQR, terminal, dx0) -> RiccatiSolution:
+    N = len(lqr)
     P, p = [None] * (N + 1), [None] * (N + 1)
     K, k = [None] * N, [None] * N
     P[N], p[N] = terminal.Qxx, terminal.lx
     for i in range(N - 1, -1, -1):
-        s = stages[i]
+        s = lqr.stage(i)
         PA, PB = P[i + 1] @ s.A, P[i + 1] @ s.B
         co = P[i + 1] @ s.b + p[i + 1]
         G = s.Quu + s.B.T @ PB
@@ -68,13 +89,49 @@ def riccati(stages: "list[StageLQR]", terminal: TerminalLQR, dx0) -> RiccatiSolu
         P[i] = s.Qxx + s.A.T @ PA + H @ K[i]
         P[i] = 0.5 * (P[i] + P[i].T)
         p[i] = s.lx + s.A.T @ co + H @ k[i]
-    dx, du, lam = [np.asarray(dx0, dtype=float)], [], []
-    for i, s in enumerate(stages):
+    dx, du = [dx0], []
+    for i in range(N):
+        s = lqr.stage(i)
         du.append(K[i] @ dx[i] + k[i])
         dx.append(s.A @ dx[i] + s.B @ du[i] + s.b)
     lam = [P[i] @ dx[i] + p[i] for i in range(N + 1)]
-    return RiccatiSolution(dx, du, lam, K, k, P, p)
+    return RiccatiSolution(np.array(dx), du, np.array(lam), K, k, np.array(P), np.array(p))
 
 
 def _cho_solve(L, X):
     return np.linalg.solve(L.T, np.linalg.solve(L, X))
+
+
+_LIBRARY: list = []  # the compiled recursion, once loaded (None when it cannot be compiled)
+
+
+def _library():
+    if not _LIBRARY:
+        from dynamics.codegen import CompileError, load_library
+
+        try:
+            lib = load_library(Path(__file__).with_name("riccati.c"))
+            lib.liftoff_riccati.restype = ctypes.c_int
+            lib.liftoff_riccati.argtypes = (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19
+            _LIBRARY.append(lib)
+        except CompileError as e:
+            print(f"liftoff: warning: {e}; the Riccati recursion runs in numpy", file=sys.stderr)
+            _LIBRARY.append(None)
+    return _LIBRARY[0]
+
+
+def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
+    N, nx, nm = lqr.B.shape
+    c = np.ascontiguousarray
+    inputs = [c(x, dtype=float) for x in (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu, terminal.Qxx, terminal.lx, dx0)]
+    nu = c(lqr.nu, dtype=np.intc)
+    P, p, K, k = np.empty((N + 1, nx, nx)), np.empty((N + 1, nx)), np.empty((N, nm, nx)), np.empty((N, nm))
+    dx, du, lam = np.empty((N + 1, nx)), np.empty((N, nm)), np.empty((N + 1, nx))
+    outputs = (P, p, K, k, dx, du, lam)
+    status = library.liftoff_riccati(N, nx, nm, nu.ctypes.data, *(x.ctypes.data for x in inputs + list(outputs)))
+    if status < 0:
+        raise MemoryError("the Riccati recursion could not allocate its workspace")
+    if status > 0:
+        raise RiccatiError(f"stage {status - 1}: Quu + B^T P B is not positive definite")
+    n = lqr.nu
+    return RiccatiSolution(dx, [du[i, : n[i]] for i in range(N)], lam, [K[i, : n[i]] for i in range(N)], [k[i, : n[i]] for i in range(N)], P, p)

@@ -1,4 +1,5 @@
-"""The Riccati recursion against a dense solve of the LQR's KKT system."""
+"""The Riccati recursion against a dense solve of the LQR's KKT system, in numpy and compiled;
+the compiled one against numpy on the size of an ANYmal OCP."""
 
 import numpy as np
 import pytest
@@ -59,11 +60,15 @@ def dense_kkt(stages, terminal, dx0):
     return sol[:n], sol[n:].reshape(-1, nx), offsets
 
 
+BACKENDS = ["numpy", "compiled"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("seed", range(5))
-def test_riccati_equals_dense_kkt_solve(seed):
+def test_riccati_equals_dense_kkt_solve(seed, backend):
     rng = np.random.default_rng(seed)
     stages, terminal, dx0 = random_lqr(rng)
-    sol = riccati(stages, terminal, dx0)
+    sol = riccati(stages, terminal, dx0, backend)
     z, lam, offsets = dense_kkt(stages, terminal, dx0)
     nx = len(dx0)
     for i, s in enumerate(stages):
@@ -73,20 +78,41 @@ def test_riccati_equals_dense_kkt_solve(seed):
     np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-9)
 
 
-def test_rollout_satisfies_the_dynamics_and_initial_state():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rollout_satisfies_the_dynamics_and_initial_state(backend):
     rng = np.random.default_rng(7)
     stages, terminal, dx0 = random_lqr(rng)
-    sol = riccati(stages, terminal, dx0)
+    sol = riccati(stages, terminal, dx0, backend)
     np.testing.assert_allclose(sol.dx[0], dx0)
     for i, s in enumerate(stages):
         np.testing.assert_allclose(sol.dx[i + 1], s.A @ sol.dx[i] + s.B @ sol.du[i] + s.b, atol=1e-12)
         np.testing.assert_allclose(sol.du[i], sol.K[i] @ sol.dx[i] + sol.k[i], atol=1e-12)
 
 
-def test_nonconvex_stage_is_reported():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nonconvex_stage_is_reported(backend):
     rng = np.random.default_rng(3)
     stages, terminal, dx0 = random_lqr(rng, nu_of=lambda i: 2)
     bad = stages[2]
     stages[2] = StageLQR(bad.A, bad.B, bad.b, bad.Qxx, bad.Qxu, -10 * np.eye(2), bad.lx, bad.lu)
     with pytest.raises(RiccatiError, match="stage 2"):
-        riccati(stages, terminal, dx0)
+        riccati(stages, terminal, dx0, backend)
+
+
+def test_compiled_equals_numpy_at_the_size_of_anymal():
+    """59 stages of nx = 36, nu = 12 or 0 (impulse stages), as the trot's condensed LQR."""
+    rng = np.random.default_rng(11)
+    stages, terminal, dx0 = random_lqr(rng, N=59, nx=36, nu_of=lambda i: 0 if i in (27, 55) else 12)
+    ref, got = riccati(stages, terminal, dx0, "numpy"), riccati(stages, terminal, dx0, "compiled")
+    for name in ("dx", "lam", "P", "p"):
+        x = getattr(ref, name)
+        np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-11 * np.abs(x).max(), err_msg=name)
+    for name in ("du", "K", "k"):
+        for i, (x, y) in enumerate(zip(getattr(ref, name), getattr(got, name))):
+            np.testing.assert_allclose(y, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]")
+
+
+def test_an_unknown_backend_is_refused():
+    stages, terminal, dx0 = random_lqr(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown backend 'fast'"):
+        riccati(stages, terminal, dx0, "fast")

@@ -1,0 +1,210 @@
+"""``liftoff bench solve``: liftoff's gait solves against Crocoddyl's FDDP on its own ANYmal gait
+examples, in the same run: CPU time with one BLAS thread, medians of repeated solves.
+
+liftoff solves ``configs/anymal_GAIT.yaml`` (compiled backend, both formulations);
+Crocoddyl solves the problem of its ``quadrupedal_gaits_fwddyn`` example for the same gait
+(``SimpleQuadrupedalGaitProblem``, the example's step lengths, heights and knots, 100
+iterations at most, from the initial state repeated and quasi-static controls). The problems
+are not the same (horizons, costs, constraints), so the number to read is the time per knot
+and per iteration, and its ratio ``liftoff / Crocoddyl``; the total time is reported beside
+it. An iteration of liftoff is split into its compiled kernels, the Riccati recursion, the
+rest of the linearization (condensing, interior-point terms, glue) and the expansion and step.
+
+``--scaling`` times instead a fixed number of iterations of the trot with its phases
+stretched 0.5x to 8x and fits ``time per iteration = fixed + per knot * knots``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ocp.formulation import Formulation
+from solvers.ipm import solve
+
+from .bench import BenchError
+from .config import load_config
+from .gaits import build_problem
+from .runs import solver_options
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+GAITS = ("walk", "trot", "pace", "bound", "jump")
+# Crocoddyl's quadrupedal_gaits_fwddyn example: the problem builder and its arguments after x0
+CROCODDYL = {
+    "walk": ("createWalkingProblem", (0.25, 0.15, 1e-2, 25, 2)),
+    "trot": ("createTrottingProblem", (0.15, 0.1, 1e-2, 25, 2)),
+    "pace": ("createPacingProblem", (0.15, 0.1, 1e-2, 25, 5)),
+    "bound": ("createBoundingProblem", (0.15, 0.1, 1e-2, 25, 5)),
+    "jump": ("createJumpingProblem", (0.15, [0.0, 0.3, 0.0], 1e-2, 10, 20)),
+}
+SCALES = (0.5, 1, 2, 4, 8)
+SCALING_ITERATIONS = 5
+
+
+@contextmanager
+def one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise BenchError('the solve benchmark limits BLAS to one thread with threadpoolctl; install it with: pip install -e ".[bench]"') from None
+    with threadpool_limits(1):
+        yield
+
+
+def _crocoddyl():
+    try:
+        import crocoddyl
+        import example_robot_data
+        from crocoddyl.utils.quadruped import SimpleQuadrupedalGaitProblem
+    except ImportError:
+        raise BenchError(
+            "the solve benchmark times Crocoddyl's FDDP in the same run as the reference, but it is not "
+            'installed; install it with: pip install -e ".[bench]" (crocoddyl 3.2.1 with pin 4.0.0)'
+        ) from None
+    return crocoddyl, example_robot_data, SimpleQuadrupedalGaitProblem
+
+
+def crocoddyl_gait(gait: str, repeat: int) -> dict:
+    """Crocoddyl's FDDP on its example's ``gait``: knots, iterations, median CPU seconds."""
+    crocoddyl, robots, Problem = _crocoddyl()
+    anymal = robots.load("anymal")
+    q0 = anymal.model.referenceConfigurations["standing"].copy()
+    x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
+    builder, args = CROCODDYL[gait]
+    problem = getattr(Problem(anymal.model, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), builder)(x0, *args)
+    times, solver = [], None
+    for _ in range(repeat):
+        solver = crocoddyl.SolverFDDP(problem)
+        xs, us = [x0] * (problem.T + 1), problem.quasiStatic([x0] * problem.T)
+        start = time.process_time()
+        solver.solve(xs, us, 100, False)
+        times.append(time.process_time() - start)
+    total = statistics.median(times)
+    return {"knots": problem.T, "iterations": solver.iter, "total_s": total, "per_knot_iteration_s": total / (problem.T * max(solver.iter, 1))}
+
+
+def _timed_solve(form, options):
+    """One solve: ``(result, CPU seconds, kernel seconds)``."""
+    kernels = form.stages.kernel_seconds
+    start = time.process_time()
+    result = solve(form, options)
+    return result, time.process_time() - start, form.stages.kernel_seconds - kernels
+
+
+def liftoff_gait(config, formulation: str, repeat: int) -> dict:
+    """liftoff on ``config`` (compiled kernels, compiled before timing): knots, iterations,
+    median CPU seconds and the split of an iteration."""
+    form = Formulation(build_problem(config), formulation, "compiled")
+    if form.backend != "compiled":
+        raise BenchError("the solve benchmark times the compiled backend, which needs a C compiler")
+    options = solver_options(config)
+    runs = [_timed_solve(form, options) for _ in range(repeat)]
+    result, total, kernels = sorted(runs, key=lambda r: r[1])[len(runs) // 2]
+    n, K = max(result.iterations, 1), form.ocp.K
+    split = {part: sum(getattr(h, f"{part}_time") for h in result.history) / n for part in ("linearize", "riccati", "expand")}
+    per_iteration = total / n
+    kernel = kernels / n
+    return {
+        "knots": K,
+        "iterations": result.iterations,
+        "status": result.status,
+        "total_s": total,
+        "per_iteration_s": per_iteration,
+        "per_knot_iteration_s": per_iteration / K,
+        "split_s": {
+            "kernels": kernel,
+            "riccati": split["riccati"],
+            "linearize_rest": split["linearize"] - kernel,
+            "expand_step": split["expand"],
+            "other": per_iteration - split["linearize"] - split["riccati"] - split["expand"],
+        },
+    }
+
+
+def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
+    """Every gait by liftoff (lifted, non-lifted) and by Crocoddyl, with the ratios."""
+    rows = []
+    with one_blas_thread():
+        for gait in gaits:
+            config = load_config(CONFIGS / f"anymal_{gait}.yaml")
+            ours = {f: liftoff_gait(config, f, repeat) for f in ("lifted", "nonlifted")}
+            croc = crocoddyl_gait(gait, repeat)
+            row = {"gait": gait, "lifted": ours["lifted"], "nonlifted": ours["nonlifted"], "crocoddyl": croc}
+            row["ratio_per_knot_iteration"] = ours["lifted"]["per_knot_iteration_s"] / croc["per_knot_iteration_s"]
+            row["ratio_total"] = ours["lifted"]["total_s"] / croc["total_s"]
+            row["nonlifted_over_lifted_per_iteration"] = ours["nonlifted"]["per_iteration_s"] / ours["lifted"]["per_iteration_s"]
+            rows.append(row)
+            if progress:
+                progress(format_row(row))
+    return {"repeat": repeat, "gaits": rows}
+
+
+def _scaled(config, factor):
+    """The trot with every phase's knots scaled by ``factor`` (at least one knot)."""
+    phases = tuple(dataclasses.replace(p, knots=max(1, round(p.knots * factor)), duration=None) for p in config.gait.phases)
+    gait = dataclasses.replace(config.gait, phases=phases, horizon=sum(p.knots for p in phases))
+    return dataclasses.replace(config, gait=gait)
+
+
+def scaling_benchmark(scales=SCALES, repeat=3, progress=None) -> dict:
+    """Time per iteration of the trot stretched by ``scales``, and the linear fit."""
+    base = load_config(CONFIGS / "anymal_trot.yaml")
+    points = []
+    with one_blas_thread():
+        for factor in scales:
+            config = _scaled(base, factor)
+            form = Formulation(build_problem(config), "lifted", "compiled")
+            options = dataclasses.replace(solver_options(config), max_iterations=SCALING_ITERATIONS, tol=1e-300)
+            times = [_timed_solve(form, options)[1] / SCALING_ITERATIONS for _ in range(repeat)]
+            points.append({"scale": factor, "knots": form.ocp.K, "per_iteration_s": statistics.median(times)})
+            if progress:
+                progress(f"trot x{factor:g}: {form.ocp.K} knots, {1e3 * points[-1]['per_iteration_s']:.2f} ms per iteration")
+    knots = np.array([p["knots"] for p in points], dtype=float)
+    seconds = np.array([p["per_iteration_s"] for p in points])
+    slope, fixed = np.polyfit(knots, seconds, 1)
+    residual = float(np.max(np.abs(fixed + slope * knots - seconds) / seconds))
+    return {"points": points, "fixed_s": float(fixed), "per_knot_s": float(slope), "max_relative_fit_error": residual}
+
+
+def format_row(row) -> str:
+    lifted, non, croc = row["lifted"], row["nonlifted"], row["crocoddyl"]
+    return (
+        f"{row['gait']:>5}  liftoff {lifted['knots']:3d} knots {lifted['iterations']:3d} it {1e3 * lifted['total_s']:7.1f} ms "
+        f"({1e6 * lifted['per_knot_iteration_s']:6.1f} us/knot-it; non-lifted {non['iterations']:3d} it, "
+        f"x{row['nonlifted_over_lifted_per_iteration']:.2f} per it)  crocoddyl {croc['knots']:3d} knots {croc['iterations']:3d} it "
+        f"{1e3 * croc['total_s']:7.1f} ms ({1e6 * croc['per_knot_iteration_s']:6.1f} us/knot-it)  "
+        f"ratio per knot-it {row['ratio_per_knot_iteration']:.2f}, total {row['ratio_total']:.2f}"
+    )
+
+
+def format_table(result) -> str:
+    head = "| gait | liftoff knots, it | liftoff ms | us/knot-it | crocoddyl knots, it | crocoddyl ms | us/knot-it | ratio/knot-it | ratio total | nonlifted/lifted per it |"
+    lines = [head, "|" + "---|" * 10]
+    for r in result["gaits"]:
+        a, c = r["lifted"], r["crocoddyl"]
+        lines.append(
+            f"| {r['gait']} | {a['knots']}, {a['iterations']} | {1e3 * a['total_s']:.1f} | {1e6 * a['per_knot_iteration_s']:.1f} | "
+            f"{c['knots']}, {c['iterations']} | {1e3 * c['total_s']:.1f} | {1e6 * c['per_knot_iteration_s']:.1f} | "
+            f"{r['ratio_per_knot_iteration']:.2f} | {r['ratio_total']:.2f} | {r['nonlifted_over_lifted_per_iteration']:.2f} |"
+        )
+    lines.append("")
+    lines.append("split of a lifted iteration [ms]: kernels, Riccati, rest of the linearization, expansion and step, other")
+    for r in result["gaits"]:
+        s = r["lifted"]["split_s"]
+        lines.append(f"  {r['gait']:>5}: " + ", ".join(f"{k} {1e3 * v:.2f}" for k, v in s.items()))
+    return "\n".join(lines)
+
+
+def format_scaling(result) -> str:
+    lines = ["| scale | knots | ms per iteration |", "|---|---|---|"]
+    lines += [f"| {p['scale']:g} | {p['knots']} | {1e3 * p['per_iteration_s']:.2f} |" for p in result["points"]]
+    lines.append(
+        f"\nfit: {1e3 * result['fixed_s']:.2f} ms fixed + {1e6 * result['per_knot_s']:.1f} us per knot "
+        f"(largest relative deviation {100 * result['max_relative_fit_error']:.1f}%)"
+    )
+    return "\n".join(lines)
