@@ -64,22 +64,39 @@ class Condensed:
         return StageLQR(self.A[s], self.B[s], self.b[s], Q[:nx, :nx], Q[:nx, nx:], Q[nx:, nx:], l[:nx], l[nx:])
 
 
+def _support(X, axis):
+    """Indices along ``axis`` (1: rows, 2: columns) of a stack ``X (S, m, n)`` where some
+    entry is not zero."""
+    return np.flatnonzero(np.any(X != 0, axis=(0, 3 - axis)))
+
+
 def eliminate(H, g, A, b, nz, T, t) -> Condensed:
     """Substitute ``dw = T z + t`` (``z = (dx, du)``, the first ``nz`` entries of ``y``) into the
     cost ``H, g`` and state equation ``A, b``. The non-lifted formulation calls it with the
     derivatives of the constrained dynamics as ``T`` and ``t = 0``.
 
     With ``y = (z, dw)`` the products are taken by blocks, ``Q = H_zz + H_zw T + (H_zw T)^T +
-    T^T H_ww T``, never with the identity block of ``dy/dz``."""
-    Hzw, Hww = H[:, :nz, nz:], H[:, nz:, nz:]
-    Tt = np.swapaxes(T, 1, 2)
-    HzwT = Hzw @ T
-    Q = H[:, :nz, :nz] + HzwT + np.swapaxes(HzwT, 1, 2) + Tt @ (Hww @ T)
-    gw = g[:, nz:] + np.einsum("svw,sw->sv", Hww, t)
-    l = g[:, :nz] + np.einsum("szw,sw->sz", Hzw, t) + np.einsum("szw,sw->sz", Tt, gw)
-    Aw = A[:, :, nz:]
-    A_full = A[:, :, :nz] + Aw @ T
-    b = b + np.einsum("sxw,sw->sx", Aw, t)
+    T^T H_ww T``, each over the rows and columns of ``H_zw``, ``H_ww`` and ``A_w`` that are not
+    zero at every stage (typically ``H_zw = 0``, ``H_ww`` on the forces of the friction cones
+    only, ``A_w`` the ``dt`` block of the accelerations): no product with structural zeros."""
+    Hzw, Hww, Aw = H[:, :nz, nz:], H[:, nz:, nz:], A[:, :, nz:]
+    Q, l = H[:, :nz, :nz].copy(), g[:, :nz] + np.einsum("szw,sw->sz", np.swapaxes(T, 1, 2), g[:, nz:])
+    cols = _support(Hzw, 2)
+    if len(cols):
+        HzwT = Hzw[:, :, cols] @ T[:, cols]
+        Q += HzwT + np.swapaxes(HzwT, 1, 2)
+        l += np.einsum("szw,sw->sz", Hzw[:, :, cols], t[:, cols])
+    ww = _support(Hww, 1)
+    if len(ww):
+        Hs, Ts = Hww[:, ww[:, None], ww], T[:, ww]
+        Q += np.swapaxes(Ts, 1, 2) @ (Hs @ Ts)
+        l += np.einsum("swz,sw->sz", Ts, np.einsum("svw,sw->sv", Hs, t[:, ww]))
+    rows, cols = _support(Aw, 1), _support(Aw, 2)
+    A_full, b = A[:, :, :nz].copy(), b.copy()
+    if len(rows) and len(cols):
+        As = Aw[:, rows[:, None], cols]
+        A_full[:, rows] += As @ T[:, cols]
+        b[:, rows] += np.einsum("sxw,sw->sx", As, t[:, cols])
     nx = A.shape[1]
     return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
 
