@@ -181,6 +181,26 @@ def load_library(path, quiet=False) -> ctypes.CDLL:
     return _cached(name, digest, cc, LIBRARY_FLAGS, source, quiet)[1]
 
 
+_LIBRARIES: dict = {}
+
+
+def compiled_library(path, functions: dict):
+    """:func:`load_library` of ``path`` once per process, its ``functions`` typed
+    (``{name: (restype, argtypes)}``); ``None``, after one warning line on stderr, when it
+    cannot be compiled (the caller runs its numpy twin)."""
+    path = str(path)
+    if path not in _LIBRARIES:
+        try:
+            lib = load_library(path)
+        except CompileError as e:
+            print(f"liftoff: warning: {e}; {Path(path).stem} runs in numpy", file=sys.stderr)
+            lib = None
+        for name, (restype, argtypes) in functions.items() if lib is not None else ():
+            getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
+        _LIBRARIES[path] = lib
+    return _LIBRARIES[path]
+
+
 def _cpu() -> str:
     """What ``-march=native`` compiles for: the processor's model and flags."""
     try:

@@ -369,26 +369,6 @@ def _solution(system, x, f, r, iterations, tol, shape):
     )
 
 
-def proximal_solve(M, J, h, r, mu=1e-4, max_iter=30, tol=1e-10):
-    """``(x, f)`` with ``M x = h + J^T f``, ``J x = r`` for given dense ``M (B, nv, nv)``,
-    ``J (B, m, nv)``, ``h (B, nv)``, ``r (B, m)``: the proximal iterations of ``proxLTL`` on the
-    true residual, ``(J M^-1 J^T + mu) (f+ - f) = r - J x(f)``, with dense factorizations
-    (the least-squares solution for redundant constraints)."""
-    _settings(mu, max_iter, tol, "proxLTL")
-    B, m = J.shape[:2]
-    solved = np.linalg.solve(M, np.concatenate((np.swapaxes(J, 1, 2), h[..., None]), axis=2))
-    Minv_Jt, Minv_h = solved[..., :m], solved[..., m]
-    osim = _spd_inverse(J @ Minv_Jt + mu * np.eye(m))
-
-    def update(f):
-        x = Minv_h + np.einsum("bnm,bm->bn", Minv_Jt, f)
-        residual = r - np.einsum("bmn,bn->bm", J, x)
-        return x, f, _inf_norm(residual), f + np.einsum("bij,bj->bi", osim, residual)
-
-    x, f, _ = _iterate(update, np.zeros((B, m)), max_iter, tol)
-    return x, f
-
-
 def delassus(model, q, contacts, mu=0.0):
     """The damped Delassus matrix ``J M^-1 J^T + mu 1`` and its inverse, the damped OSIM,
     from the proxLTL factorization: ``(delassus, osim)``, each ``(..., m, m)``."""

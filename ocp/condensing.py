@@ -15,12 +15,16 @@ cost ``1/2 y^T H y + g^T y`` with ``y = (dx, du, dw)``. Eliminating
     H_wy y + g_w + Cw^T beta + Aw^T lam_{i+1} = 0
 
 for the Lagrangian ``cost + beta^T (C y + c) + lam_{i+1}^T (A y + b - dx_{i+1})``.
-All functions take arrays with a leading axis over the stages of one kind.
+All functions take arrays with a leading axis over the stages of one kind. With
+``backend="compiled"``, :func:`condense` and :func:`expand` run the same equations as C loops
+over the stages (``condensing.c``), which keep the LU factors of ``Cw`` for the expansion.
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -58,6 +62,7 @@ class Condensed:
     b: np.ndarray  # (S, nx)
     Q: np.ndarray  # (S, nx + nu, nx + nu)
     l: np.ndarray  # (S, nx + nu)
+    factors: tuple | None = None  # LU factors and pivots of Cw (compiled condensing)
 
     def stage(self, s: int, nx: int) -> StageLQR:
         Q, l = self.Q[s], self.l[s]
@@ -101,9 +106,12 @@ def eliminate(H, g, A, b, nz, T, t) -> Condensed:
     return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
 
 
-def condense(stages: LiftedStages) -> Condensed:
+def condense(stages: LiftedStages, backend="numpy") -> Condensed:
     """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``)."""
     nz = stages.nx + stages.nu
+    library = _library() if backend == "compiled" else None
+    if library is not None:
+        return _condense_compiled(library, stages)
     Tt = -np.linalg.solve(stages.C[:, :, nz:], np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2))
     return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz])
 
@@ -113,9 +121,57 @@ def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
     ``lam_next (S, nx)`` of its state equation."""
     nz = stages.nx + stages.nu
     z = np.concatenate((dx, du), axis=1)
+    if condensed.factors is not None:
+        return _expand_compiled(_library(), stages, condensed, z, lam_next)
     dw = np.einsum("swz,sz->sw", condensed.T, z) + condensed.t
     y = np.concatenate((z, dw), axis=1)
     stationarity = np.einsum("swy,sy->sw", stages.H[:, nz:], y) + stages.g[:, nz:]
     stationarity += np.einsum("sxw,sx->sw", stages.A[:, :, nz:], lam_next)
     beta = -np.linalg.solve(np.swapaxes(stages.C[:, :, nz:], 1, 2), stationarity[..., None])[..., 0]
+    return dw, beta
+
+
+_P, _I = ctypes.c_void_p, ctypes.c_int
+_FUNCTIONS = {
+    "liftoff_condense": (_I, (_I,) * 4 + (_P,) * 6 + (_I, _P) * 4 + (_P,) * 9),
+    "liftoff_expand": (None, (_I,) * 4 + (_P,) * 11),
+}
+
+
+def _library():
+    from dynamics.codegen import compiled_library
+
+    return compiled_library(Path(__file__).with_name("condensing.c"), _FUNCTIONS)
+
+
+def _ptr(x):
+    return x.ctypes.data
+
+
+def _condense_compiled(library, st: LiftedStages) -> Condensed:
+    S, nx, nu, nw = len(st.H), st.nx, st.nu, st.nw
+    nz = nx + nu
+    H, g, C, c, A, b = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.C, st.c, st.A, st.b))
+    supports = [
+        np.ascontiguousarray(x, dtype=np.intc)
+        for x in (_support(H[:, :nz, nz:], 2), _support(H[:, nz:, nz:], 1), _support(A[:, :, nz:], 1), _support(A[:, :, nz:], 2))
+    ]
+    LU, piv = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc)
+    T, t, Ac, Bc, bc, Q, l = (np.empty(shape) for shape in ((S, nw, nz), (S, nw), (S, nx, nx), (S, nx, nu), (S, nx), (S, nz, nz), (S, nz)))
+    args = [x for sup in supports for x in (len(sup), _ptr(sup))]
+    status = library.liftoff_condense(S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, Ac, Bc, bc, Q, l)))
+    if status < 0:
+        raise MemoryError("condensing could not allocate its workspace")
+    if status > 0:
+        raise np.linalg.LinAlgError(f"the local equalities are singular (Cw) at stage {status - 1} of a group")
+    return Condensed(T, t, Ac, Bc, bc, Q, l, (LU, piv))
+
+
+def _expand_compiled(library, st: LiftedStages, cond: Condensed, z, lam_next):
+    S, nw = len(st.H), st.nw
+    H, g, A = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.A))
+    z, lam_next = np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(lam_next, dtype=float)
+    dw, beta = np.empty((S, nw)), np.empty((S, nw))
+    LU, piv = cond.factors
+    library.liftoff_expand(S, st.nx, st.nu, nw, *map(_ptr, (H, g, A, LU, piv, cond.T, cond.t, z, lam_next, dw, beta)))
     return dw, beta

@@ -114,8 +114,8 @@ class Formulation:
     compiled kernels, or numpy when no C compiler is available; ``self.backend`` says which).
 
     ``dynamics_options`` go to :func:`dynamics.constrained_dynamics` and
-    :func:`dynamics.impulse_dynamics` (non-lifted; the compiled backend uses proxLTL, whatever
-    the ``algorithm``)."""
+    :func:`dynamics.impulse_dynamics` (non-lifted, numpy backend; the compiled one solves the
+    KKT system of the dynamics, the matrix that the condensing factors next)."""
 
     def __init__(self, ocp, name="lifted", backend="compiled", dynamics_options=None, quiet=False):
         if name not in FORMULATIONS:
@@ -211,10 +211,10 @@ class Formulation:
         grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
         stages = condensing.LiftedStages(nx, nz - nx, ev.H + H_in, grad + g_in, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            condensed, local = condensing.condense(stages), ev.c
+            condensed, local = condensing.condense(stages, self.backend), ev.c
             stationarity = grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
-            condensed, local = condensing.condense(replace(stages, c=np.zeros_like(ev.c))), np.zeros((group.size, 0))
+            condensed, local = condensing.condense(replace(stages, c=np.zeros_like(ev.c)), self.backend), np.zeros((group.size, 0))
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)

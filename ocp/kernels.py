@@ -9,7 +9,7 @@ and the rows and columns of the group's contacts within the layout's. An evaluat
 the variables with those inputs, calls the kernel on all the group's stages, and reads the
 group's rows and columns out of its output: the same :class:`ocp.stages.StageEval` as the
 numpy reference. The non-lifted ``w`` solves the KKT system of the forward (impulse)
-dynamics, ``M a = S u - h + J^T f``, ``J a = r``, by the reference's proximal iterations.
+dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dynamics import codegen
-from dynamics.constrained import proximal_solve
 
 from . import symbolic_stages as sym
 from .friction import ROWS
@@ -55,13 +54,12 @@ class CompiledStages:
 
     name = "compiled"
 
-    def __init__(self, ocp, forward=False, quiet=False, compile=True, dynamics_options=None):
+    def __init__(self, ocp, forward=False, quiet=False, compile=True):
         from .stages import NumpyStages
 
         self.ocp, self.model = ocp, ocp.model
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
-        self.dynamics_options = {k: v for k, v in (dynamics_options or {}).items() if k != "algorithm"}
         self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
         key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
@@ -145,21 +143,24 @@ class CompiledStages:
         return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds))
 
     def dynamics(self, group, q, v, u):
-        """``w`` of the forward (impulse) dynamics: their KKT system from the forward kernel,
-        solved by :func:`dynamics.constrained.proximal_solve` (the proximal iterations of the
-        reference's proxLTL, with dense factorizations)."""
+        """``w`` of the forward (impulse) dynamics: the solution of their KKT system
+        ``[[M, -J^T], [J, 0]] w = (S u - h, r)`` (impulses: ``(0, -J v)``) from the forward kernel.
+        It is the proximal one of the numpy backend when ``J`` has full rank; otherwise the
+        condensing that follows fails in either backend (``Cw`` is this matrix)."""
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
         out = self._call("forward", np.concatenate((q, v, gm.forward), axis=1))
         M, h, J, r, vel = np.split(out, np.cumsum([nv * nv, nv, lay.m * nv, lay.m]), axis=1)
-        M, J = M.reshape(S, nv, nv), J.reshape(S, lay.m, nv)[:, gm.f_cols]
-        if group.kind == "contact" and not len(gm.f_cols):  # a flight
-            return np.linalg.solve(M, (u @ self.S.T - h)[..., None])[..., 0]
+        m = len(gm.f_cols)
+        K = np.zeros((S, nv + m, nv + m))
+        K[:, :nv, :nv] = M.reshape(S, nv, nv)
+        J = J.reshape(S, lay.m, nv)[:, gm.f_cols]
+        K[:, :nv, nv:], K[:, nv:, :nv] = -np.swapaxes(J, 1, 2), J
         if group.kind == "contact":
-            x, f = proximal_solve(M, J, u @ self.S.T - h, r[:, gm.f_cols], **self.dynamics_options)
+            rhs = np.concatenate((u @ self.S.T - h, r[:, gm.f_cols]), axis=1)
         else:
-            x, f = proximal_solve(M, J, np.zeros((S, nv)), -vel[:, gm.f_cols], **self.dynamics_options)
-        return np.concatenate((x, f), axis=1)
+            rhs = np.concatenate((np.zeros((S, nv)), -vel[:, gm.f_cols]), axis=1)
+        return np.linalg.solve(K, rhs[..., None])[..., 0]
 
     def terminal(self, q, v):
         nx = 2 * self.model.nv

@@ -123,7 +123,7 @@ def make_stages(ocp, backend="compiled", nonlifted=False, dynamics_options=None,
         from .kernels import CompiledStages
 
         try:
-            return CompiledStages(ocp, forward=nonlifted, quiet=quiet, dynamics_options=dynamics_options)
+            return CompiledStages(ocp, forward=nonlifted, quiet=quiet)
         except CompileError as e:
             print(f"liftoff: warning: {e}; using the numpy backend", file=sys.stderr)
     return NumpyStages(ocp, dynamics_options)

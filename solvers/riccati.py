@@ -22,7 +22,6 @@ recursion as C loops over the stacked arrays (``riccati.c``, compiled on first u
 from __future__ import annotations
 
 import ctypes
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,22 +101,10 @@ def _cho_solve(L, X):
     return np.linalg.solve(L.T, np.linalg.solve(L, X))
 
 
-_LIBRARY: list = []  # the compiled recursion, once loaded (None when it cannot be compiled)
-
-
 def _library():
-    if not _LIBRARY:
-        from dynamics.codegen import CompileError, load_library
+    from dynamics.codegen import compiled_library
 
-        try:
-            lib = load_library(Path(__file__).with_name("riccati.c"))
-            lib.liftoff_riccati.restype = ctypes.c_int
-            lib.liftoff_riccati.argtypes = (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19
-            _LIBRARY.append(lib)
-        except CompileError as e:
-            print(f"liftoff: warning: {e}; the Riccati recursion runs in numpy", file=sys.stderr)
-            _LIBRARY.append(None)
-    return _LIBRARY[0]
+    return compiled_library(Path(__file__).with_name("riccati.c"), {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)})
 
 
 def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:

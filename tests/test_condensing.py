@@ -1,5 +1,6 @@
 """Condensing lifted variables, the Riccati recursion and the expansion together give the
-Newton direction of the uncondensed KKT system (primal and dual)."""
+Newton direction of the uncondensed KKT system (primal and dual), in numpy and compiled; the
+compiled condensing equals numpy's with the block structure of the OCP's stages."""
 
 import numpy as np
 import pytest
@@ -55,15 +56,20 @@ def dense_solution(st: LiftedStages, terminal: TerminalLQR, dx0):
     return y, lam, beta
 
 
+BACKENDS = ["numpy", "compiled"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("seed", range(4))
-def test_condense_riccati_expand_equals_the_uncondensed_newton_step(seed):
+def test_condense_riccati_expand_equals_the_uncondensed_newton_step(seed, backend):
     rng = np.random.default_rng(seed)
     st = random_lifted(rng)
     W = rng.standard_normal((st.nx, st.nx))
     terminal = TerminalLQR(W @ W.T + np.eye(st.nx), rng.standard_normal(st.nx))
     dx0 = rng.standard_normal(st.nx)
-    cond = condense(st)
-    sol = riccati([cond.stage(i, st.nx) for i in range(len(st.H))], terminal, dx0)
+    cond = condense(st, backend)
+    assert (cond.factors is not None) == (backend == "compiled")
+    sol = riccati([cond.stage(i, st.nx) for i in range(len(st.H))], terminal, dx0, backend)
     dx, du = np.array(sol.dx[:-1]), np.array(sol.du)
     dw, beta = expand(st, cond, dx, du, np.array(sol.lam[1:]))
     y, lam, beta_ref = dense_solution(st, terminal, dx0)
@@ -75,6 +81,45 @@ def test_condense_riccati_expand_equals_the_uncondensed_newton_step(seed):
     np.testing.assert_allclose(sol.dx[-1], y[-st.nx :], atol=1e-9)
     np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-8)
     np.testing.assert_allclose(beta, beta_ref, atol=1e-8)
+
+
+def structured_lifted(rng, S=7, nx=8, nu=3, nv=4, m=3):
+    """The structure of a lifted contact stage: no cost coupling of (x, u) with w, a cost on
+    the last w entries (the forces) only, w entering the state equation by a dt block on the
+    first nv of them (the accelerations), and a row-permuted Cw (pivoting needed)."""
+    st = random_lifted(rng, S, nx, nu, nv + m)
+    nz = nx + nu
+    H = st.H.copy()
+    H[:, :nz, nz:], H[:, nz:, :nz] = 0.0, 0.0
+    H[:, nz : nz + nv, nz:], H[:, nz:, nz : nz + nv] = 0.0, 0.0
+    A = st.A.copy()
+    A[:, :, nz:] = 0.0
+    A[:, nx - nv :, nz : nz + nv] = 0.02 * np.eye(nv)
+    C = st.C.copy()
+    C[:, :, nz:] = C[:, ::-1, nz:]
+    return LiftedStages(nx, nu, H, st.g, C, st.c, A, st.b)
+
+
+@pytest.mark.parametrize("make", [random_lifted, structured_lifted])
+def test_compiled_condensing_and_expansion_equal_numpy(make):
+    rng = np.random.default_rng(4)
+    st = make(rng)
+    ref, got = condense(st, "numpy"), condense(st, "compiled")
+    for name in ("T", "t", "A", "B", "b", "Q", "l"):
+        x = getattr(ref, name)
+        np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()), err_msg=name)
+    dx, du, lam = rng.standard_normal((len(st.H), st.nx)), rng.standard_normal((len(st.H), st.nu)), rng.standard_normal((len(st.H), st.nx))
+    for x, y in zip(expand(st, ref, dx, du, lam), expand(st, got, dx, du, lam)):
+        np.testing.assert_allclose(y, x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()))
+
+
+def test_singular_local_equalities_are_reported():
+    st = random_lifted(np.random.default_rng(2))
+    C = st.C.copy()
+    C[3, :, st.nx + st.nu :] = 0.0
+    for backend in BACKENDS:
+        with pytest.raises(np.linalg.LinAlgError):
+            condense(LiftedStages(st.nx, st.nu, st.H, st.g, C, st.c, st.A, st.b), backend)
 
 
 def test_condensed_state_equation_and_cost_match_the_substitution():

@@ -43,9 +43,13 @@ def random_point(ocp, rng, spread=0.05):
 
 
 def compare_groups(ocp, compiled, rng):
-    """Every group's StageEval and dynamics, and the terminal stage, by both backends."""
+    """Every group's StageEval and dynamics, and the terminal stage, by both backends. The
+    dynamics are compared where the Delassus matrix ``J M^-1 J^T`` has eigenvalues >= 1e-3, so
+    that the numpy backend's proximal iterations (``mu = 1e-4``, 30 at most) converge; near
+    singular random contacts they stop early or at a least-squares solution. Returns the number
+    of stages whose dynamics were compared."""
     reference = NumpyStages(ocp)
-    model, nv = ocp.model, ocp.model.nv
+    nv, compared = ocp.model.nv, 0
     q, v = random_point(ocp, rng)
     for group in ocp.groups():
         idx, S = group.index, group.size
@@ -59,10 +63,16 @@ def compare_groups(ocp, compiled, rng):
         assert_close(ref.ineq.g, got.ineq.g, what=f"{group.kind} stage {idx[0]}: inequalities")
         assert_close(ref.ineq.jacobian(), got.ineq.jacobian(), what=f"{group.kind} stage {idx[0]}: their Jacobian")
         if "forward" in compiled.kernels:
-            w_ref = reference.dynamics(group, q[idx], v[idx], u)
-            assert_close(w_ref, compiled.dynamics(group, q[idx], v[idx], u), tol=1e-9, what=f"dynamics at stage {idx[0]}")
+            nz = 2 * nv + nu
+            M, J = ref.C[:, :nv, nz : nz + nv], ref.C[:, nv:, nz : nz + nv]
+            delassus = J @ np.linalg.solve(M, np.swapaxes(J, 1, 2))
+            regular = np.linalg.eigvalsh(delassus)[:, 0] >= 1e-3 if m else np.ones(S, dtype=bool)
+            w_ref, w_got = reference.dynamics(group, q[idx], v[idx], u), compiled.dynamics(group, q[idx], v[idx], u)
+            assert_close(w_ref[regular], w_got[regular], tol=1e-9, what=f"dynamics at stage {idx[0]}")
+            compared += int(np.sum(regular))
     for ref, got in zip(reference.terminal(q[-1], v[-1]), compiled.terminal(q[-1], v[-1])):
         assert_close(ref, got, what="terminal")
+    return compared
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +81,7 @@ def trot():
 
 
 def test_compiled_gait_stages_equal_numpy(trot):
-    compare_groups(trot, CompiledStages(trot, forward=True, quiet=True), np.random.default_rng(0))
+    assert compare_groups(trot, CompiledStages(trot, forward=True, quiet=True), np.random.default_rng(0)) == trot.K
 
 
 def test_gaits_of_one_robot_share_their_kernels(trot):
@@ -149,7 +159,7 @@ def random_ocp(name, rng):
 def test_symbolic_stages_equal_numpy_on_random_contacts(name, seed):
     rng = np.random.default_rng([seed, len(name)])
     ocp = random_ocp(name, rng)
-    compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng)
+    assert compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng) >= 2  # the flight at least
 
 
 # ----------------------------------------------------------------------------- whole solves
