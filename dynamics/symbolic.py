@@ -237,6 +237,16 @@ def rnea(model, kin: Kinematics, gravity=True, forces=None):
     return ca.vertcat(*[ca.dot(kin.oS[k], oF[j]) for k, j in enumerate(model.tree.dof_joint)])
 
 
+def generalized_forces(model, kin: Kinematics, forces):
+    """``sum_i J_i^T W_i``: the joint torques of world wrenches ``forces`` (``[(joint, W)]``, at
+    the origin) applied to the bodies."""
+    tau = [0] * model.nv
+    for j, wrench in forces:
+        for k in np.flatnonzero(model.tree.support[j]):
+            tau[k] = tau[k] + ca.dot(kin.oS[k], wrench)
+    return ca.vertcat(*[ca.SX(x) for x in tau])
+
+
 # ----------------------------------------------------------------------------- contacts
 
 
@@ -454,3 +464,69 @@ def difference_jacobian_inverse(model, q0, q1):
         quat, p = _relative(q0, q1)
         out[:6, :6] = -_ad(quat, p) @ jexp6(log6(quat, p))
     return out
+
+
+# ----------------------------------------------------------------------------- RNEA derivatives
+
+
+def _rigid_apply(mass, mc, Io, x):
+    return ca.vertcat(mass * x[:3] - cross(mc, x[3:]), cross(mc, x[:3]) + Io @ x[3:])
+
+
+def rnea_derivatives(model, kin: Kinematics, gravity=True):
+    """``(dtau_dq, dtau_dv, M)`` of :func:`rnea` without external forces, by the world-frame
+    analytical derivatives of :func:`dynamics.rnea_derivatives` (the formulas of
+    :mod:`dynamics.inverse_dynamics`, written per joint): an O(nv^2) set of 6-vector products
+    instead of differentiating the whole recursion. ``kin`` holds ``ov, oa`` (without gravity)."""
+    t, n, nv = model.tree, model.njoints, model.nv
+    a0 = ca.vertcat(-const(model.gravity), ca.SX.zeros(3)) if gravity else ca.SX.zeros(6)
+    oa = [x + a0 for x in kin.oa]
+    mass, mc, Io, Z, h, of = [], [], [], [], [], []
+    for i in range(n):
+        R, p, m = kin.oR[i], kin.op[i], float(model.body_mass[i])
+        c = p + R @ const(model.body_com[i])
+        Ii = R @ const(model.body_inertia[i]) @ R.T + m * (ca.dot(c, c) * ca.SX.eye(3) - c @ c.T)
+        v, w = kin.ov[i][:3], kin.ov[i][3:]
+        hi = _rigid_apply(m, m * c, Ii, kin.ov[i])
+        mass.append(m), mc.append(m * c), Io.append(Ii), h.append(hi)
+        of.append(_rigid_apply(m, m * c, Ii, oa[i]) + force_cross(kin.ov[i], hi))
+        Zi = skew(w) @ Ii - (m * c) @ v.T + ca.dot(v, m * c) * ca.SX.eye(3)
+        Z.append(Zi + Zi.T)
+    composite = [list(x) for x in (mass, mc, Io, Z, h, of)]
+    for i in range(n - 1, -1, -1):
+        parent = int(model.parents[i])
+        if parent >= 0:
+            for x in composite:
+                x[parent] = x[parent] + x[i]
+    m_c, mc_c, Io_c, X_c, H_c, oF = composite
+    F, Rr, alpha, beta, u, G_q, G_v = ([None] * nv for _ in range(7))
+    for k, j in enumerate(t.dof_joint):
+        S, parent = kin.oS[k], int(model.parents[j])
+        v_par = kin.ov[parent] if parent >= 0 else ca.SX.zeros(6)
+        a_par = oa[parent] if parent >= 0 else a0
+        Yc = (m_c[j], mc_c[j], Io_c[j])
+        Hl, Ha = H_c[j][:3], H_c[j][3:]
+
+        def bc_plus_cross(x):
+            return ca.vertcat(2 * cross(x[3:], Hl), X_c[j] @ x[3:] + cross(x[3:], Ha))
+
+        u[k] = motion_cross(v_par, S)
+        alpha[k] = -motion_cross(S, a_par) - motion_cross(u[k], v_par)
+        beta[k] = u[k] - motion_cross(S, kin.ov[j])
+        F[k] = _rigid_apply(*Yc, S)
+        Rr[k] = ca.vertcat(ca.SX.zeros(3), 2 * cross(Hl, S[:3]) + X_c[j] @ S[3:] - cross(S[3:], Ha))
+        G_q[k] = _rigid_apply(*Yc, alpha[k]) + bc_plus_cross(u[k]) + force_cross(S, oF[j])
+        G_v[k] = _rigid_apply(*Yc, beta[k]) + bc_plus_cross(S)
+    dq, dv, M = ca.SX.zeros(nv, nv), ca.SX.zeros(nv, nv), ca.SX.zeros(nv, nv)
+    for l in range(nv):
+        for k in range(nv):
+            if t.lower[l, k]:
+                dq[l, k] = ca.dot(F[l], alpha[k]) + ca.dot(Rr[l], u[k])
+                dv[l, k] = ca.dot(F[l], beta[k]) + ca.dot(Rr[l], kin.oS[k])
+                if k <= l:
+                    M[l, k] = ca.dot(F[l], kin.oS[k])
+                    M[k, l] = M[l, k]
+            elif t.below[l, k]:
+                dq[l, k] = ca.dot(kin.oS[l], G_q[k])
+                dv[l, k] = ca.dot(kin.oS[l], G_v[k])
+    return dq, dv, M

@@ -18,9 +18,10 @@ stage kind then has one function of a flat input row:
 - **terminal**: ``(q, v | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv)``.
 
 Matrices are flattened row by row. A stage of a group reads its own rows and columns out of
-these (:class:`GroupMap`). Derivatives in ``q`` are CasADi's AD along tangent perturbations
-(:func:`dynamics.symbolic.configuration`); the configuration-manifold terms use the closed
-forms of :mod:`dynamics.symbolic`.
+these (:class:`ocp.kernels.GroupMap`). The derivatives of the RNEA are the analytical ones
+(:func:`dynamics.symbolic.rnea_derivatives`); the others in ``q`` are CasADi's AD along
+tangent perturbations (:func:`dynamics.symbolic.configuration`), and the
+configuration-manifold terms use the closed forms of :mod:`dynamics.symbolic`.
 """
 
 from __future__ import annotations
@@ -358,13 +359,19 @@ def contact_function(layout: Layout) -> tuple:
     cfg = sx.configuration(model, q, var.dq)
     kin = sx.forward(model, cfg, v, a)
     rows = _contacts(layout, kin, f, x)
-    ID = sx.rnea(model, kin, forces=_wrenches(rows)) - ca.vertcat(ca.SX.zeros(nv - nu), u)
+    tau_f = sx.generalized_forces(model, kin, _wrenches(rows))  # J^T f
+    kin0 = sx.forward(model, sx.configuration(model, q), v, a)
+    dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
+    ID = sx.rnea(model, kin0) - tau_f - ca.vertcat(ca.SX.zeros(nv - nu), u)
+    selection = ca.horzcat(ca.SX.zeros(nu, nv - nu), ca.SX.eye(nu)).T
+    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dtau_dv, -selection, M, -ca.jacobian(tau_f, f))
     alpha = []
     for i, (slot, r) in enumerate(rows):
         kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
         alpha.append(r.acceleration + kd * r.velocity + (0 if r.error is None else kp * r.error))
-    c = ca.vertcat(ID, *alpha)
-    C = ca.jacobian(c, var.y)
+    alpha = ca.vertcat(*alpha) if alpha else ca.SX.zeros(0)
+    c = ca.vertcat(ID, alpha)
+    C = ca.vertcat(C_ID, ca.jacobian(alpha, var.y))
     q_moved = sx.configuration(model, q, var.dq).q
     g_in, G = _inequalities(layout, rows, kin, q_moved, v, u, var)
     cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
@@ -385,10 +392,14 @@ def impulse_function(layout: Layout) -> tuple:
     cfg = sx.configuration(model, q, var.dq)
     zero = ca.SX.zeros(nv)
     kin = sx.forward(model, cfg, zero, dv)
-    E = sx.rnea(model, kin, gravity=False, forces=_wrenches(_contacts(layout, kin, impulse)))
-    after = _contacts(layout, sx.forward(model, cfg, v + dv), impulse)
-    c = ca.vertcat(E, *[r.velocity for _, r in after])
-    C = ca.jacobian(c, var.y)
+    tau_f = sx.generalized_forces(model, kin, _wrenches(_contacts(layout, kin, impulse)))  # J^T Lambda
+    kin0 = sx.forward(model, sx.configuration(model, q), zero, dv)
+    dM_dq, _, M = sx.rnea_derivatives(model, kin0, gravity=False)
+    E = sx.rnea(model, kin0, gravity=False) - tau_f
+    C_E = ca.horzcat(dM_dq - ca.jacobian(tau_f, var.dq), ca.SX.zeros(nv, nv), M, -ca.jacobian(tau_f, impulse))
+    after = ca.vertcat(*[r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)] + [ca.SX.zeros(0)])
+    c = ca.vertcat(E, after)
+    C = ca.vertcat(C_E, ca.jacobian(after, var.y))
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
     c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
     A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m)
