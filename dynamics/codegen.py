@@ -1,9 +1,9 @@
 """Compiled kernels: CasADi functions generated to C, compiled once, cached on disk, called on batches.
 
-A kernel is a CasADi :class:`casadi.Function` of one flat input and one flat output. Its C
-code (CasADi's code generator) gets a loop over a batch appended, ``liftoff_batch(n, in,
-out)``, which evaluates the function on ``n`` contiguous rows of ``in`` into ``n`` rows of
-``out``; :class:`Kernel` calls it through ctypes with numpy buffers, one call per batch.
+A kernel is a CasADi :class:`casadi.Function` of one flat input and flat outputs. Its C code
+(CasADi's code generator) gets a loop over a batch appended, ``liftoff_batch(n, in, out)``,
+which evaluates the function on ``n`` contiguous rows of ``in`` into ``n`` rows of each
+output buffer; :class:`Kernel` calls it through ctypes with numpy buffers, one call per batch.
 :func:`load_library` compiles a C file of the project (loops over stacked arrays) the same way.
 
 The shared library is cached in ``$LIFTOFF_CACHE`` (default ``$XDG_CACHE_HOME/liftoff`` or
@@ -89,20 +89,21 @@ const char* liftoff_key(void) {{ return "{digest}"; }}
 _WRAPPER = """
 #include <stdlib.h>
 #include <string.h>
-long liftoff_sizes(int i) {{ long s[2] = {{{n_in}, {n_out}}}; return s[i]; }}
-int liftoff_batch(long n, const casadi_real* in, casadi_real* out) {{
+static const long liftoff_size[] = {{{sizes}}};  /* the input, the number of outputs, each output */
+long liftoff_sizes(int i) {{ return liftoff_size[i]; }}
+int liftoff_batch(long n, const casadi_real* in, casadi_real** out) {{
   const casadi_real* arg[{sz_arg}];
   casadi_real* res[{sz_res}];
   casadi_int iw[{sz_iw} + 1];
   casadi_real* w = (casadi_real*)malloc(sizeof(casadi_real) * ({sz_w} + 1));
-  long i;
+  long i, j;
   int flag = 0;
   if (!w) return 1;
   memset(arg, 0, sizeof(arg));
   memset(res, 0, sizeof(res));
   for (i = 0; i < n && !flag; ++i) {{
-    arg[0] = in + i * {n_in};
-    res[0] = out + i * {n_out};
+    arg[0] = in + i * liftoff_size[0];
+    for (j = 0; j < liftoff_size[1]; ++j) res[j] = out[j] + i * liftoff_size[2 + j];
     flag = {name}(arg, res, iw, w, 0);
   }}
   free(w);
@@ -112,24 +113,26 @@ int liftoff_batch(long n, const casadi_real* in, casadi_real* out) {{
 
 
 class Kernel:
-    """A compiled batch kernel: ``kernel(x (S, n_in)) -> (S, n_out)``, or into ``out``."""
+    """A compiled batch kernel: ``kernel(x (S, n_in))`` is the list of its outputs, each
+    ``(S, size)`` and contiguous."""
 
     def __init__(self, path: Path, lib: ctypes.CDLL, name: str):
         self.path, self.name = path, name
         lib.liftoff_sizes.restype = ctypes.c_long
         lib.liftoff_batch.argtypes = (ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
-        self.n_in, self.n_out = lib.liftoff_sizes(0), lib.liftoff_sizes(1)
+        self.n_in = lib.liftoff_sizes(0)
+        self.sizes = tuple(lib.liftoff_sizes(2 + j) for j in range(lib.liftoff_sizes(1)))
         self._lib, self._batch = lib, lib.liftoff_batch
+        self._pointers = ctypes.c_void_p * len(self.sizes)
 
-    def __call__(self, x, out=None):
+    def __call__(self, x):
         x = np.ascontiguousarray(x, dtype=float)
         if x.ndim != 2 or x.shape[1] != self.n_in:
             raise ValueError(f"kernel {self.name}: expected input of shape (S, {self.n_in}), got {x.shape}")
-        if out is None:
-            out = np.empty((x.shape[0], self.n_out))
-        if self._batch(x.shape[0], x.ctypes.data, out.ctypes.data):
+        outs = [np.empty((x.shape[0], n)) for n in self.sizes]
+        if self._batch(x.shape[0], x.ctypes.data, self._pointers(*(o.ctypes.data for o in outs))):
             raise FloatingPointError(f"kernel {self.name} failed")
-        return out
+        return outs
 
 
 class Interpreted:
@@ -138,28 +141,25 @@ class Interpreted:
 
     def __init__(self, function: ca.Function, name: str):
         self.function, self.name = function, name
-        self.n_in, self.n_out = function.numel_in(0), function.numel_out(0)
+        self.n_in = function.numel_in(0)
+        self.sizes = tuple(function.numel_out(j) for j in range(function.n_out()))
 
-    def __call__(self, x, out=None):
-        rows = [np.asarray(ca.densify(self.function(row))).ravel() for row in np.asarray(x, dtype=float)]
-        result = np.array(rows).reshape(len(rows), self.n_out)
-        if out is None:
-            return result
-        out[...] = result
-        return out
+    def __call__(self, x):
+        rows = [self.function.call([row]) for row in np.asarray(x, dtype=float)]
+        return [np.array([np.asarray(ca.densify(r[j])).ravel() for r in rows]).reshape(len(rows), n) for j, n in enumerate(self.sizes)]
 
 
 def load(name: str, key: dict, build, quiet=False) -> Kernel:
     """The kernel ``name`` of ``key`` from the cache, built if missing: ``build()`` returns the
-    :class:`casadi.Function` (one dense input, one dense output). Says on stderr when it
-    compiles, unless ``quiet``."""
+    :class:`casadi.Function` (one input; its outputs are flattened column by column). Says on
+    stderr when it compiles, unless ``quiet``."""
     cc = compiler()
     digest = _digest({"key": key, "flags": FLAGS}, cc)
 
     def source(folder):
         function = build()
-        if function.n_in() != 1 or function.n_out() != 1:
-            raise ValueError("a kernel function has one input and one output")
+        if function.n_in() != 1:
+            raise ValueError("a kernel function has one input")
         return _casadi_source(function, name, digest, folder), f"{function.n_instructions()} instructions"
 
     return Kernel(*_cached(name, digest, cc, FLAGS, source, quiet), name)
@@ -267,15 +267,17 @@ def _loaded(path, digest):
 def _casadi_source(function, name, digest, folder) -> Path:
     """The C file of a kernel: CasADi's code of ``function`` and the batch loop."""
     cname = f"liftoff_{name}"
-    x = ca.SX.sym("x", function.size1_in(0) * function.size2_in(0))
-    function = ca.Function(cname, [x], [ca.densify(ca.vec(function(ca.reshape(x, function.size_in(0)))))], {"cse": True})
+    x = ca.SX.sym("x", function.numel_in(0))
+    outputs = function.call([ca.reshape(x, function.size_in(0))])
+    function = ca.Function(cname, [x], [ca.densify(ca.vec(o)) for o in outputs], {"cse": True})
     source = Path(folder) / f"{cname}.c"
     gen = ca.CodeGenerator(source.name, {"with_header": False, "casadi_real": "double", "casadi_int": "long long int"})
     gen.add(function)
     gen.generate(str(folder) + os.sep)
     sizes = dict(sz_arg=function.sz_arg(), sz_res=function.sz_res(), sz_iw=function.sz_iw(), sz_w=function.sz_w())
     with open(source, "a") as f:
-        f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, n_in=function.nnz_in(0), n_out=function.nnz_out(0), **sizes))
+        counts = ", ".join(map(str, [function.nnz_in(0), function.n_out()] + [function.nnz_out(j) for j in range(function.n_out())]))
+        f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, sizes=counts, **sizes))
     return source
 
 

@@ -207,9 +207,9 @@ class Formulation:
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1])
         nz = nx + gv.u.shape[1]
         r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
-        H_in, g_in = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c)
         grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
-        stages = condensing.LiftedStages(nx, nz - nx, ev.H + H_in, grad + g_in, ev.C, ev.c, ev.A, ev.b)
+        H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
+        stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
             condensed, local = condensing.condense(stages, self.backend), ev.c
             stationarity = grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])

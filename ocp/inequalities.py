@@ -40,14 +40,15 @@ class Inequalities:
         """``(dg/dy)^T x`` for ``x (S, ni)``, ``(S, ny)``."""
         return np.einsum("smy,sm->sy", self.G, x[:, : self.ng]) + x[:, self.ng :] @ self.bounds
 
-    def weighted_gram(self, d):
-        """``(dg/dy)^T diag(d) (dg/dy)`` for ``d (S, ni)``: the bound rows add to the diagonal, the
-        cone rows to the columns they touch (forces, and ``dq`` for LOCAL forces) only."""
+    def weighted_gram(self, d, out=None):
+        """``(dg/dy)^T diag(d) (dg/dy)`` for ``d (S, ni)``, or added to ``out`` in place: the bound
+        rows add to the diagonal, the cone rows to the columns they touch (forces, and ``dq``
+        for LOCAL forces) only."""
         S, ny = self.G.shape[0], self.G.shape[2]
-        out = np.zeros((S, ny, ny))
+        out = np.zeros((S, ny, ny)) if out is None else out
         cols = np.flatnonzero(np.any(self.G != 0, axis=(0, 1)))
         Gc = self.G[:, :, cols]
-        out[:, cols[:, None], cols] = (np.swapaxes(Gc, 1, 2) * d[:, None, : self.ng]) @ Gc
+        out[:, cols[:, None], cols] += (np.swapaxes(Gc, 1, 2) * d[:, None, : self.ng]) @ Gc
         out[:, np.arange(ny), np.arange(ny)] += d[:, self.ng :] @ np.abs(self.bounds)
         return out
 

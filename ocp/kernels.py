@@ -127,19 +127,15 @@ class CompiledStages:
         else:
             x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, gm.static), axis=1)
             nu = 0
-        out = self._call(group.kind, x)
         nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
-        ncones = ROWS * lay.ncones if group.kind == "contact" else 0
-        ni = len(gm.bounds) + ncones if group.kind == "contact" else 0
-        sizes = [1, ny, ny * ny, nw, nw * ny, nx, nx * ny, ni]
-        parts = np.split(out, np.cumsum(sizes), axis=1)
-        cost, g, H, c, C, b, A = parts[0][:, 0], parts[1], parts[2].reshape(S, ny, ny), parts[3], parts[4].reshape(S, nw, ny), parts[5], parts[6].reshape(S, nx, ny)
-        g_in, G = parts[7], parts[8].reshape(S, ncones, ny)
+        out = self._call(group.kind, x)
+        cost, g, H, c, C, b, A = out[0][:, 0], out[1], out[2].reshape(S, ny, ny), out[3], out[4].reshape(S, nw, ny), out[5], out[6].reshape(S, nx, ny)
+        g_in, G = (out[7], out[8].reshape(S, -1, ny)) if group.kind == "contact" else (np.zeros((S, 0)), np.zeros((S, 0, ny)))
         if gm.y is not None:
             y, r = gm.y, gm.rows
             g, H, c, C, A, G = g[:, y], H[:, y[:, None], y], c[:, r], C[:, r[:, None], y], A[:, :, y], G[:, :, y]
-        if len(gm.cones) < ncones:
-            g_in, G = g_in[:, np.concatenate((gm.cones, ncones + np.arange(len(gm.bounds))))], G[:, gm.cones]
+        if len(gm.cones) < G.shape[1]:
+            g_in, G = g_in[:, np.concatenate((gm.cones, G.shape[1] + np.arange(len(gm.bounds))))], G[:, gm.cones]
         return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds))
 
     def dynamics(self, group, q, v, u):
@@ -149,8 +145,7 @@ class CompiledStages:
         condensing that follows fails in either backend (``Cw`` is this matrix)."""
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
-        out = self._call("forward", np.concatenate((q, v, gm.forward), axis=1))
-        M, h, J, r, vel = np.split(out, np.cumsum([nv * nv, nv, lay.m * nv, lay.m]), axis=1)
+        M, h, J, r, vel = self._call("forward", np.concatenate((q, v, gm.forward), axis=1))
         m = len(gm.f_cols)
         K = np.zeros((S, nv + m, nv + m))
         K[:, :nv, :nv] = M.reshape(S, nv, nv)
@@ -164,8 +159,8 @@ class CompiledStages:
 
     def terminal(self, q, v):
         nx = 2 * self.model.nv
-        out = self._call("terminal", np.concatenate((q, v, self._terminal_static[0]))[None])[0]
-        return float(out[0]), out[1 + nx :].reshape(nx, nx), out[1 : 1 + nx]
+        cost, g, H = self._call("terminal", np.concatenate((q, v, self._terminal_static[0]))[None])
+        return float(cost[0, 0]), H[0].reshape(nx, nx), g[0]
 
 
 def _target(contact, slot, S):

@@ -47,20 +47,30 @@ class Dense:
     def transpose_dot(self, x):
         return np.einsum("...mi,...m->...i", self.G, x)
 
-    def weighted_gram(self, d):
-        return (np.swapaxes(self.G, -1, -2) * d[..., None, :]) @ self.G
+    def weighted_gram(self, d, out=None):
+        gram = (np.swapaxes(self.G, -1, -2) * d[..., None, :]) @ self.G
+        if out is None:
+            return gram
+        out += gram
+        return out
 
 
 def _operator(G):
     return Dense(G) if isinstance(G, np.ndarray) else G
 
 
-def condense(G, s, z, r_p, r_c):
-    """Hessian and gradient added by the inequalities: ``(G^T diag(z/s) G, G^T (r_c + z r_p)/s)``.
+def condense(G, s, z, r_p, r_c, H=None, g=None):
+    """Hessian and gradient added by the inequalities: ``(G^T diag(z/s) G, G^T (r_c + z r_p)/s)``,
+    or, given ``H`` and ``g``, added to them in place and returned.
 
     ``G (..., m, n)``, the others ``(..., m)``; the gradient term completes ``L_x - G^T z``."""
     G = _operator(G)
-    return G.weighted_gram(z / s), G.transpose_dot((r_c + z * r_p) / s)
+    gradient = G.transpose_dot((r_c + z * r_p) / s)
+    if H is None:
+        return G.weighted_gram(z / s), gradient
+    G.weighted_gram(z / s, out=H)
+    g += gradient
+    return H, g
 
 
 def expand(G, dx, s, z, r_p, r_c):

@@ -17,7 +17,8 @@ stage kind then has one function of a flat input row:
   the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T f``, ``J a = r``;
 - **terminal**: ``(q, v | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv)``.
 
-Matrices are flattened row by row. A stage of a group reads its own rows and columns out of
+Each function has one input row and its outputs in the order listed, matrices flattened row
+by row. A stage of a group reads its own rows and columns out of
 these (:class:`ocp.kernels.GroupMap`). The derivatives of the RNEA are the analytical ones
 (:func:`dynamics.symbolic.rnea_derivatives`); the others in ``q`` are CasADi's AD along
 tangent perturbations (:func:`dynamics.symbolic.configuration`), and the
@@ -377,8 +378,7 @@ def contact_function(layout: Layout) -> tuple:
     cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
     c, C, g_in, G, cost, g, H = _at_zero(var, c, C, g_in, G, cost, g, H)
     A, b = _state_equation(model, q, v, a, x["q_next"], x["v_next"], x["dt"], nu, nv + m)
-    out = ca.vertcat(cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G))
-    return ca.Function("contact", [x.x], [out]), sizes
+    return ca.Function("contact", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G)]), sizes
 
 
 def impulse_function(layout: Layout) -> tuple:
@@ -403,8 +403,7 @@ def impulse_function(layout: Layout) -> tuple:
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
     c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
     A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m)
-    out = ca.vertcat(cost, g, _rows(H), c, _rows(C), b, _rows(A))
-    return ca.Function("impulse", [x.x], [out]), sizes
+    return ca.Function("impulse", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A)]), sizes
 
 
 def forward_function(layout: Layout) -> tuple:
@@ -427,8 +426,7 @@ def forward_function(layout: Layout) -> tuple:
     acc, vel, target = (ca.vertcat(*z) if z else ca.SX.zeros(0) for z in (acc, vel, target))
     M, J = ca.jacobian(tau, a), ca.jacobian(acc, a)
     h, drift = (ca.substitute(e, a, ca.SX.zeros(nv)) for e in (tau, acc))
-    out = ca.vertcat(_rows(M), h, _rows(J), target - drift, vel)
-    return ca.Function("forward", [x.x], [out]), sizes
+    return ca.Function("forward", [x.x], [_rows(M), h, _rows(J), target - drift, vel]), sizes
 
 
 def terminal_function(layout: Layout) -> tuple:
@@ -440,4 +438,4 @@ def terminal_function(layout: Layout) -> tuple:
     var = _Variables(model, v=v, u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
     cfg = sx.configuration(model, q, var.dq)
     cost, g, H = _at_zero(var, *_gauss_newton(_residuals(layout, layout.terminal_terms, x, cfg, q, v, var), var))
-    return ca.Function("terminal", [x.x], [ca.vertcat(cost, g, _rows(H))]), sizes
+    return ca.Function("terminal", [x.x], [cost, g, _rows(H)]), sizes

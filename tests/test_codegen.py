@@ -28,6 +28,11 @@ def expected(x):
     return np.stack((np.sin(x[:, 0]) * x[:, 1], x[:, 2] ** 2, x.sum(axis=1), np.ones(len(x))), axis=1)
 
 
+def two_outputs():
+    x = ca.SX.sym("x", 2)
+    return ca.Function("two", [x], [x[0] * x[1], ca.vertcat(x[0], 2 * x[1], 3.0)])
+
+
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("LIFTOFF_CACHE", str(tmp_path / "cache"))
@@ -38,15 +43,23 @@ def test_a_kernel_is_compiled_once_then_loaded_from_the_cache(cache, capsys):
     x = np.random.default_rng(0).standard_normal((7, 3))
     kernel = codegen.load("small", {"case": 1}, small_function)
     assert "compiling small" in capsys.readouterr().err
-    np.testing.assert_allclose(kernel(x), expected(x), rtol=1e-15)
+    np.testing.assert_allclose(kernel(x)[0], expected(x), rtol=1e-15)
     assert [p.suffix for p in cache.iterdir() if p.suffix == ".so"] == [".so"]
     start = time.perf_counter()
     again = codegen.load("small", {"case": 1}, lambda: pytest.fail("a cached kernel is not built again"))
     assert time.perf_counter() - start < 0.05
     assert capsys.readouterr().err == ""
-    np.testing.assert_allclose(again(x), expected(x), rtol=1e-15)
-    out = np.full((7, 4), np.nan)
-    assert again(x, out) is out and np.all(np.isfinite(out))
+    np.testing.assert_allclose(again(x)[0], expected(x), rtol=1e-15)
+
+
+def test_each_output_of_a_kernel_is_its_own_contiguous_array(cache):
+    x = np.array([[2.0, 5.0], [1.0, -1.0], [0.5, 4.0]])
+    product, stacked = codegen.load("two", {}, two_outputs, quiet=True)(x)
+    np.testing.assert_array_equal(product, [[10.0], [-1.0], [2.0]])
+    np.testing.assert_array_equal(stacked, [[2.0, 10.0, 3.0], [1.0, -2.0, 3.0], [0.5, 8.0, 3.0]])
+    assert product.flags.c_contiguous and stacked.flags.c_contiguous
+    interpreted = codegen.Interpreted(two_outputs(), "two")(x)
+    np.testing.assert_array_equal(interpreted[1], stacked)
 
 
 def test_another_key_is_another_kernel(cache):
@@ -67,7 +80,7 @@ from dynamics import codegen
 x = ca.SX.sym("x", 3)
 f = ca.Function("small", [x], [ca.vertcat(ca.sin(x[0]) * x[1], x[2] ** 2, x[0] + x[1] + x[2], 1.0)])
 k = codegen.load("small", {"case": 1}, lambda: f)
-print(k([[1.0, 2.0, 3.0]])[0, 2])
+print(k([[1.0, 2.0, 3.0]])[0][0, 2])
 """
 
 
