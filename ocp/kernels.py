@@ -33,13 +33,15 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 @dataclass(frozen=True)
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
-    ``y``, ``rows`` its rows of ``c`` (``None``: all); ``cones`` its cone rows, ``bounds`` the
-    Jacobian rows of its limits; the kernel's constant inputs ``static`` and the forward
-    kernel's ``forward (S, .)``."""
+    ``y``, ``rows`` its rows of ``c`` (``None``: all), and ``take`` the flat indices of its
+    blocks of ``H, C, A, G`` in the kernel's (one gather each); ``cones`` its cone rows,
+    ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
+    the forward kernel's ``forward (S, .)``."""
 
     f_cols: np.ndarray
     y: np.ndarray | None
     rows: np.ndarray | None
+    take: dict
     cones: np.ndarray
     bounds: np.ndarray
     static: np.ndarray
@@ -103,7 +105,14 @@ class CompiledStages:
         else:
             static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        return GroupMap(f_cols, None if full else y, None if full else rows, cones, bounds, static, contact_inputs)
+        ny = nz + lay.m
+        take = {
+            "H": (y[:, None] * ny + y).ravel(),
+            "C": (rows[:, None] * ny + y).ravel(),
+            "A": (np.arange(2 * nv)[:, None] * ny + y).ravel(),
+            "G": (cones[:, None] * ny + y).ravel(),
+        }
+        return GroupMap(f_cols, None if full else y, None if full else rows, take, cones, bounds, static, contact_inputs)
 
     # ------------------------------------------------------------------ evaluation
 
@@ -129,13 +138,19 @@ class CompiledStages:
             nu = 0
         nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
         out = self._call(group.kind, x)
-        cost, g, H, c, C, b, A = out[0][:, 0], out[1], out[2].reshape(S, ny, ny), out[3], out[4].reshape(S, nw, ny), out[5], out[6].reshape(S, nx, ny)
-        g_in, G = (out[7], out[8].reshape(S, -1, ny)) if group.kind == "contact" else (np.zeros((S, 0)), np.zeros((S, 0, ny)))
-        if gm.y is not None:
-            y, r = gm.y, gm.rows
-            g, H, c, C, A, G = g[:, y], H[:, y[:, None], y], c[:, r], C[:, r[:, None], y], A[:, :, y], G[:, :, y]
-        if len(gm.cones) < G.shape[1]:
-            g_in, G = g_in[:, np.concatenate((gm.cones, G.shape[1] + np.arange(len(gm.bounds))))], G[:, gm.cones]
+        cost, b = out[0][:, 0], out[5]
+        if gm.y is None:
+            g, H, c, C, A = out[1], out[2].reshape(S, ny, ny), out[3], out[4].reshape(S, nw, ny), out[6].reshape(S, nx, ny)
+        else:
+            g, c = out[1][:, gm.y], out[3][:, gm.rows]
+            H, C, A = (np.take(out[i], gm.take[k], axis=1).reshape(S, -1, len(gm.y)) for i, k in ((2, "H"), (4, "C"), (6, "A")))
+        if group.kind != "contact":
+            g_in, G = np.zeros((S, 0)), np.zeros((S, 0, H.shape[1]))
+        elif gm.y is None and len(gm.cones) == ROWS * lay.ncones:
+            g_in, G = out[7], out[8].reshape(S, -1, ny)
+        else:
+            g_in = out[7][:, np.concatenate((gm.cones, ROWS * lay.ncones + np.arange(len(gm.bounds))))]
+            G = np.take(out[8], gm.take["G"], axis=1).reshape(S, len(gm.cones), H.shape[1])
         return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds))
 
     def dynamics(self, group, q, v, u):
