@@ -69,75 +69,88 @@ def _crocoddyl():
     return crocoddyl, example_robot_data, SimpleQuadrupedalGaitProblem
 
 
-def crocoddyl_gait(gait: str, repeat: int) -> dict:
-    """Crocoddyl's FDDP on its example's ``gait``: knots, iterations, median CPU seconds."""
-    crocoddyl, robots, Problem = _crocoddyl()
-    anymal = robots.load("anymal")
-    q0 = anymal.model.referenceConfigurations["standing"].copy()
-    x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
-    builder, args = CROCODDYL[gait]
-    problem = getattr(Problem(anymal.model, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), builder)(x0, *args)
-    times, solver = [], None
-    for _ in range(repeat):
-        solver = crocoddyl.SolverFDDP(problem)
+class CrocoddylGait:
+    """Crocoddyl's FDDP on its example's ``gait``; :meth:`run` solves it once."""
+
+    def __init__(self, gait: str):
+        crocoddyl, robots, Problem = _crocoddyl()
+        anymal = robots.load("anymal")
+        q0 = anymal.model.referenceConfigurations["standing"].copy()
+        self.x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
+        builder, args = CROCODDYL[gait]
+        self.problem = getattr(Problem(anymal.model, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), builder)(self.x0, *args)
+        self.solver_type = crocoddyl.SolverFDDP
+
+    def run(self) -> dict:
+        problem, x0 = self.problem, self.x0
+        solver = self.solver_type(problem)
         xs, us = [x0] * (problem.T + 1), problem.quasiStatic([x0] * problem.T)
         start = time.process_time()
         solver.solve(xs, us, 100, False)
-        times.append(time.process_time() - start)
-    total = statistics.median(times)
-    return {"knots": problem.T, "iterations": solver.iter, "total_s": total, "per_knot_iteration_s": total / (problem.T * max(solver.iter, 1))}
+        total = time.process_time() - start
+        return {"knots": problem.T, "iterations": solver.iter, "total_s": total, "per_knot_iteration_s": total / (problem.T * max(solver.iter, 1))}
 
 
-def _timed_solve(form, options):
-    """One solve: ``(result, CPU seconds, kernel seconds)``."""
-    kernels = form.stages.kernel_seconds
-    start = time.process_time()
-    result = solve(form, options)
-    return result, time.process_time() - start, form.stages.kernel_seconds - kernels
+class LiftoffGait:
+    """liftoff on ``config`` in ``formulation`` with compiled kernels (compiled before any
+    timing); :meth:`run` solves it once and splits an iteration."""
+
+    def __init__(self, config, formulation: str):
+        self.form = Formulation(build_problem(config), formulation, "compiled")
+        if self.form.backend != "compiled":
+            raise BenchError("the solve benchmark times the compiled backend, which needs a C compiler")
+        self.options = solver_options(config)
+
+    def run(self) -> dict:
+        form = self.form
+        kernels = form.stages.kernel_seconds
+        start = time.process_time()
+        result = solve(form, self.options)
+        total = time.process_time() - start
+        n, K = max(result.iterations, 1), form.ocp.K
+        kernel = (form.stages.kernel_seconds - kernels) / n
+        split = {part: sum(getattr(h, f"{part}_time") for h in result.history) / n for part in ("linearize", "riccati", "expand")}
+        per_iteration = total / n
+        return {
+            "knots": K,
+            "iterations": result.iterations,
+            "status": result.status,
+            "total_s": total,
+            "per_iteration_s": per_iteration,
+            "per_knot_iteration_s": per_iteration / K,
+            "split_s": {
+                "kernels": kernel,
+                "riccati": split["riccati"],
+                "linearize_rest": split["linearize"] - kernel,
+                "expand_step": split["expand"],
+                "other": per_iteration - split["linearize"] - split["riccati"] - split["expand"],
+            },
+        }
 
 
-def liftoff_gait(config, formulation: str, repeat: int) -> dict:
-    """liftoff on ``config`` (compiled kernels, compiled before timing): knots, iterations,
-    median CPU seconds and the split of an iteration."""
-    form = Formulation(build_problem(config), formulation, "compiled")
-    if form.backend != "compiled":
-        raise BenchError("the solve benchmark times the compiled backend, which needs a C compiler")
-    options = solver_options(config)
-    runs = [_timed_solve(form, options) for _ in range(repeat)]
-    result, total, kernels = sorted(runs, key=lambda r: r[1])[len(runs) // 2]
-    n, K = max(result.iterations, 1), form.ocp.K
-    split = {part: sum(getattr(h, f"{part}_time") for h in result.history) / n for part in ("linearize", "riccati", "expand")}
-    per_iteration = total / n
-    kernel = kernels / n
-    return {
-        "knots": K,
-        "iterations": result.iterations,
-        "status": result.status,
-        "total_s": total,
-        "per_iteration_s": per_iteration,
-        "per_knot_iteration_s": per_iteration / K,
-        "split_s": {
-            "kernels": kernel,
-            "riccati": split["riccati"],
-            "linearize_rest": split["linearize"] - kernel,
-            "expand_step": split["expand"],
-            "other": per_iteration - split["linearize"] - split["riccati"] - split["expand"],
-        },
-    }
+def _median(runs: list) -> dict:
+    """The run of median total time."""
+    return sorted(runs, key=lambda r: r["total_s"])[len(runs) // 2]
 
 
 def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
-    """Every gait by liftoff (lifted, non-lifted) and by Crocoddyl, with the ratios."""
+    """Every gait by liftoff (lifted, non-lifted) and by Crocoddyl, the solves of the three
+    interleaved ``repeat`` times (so that the machine's slow spells touch all alike), with
+    the ratios of the median runs."""
     rows = []
     with one_blas_thread():
         for gait in gaits:
             config = load_config(CONFIGS / f"anymal_{gait}.yaml")
-            ours = {f: liftoff_gait(config, f, repeat) for f in ("lifted", "nonlifted")}
-            croc = crocoddyl_gait(gait, repeat)
-            row = {"gait": gait, "lifted": ours["lifted"], "nonlifted": ours["nonlifted"], "crocoddyl": croc}
-            row["ratio_per_knot_iteration"] = ours["lifted"]["per_knot_iteration_s"] / croc["per_knot_iteration_s"]
-            row["ratio_total"] = ours["lifted"]["total_s"] / croc["total_s"]
-            row["nonlifted_over_lifted_per_iteration"] = ours["nonlifted"]["per_iteration_s"] / ours["lifted"]["per_iteration_s"]
+            cases = {"lifted": LiftoffGait(config, "lifted"), "nonlifted": LiftoffGait(config, "nonlifted"), "crocoddyl": CrocoddylGait(gait)}
+            runs = {name: [] for name in cases}
+            for _ in range(repeat):
+                for name, case in cases.items():
+                    runs[name].append(case.run())
+            row = {"gait": gait, **{name: _median(r) for name, r in runs.items()}}
+            lifted, croc = row["lifted"], row["crocoddyl"]
+            row["ratio_per_knot_iteration"] = lifted["per_knot_iteration_s"] / croc["per_knot_iteration_s"]
+            row["ratio_total"] = lifted["total_s"] / croc["total_s"]
+            row["nonlifted_over_lifted_per_iteration"] = row["nonlifted"]["per_iteration_s"] / lifted["per_iteration_s"]
             rows.append(row)
             if progress:
                 progress(format_row(row))
@@ -157,13 +170,12 @@ def scaling_benchmark(scales=SCALES, repeat=3, progress=None) -> dict:
     points = []
     with one_blas_thread():
         for factor in scales:
-            config = _scaled(base, factor)
-            form = Formulation(build_problem(config), "lifted", "compiled")
-            options = dataclasses.replace(solver_options(config), max_iterations=SCALING_ITERATIONS, tol=1e-300)
-            times = [_timed_solve(form, options)[1] / SCALING_ITERATIONS for _ in range(repeat)]
-            points.append({"scale": factor, "knots": form.ocp.K, "per_iteration_s": statistics.median(times)})
+            case = LiftoffGait(_scaled(base, factor), "lifted")
+            case.options = dataclasses.replace(case.options, max_iterations=SCALING_ITERATIONS, tol=1e-300)
+            times = [case.run()["per_iteration_s"] for _ in range(repeat)]
+            points.append({"scale": factor, "knots": case.form.ocp.K, "per_iteration_s": statistics.median(times)})
             if progress:
-                progress(f"trot x{factor:g}: {form.ocp.K} knots, {1e3 * points[-1]['per_iteration_s']:.2f} ms per iteration")
+                progress(f"trot x{factor:g}: {points[-1]['knots']} knots, {1e3 * points[-1]['per_iteration_s']:.2f} ms per iteration")
     knots = np.array([p["knots"] for p in points], dtype=float)
     seconds = np.array([p["per_iteration_s"] for p in points])
     slope, fixed = np.polyfit(knots, seconds, 1)
