@@ -16,7 +16,7 @@ from problems.cli import main
 from problems.runs import load_run
 
 FEET = ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"]
-KEYS = ("status", "formulation", "iterations", "kkt", "cost", "solve_time_s", "max_constraint_violation")
+KEYS = ("status", "formulation", "backend", "iterations", "kkt", "cost", "solve_time_s", "max_constraint_violation")
 
 TINY = {
     "robot": "anymal",
@@ -51,7 +51,7 @@ def test_json_summary_and_results_file(tmp_path, capsys):
     summary = json.loads(captured.out)
     assert isinstance(summary, dict)
     assert set(KEYS) <= set(summary)
-    assert summary["status"] == "converged" and summary["formulation"] == "lifted"
+    assert summary["status"] == "converged" and summary["formulation"] == "lifted" and summary["backend"] == "compiled"
     kkt = summary["kkt"]
     assert len(kkt) == summary["iterations"] >= 2
     assert kkt[-1] < kkt[-2]
@@ -64,6 +64,18 @@ def test_json_summary_and_results_file(tmp_path, capsys):
     assert run["summary"] == {k: v for k, v in summary.items() if k != "results_file"}
     assert run["q"].shape == (len(run["times"]), 19)
     assert run["config"]["gait"]["horizon"] == 6
+
+
+def test_both_backends_give_the_same_solve(tmp_path, capsys):
+    """The YAML's solver.backend and --backend choose how stages are evaluated, not the result."""
+    numpy_config = write(tmp_path, {**TINY, "solver": {**TINY["solver"], "backend": "numpy"}}, "numpy.yaml")
+    assert main(["solve", numpy_config, "--json", "--out", str(tmp_path / "a.npz")]) == 0
+    by_yaml = json.loads(capsys.readouterr().out)
+    assert main(["solve", write(tmp_path, TINY), "--json", "--backend", "compiled", "--out", str(tmp_path / "b.npz")]) == 0
+    by_flag = json.loads(capsys.readouterr().out)
+    assert (by_yaml["backend"], by_flag["backend"]) == ("numpy", "compiled")
+    assert by_yaml["iterations"] == by_flag["iterations"]
+    assert abs(by_yaml["cost"] - by_flag["cost"]) <= 1e-8 * abs(by_yaml["cost"])
 
 
 def test_overrides_show_in_the_summary_and_the_default_path(tmp_path, capsys, monkeypatch):

@@ -139,13 +139,15 @@ def costates_on_unpremultiplied(form, it):
     return lam_tilde
 
 
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
 @pytest.mark.parametrize("formulation", ["lifted", "nonlifted"])
 @pytest.mark.parametrize("reference", ["LOCAL_WORLD_ALIGNED", "LOCAL"])
-def test_kkt_stationarity_is_the_gradient_of_the_lagrangian(anymal, formulation, reference):
+def test_kkt_stationarity_is_the_gradient_of_the_lagrangian(anymal, formulation, reference, backend):
     """Directional derivatives of the Lagrangian (central differences, q moved through
     integrate) equal the stationarity residual the solver reports, on a perturbed point."""
     model, eps = anymal, 1e-2
-    form = Formulation(lift_foot_problem(model, reference, n_stance=2, n_swing=2, n_land=1), formulation)
+    form = Formulation(lift_foot_problem(model, reference, n_stance=2, n_swing=2, n_land=1), formulation, backend)
+    assert form.backend == backend
     rng = np.random.default_rng(7)
     it = perturbed_iterate(form, rng, eps)
     lin, it = form.linearize(it, eps)
@@ -317,5 +319,7 @@ def test_bad_stage_input_is_a_clear_error(anymal):
         dataclasses.replace(problem, stages=(ContactStage((Contact("NOT_A_FOOT"),), 0.02),))
     with pytest.raises(ValueError, match="unknown formulation"):
         Formulation(problem, "condensed")
+    with pytest.raises(ValueError, match="unknown backend 'gpu'"):
+        Formulation(problem, "lifted", "gpu")
     with pytest.raises(ValueError, match="barrier must be"):
         Options(barrier=0.0)
