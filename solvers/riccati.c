@@ -23,16 +23,24 @@ static void mul_nn(int m, int n, int l, const double *A, int lda, const double *
     }
 }
 
-/* C += A^T B, A (l, m), B (l, n), C (m, n). */
+/* C += A^T B, A (l, m), B (l, n), C (m, n); the zeros of A are skipped (the dynamics A, B of
+ * the condensed stages are sparse in their configuration rows). */
 static void mul_tn(int m, int n, int l, const double *A, int lda, const double *B, int ldb, double *C, int ldc) {
     for (int r = 0; r < l; ++r) {
         const double *a = A + r * lda, *bb = B + r * ldb;
         for (int i = 0; i < m; ++i) {
             const double ai = a[i];
+            if (ai == 0.0) continue;
             double *c = C + i * ldc;
             for (int j = 0; j < n; ++j) c[j] += ai * bb[j];
         }
     }
+}
+
+/* B <- A^T (n, m) of A (m, n). */
+static void transpose(int m, int n, const double *A, int lda, double *B, int ldb) {
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) B[j * ldb + i] = A[i * lda + j];
 }
 
 /* y += A x, A (m, n). */
@@ -46,8 +54,10 @@ static void mul_v(int m, int n, const double *A, int lda, const double *x, doubl
 
 /* y += A^T x, A (m, n). */
 static void mul_tv(int m, int n, const double *A, int lda, const double *x, double *y) {
-    for (int i = 0; i < m; ++i)
+    for (int i = 0; i < m; ++i) {
+        if (x[i] == 0.0) continue;
         for (int j = 0; j < n; ++j) y[j] += A[i * lda + j] * x[i];
+    }
 }
 
 /* Lower Cholesky factor of the n x n matrix G in place; 0 if G is not positive definite. */
@@ -94,9 +104,9 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu,
                     const double *Quu, const double *lx, const double *lu, const double *QN, const double *lN,
                     const double *dx0, double *P, double *p, double *K, double *k, double *dx, double *du, double *lam) {
     const int xx = nx * nx, xm = nx * nm, mm = nm * nm;
-    double *PA = malloc(sizeof(double) * (xx + xm + nx + mm + xm + nm + nm * (nx + 1)));
+    double *PA = malloc(sizeof(double) * (2 * xx + 2 * xm + nx + mm + xm + nm * (nx + 1)));
     if (!PA) return -1;
-    double *PB = PA + xx, *co = PB + xm, *G = co + nx, *H = G + mm, *rhs = H + xm;
+    double *PB = PA + xx, *co = PB + xm, *G = co + nx, *H = G + mm, *rhs = H + xm, *X = rhs + nm * (nx + 1);
     memcpy(P + N * xx, QN, sizeof(double) * xx);
     memcpy(p + N * nx, lN, sizeof(double) * nx);
     memset(K, 0, sizeof(double) * N * nm * nx);
@@ -106,8 +116,13 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu,
         const int m = nu[i];
         const double *Ai = A + i * xx, *Bi = B + i * xm, *Pn = P + (i + 1) * xx;
         double *Pi = P + i * xx, *pi = p + i * nx, *Ki = K + i * nm * nx, *ki = k + i * nm;
-        mul_nn(nx, nx, nx, Pn, nx, Ai, nx, PA, nx, 0);
-        mul_nn(nx, m, nx, Pn, nx, Bi, nm, PB, nm, 0);
+        /* P A = (A^T P)^T and P B = (B^T P)^T (P is symmetric): products that skip A's zeros */
+        memset(X, 0, sizeof(double) * xx);
+        mul_tn(nx, nx, nx, Ai, nx, Pn, nx, X, nx);
+        transpose(nx, nx, X, nx, PA, nx);
+        memset(X, 0, sizeof(double) * m * nx);
+        mul_tn(m, nx, nx, Bi, nm, Pn, nx, X, nx);
+        transpose(m, nx, X, nx, PB, nm);
         memcpy(co, p + (i + 1) * nx, sizeof(double) * nx);
         mul_v(nx, nx, Pn, nx, b + i * nx, co);
         memcpy(Pi, Qxx + i * xx, sizeof(double) * xx);
