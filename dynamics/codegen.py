@@ -114,7 +114,8 @@ int liftoff_batch(long n, const casadi_real* in, casadi_real** out) {{
 
 class Kernel:
     """A compiled batch kernel: ``kernel(x (S, n_in))`` is the list of its outputs, each
-    ``(S, size)`` and contiguous."""
+    ``(S, size)`` and contiguous; ``patterns[j]`` are the entries of output ``j`` that are not
+    zero by structure (the others are zero whatever the input)."""
 
     def __init__(self, path: Path, lib: ctypes.CDLL, name: str):
         self.path, self.name = path, name
@@ -124,6 +125,13 @@ class Kernel:
         self.sizes = tuple(lib.liftoff_sizes(2 + j) for j in range(lib.liftoff_sizes(1)))
         self._lib, self._batch = lib, lib.liftoff_batch
         self._pointers = ctypes.c_void_p * len(self.sizes)
+        lib.liftoff_pattern.restype = ctypes.c_long
+        lib.liftoff_pattern.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_long)))
+        self.patterns = []
+        for j in range(len(self.sizes)):
+            indices = ctypes.POINTER(ctypes.c_long)()
+            count = lib.liftoff_pattern(j, ctypes.byref(indices))
+            self.patterns.append(np.array(indices[:count], dtype=int))
 
     def __call__(self, x):
         x = np.ascontiguousarray(x, dtype=float)
@@ -143,6 +151,8 @@ class Interpreted:
         self.function, self.name = function, name
         self.n_in = function.numel_in(0)
         self.sizes = tuple(function.numel_out(j) for j in range(function.n_out()))
+        x = ca.SX.sym("x", self.n_in)
+        self.patterns = [np.array(ca.sparsify(ca.vec(o)).sparsity().row(), dtype=int) for o in function.call([ca.reshape(x, function.size_in(0))])]
 
     def __call__(self, x):
         rows = [self.function.call([row]) for row in np.asarray(x, dtype=float)]
@@ -269,6 +279,7 @@ def _casadi_source(function, name, digest, folder) -> Path:
     cname = f"liftoff_{name}"
     x = ca.SX.sym("x", function.numel_in(0))
     outputs = function.call([ca.reshape(x, function.size_in(0))])
+    patterns = [ca.sparsify(ca.vec(o)).sparsity().row() for o in outputs]
     function = ca.Function(cname, [x], [ca.densify(ca.vec(o)) for o in outputs], {"cse": True})
     source = Path(folder) / f"{cname}.c"
     gen = ca.CodeGenerator(source.name, {"with_header": False, "casadi_real": "double", "casadi_int": "long long int"})
@@ -277,8 +288,21 @@ def _casadi_source(function, name, digest, folder) -> Path:
     sizes = dict(sz_arg=function.sz_arg(), sz_res=function.sz_res(), sz_iw=function.sz_iw(), sz_w=function.sz_w())
     with open(source, "a") as f:
         counts = ", ".join(map(str, [function.nnz_in(0), function.n_out()] + [function.nnz_out(j) for j in range(function.n_out())]))
-        f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, sizes=counts, **sizes))
+        f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, sizes=counts, **sizes) + _patterns(patterns))
     return source
+
+
+def _patterns(patterns) -> str:
+    """C arrays of the structural nonzeros of each output and ``liftoff_pattern(j, &indices)``,
+    which returns their number."""
+    arrays = [f"static const long liftoff_nz{j}[] = {{{', '.join(map(str, p)) or '0'}}};" for j, p in enumerate(patterns)]
+    table = ", ".join(f"liftoff_nz{j}" for j in range(len(patterns)))
+    counts = ", ".join(str(len(p)) for p in patterns)
+    return "\n".join(arrays) + f"""
+static const long* const liftoff_nz[] = {{{table}}};
+static const long liftoff_nnz[] = {{{counts}}};
+long liftoff_pattern(int j, const long** indices) {{ *indices = liftoff_nz[j]; return liftoff_nnz[j]; }}
+"""
 
 
 def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:

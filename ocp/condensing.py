@@ -106,12 +106,15 @@ def eliminate(H, g, A, b, nz, T, t) -> Condensed:
     return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
 
 
-def condense(stages: LiftedStages, backend="numpy") -> Condensed:
-    """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``)."""
+def condense(stages: LiftedStages, backend="numpy", supports=None) -> Condensed:
+    """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``).
+    ``supports``: ``(zw, ww, ar, ac)``, the columns of ``H_zw``, the rows and columns of
+    ``H_ww``, the rows and columns of ``A_w`` that may be nonzero (by default found from the
+    values)."""
     nz = stages.nx + stages.nu
     library = _library() if backend == "compiled" else None
     if library is not None:
-        return _condense_compiled(library, stages)
+        return _condense_compiled(library, stages, supports)
     Tt = -np.linalg.solve(stages.C[:, :, nz:], np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2))
     return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz])
 
@@ -148,14 +151,13 @@ def _ptr(x):
     return x.ctypes.data
 
 
-def _condense_compiled(library, st: LiftedStages) -> Condensed:
+def _condense_compiled(library, st: LiftedStages, supports) -> Condensed:
     S, nx, nu, nw = len(st.H), st.nx, st.nu, st.nw
     nz = nx + nu
     H, g, C, c, A, b = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.C, st.c, st.A, st.b))
-    supports = [
-        np.ascontiguousarray(x, dtype=np.intc)
-        for x in (_support(H[:, :nz, nz:], 2), _support(H[:, nz:, nz:], 1), _support(A[:, :, nz:], 1), _support(A[:, :, nz:], 2))
-    ]
+    if supports is None:
+        supports = (_support(H[:, :nz, nz:], 2), _support(H[:, nz:, nz:], 1), _support(A[:, :, nz:], 1), _support(A[:, :, nz:], 2))
+    supports = [np.ascontiguousarray(x, dtype=np.intc) for x in supports]
     LU, piv = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc)
     T, t, Ac, Bc, bc, Q, l = (np.empty(shape) for shape in ((S, nw, nz), (S, nw), (S, nx, nx), (S, nx, nu), (S, nx), (S, nz, nz), (S, nz)))
     args = [x for sup in supports for x in (len(sup), _ptr(sup))]

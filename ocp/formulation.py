@@ -211,10 +211,11 @@ class Formulation:
         H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
         stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            condensed, local = condensing.condense(stages, self.backend), ev.c
+            condensed, local = condensing.condense(stages, self.backend, ev.supports), ev.c
             stationarity = grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
-            condensed, local = condensing.condense(replace(stages, c=np.zeros_like(ev.c)), self.backend), np.zeros((group.size, 0))
+            stages = replace(stages, c=np.zeros_like(ev.c))
+            condensed, local = condensing.condense(stages, self.backend, ev.supports), np.zeros((group.size, 0))
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)

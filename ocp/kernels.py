@@ -34,7 +34,9 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
     ``y``, ``rows`` its rows of ``c`` (``None``: all), and ``take`` the flat indices of its
-    blocks of ``H, C, A, G`` in the kernel's (one gather each); ``cones`` its cone rows,
+    blocks of ``H, C, A, G`` in the kernel's (one gather each); ``supports`` the rows and
+    columns of its ``H_zw, H_ww, A_w`` that are not zero by structure (for the condensing:
+    from the kernels' patterns, with the friction cones' barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
     the forward kernel's ``forward (S, .)``."""
 
@@ -42,6 +44,7 @@ class GroupMap:
     y: np.ndarray | None
     rows: np.ndarray | None
     take: dict
+    supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
     static: np.ndarray
@@ -86,8 +89,8 @@ class CompiledStages:
         slots = [lay.slot(c) for c in group.contacts]
         f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
         nu = lay.nu if group.kind == "contact" else 0
-        nz = 2 * nv + nu + nv
-        y = np.concatenate((np.arange(nz), nz + f_cols))
+        nf = 2 * nv + nu + nv  # the first force column of y
+        y = np.concatenate((np.arange(nf), nf + f_cols))
         rows = np.concatenate((np.arange(nv), nv + f_cols))
         full = len(f_cols) == lay.m and np.array_equal(f_cols, np.arange(lay.m))
         gains = {s.offset: (c, s) for c, s in zip(group.contacts, slots)}
@@ -105,14 +108,33 @@ class CompiledStages:
         else:
             static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        ny = nz + lay.m
+        ny = nf + lay.m
         take = {
             "H": (y[:, None] * ny + y).ravel(),
             "C": (rows[:, None] * ny + y).ravel(),
             "A": (np.arange(2 * nv)[:, None] * ny + y).ravel(),
             "G": (cones[:, None] * ny + y).ravel(),
         }
-        return GroupMap(f_cols, None if full else y, None if full else rows, take, cones, bounds, static, contact_inputs)
+        supports = self._supports(group.kind, y, cones, 2 * nv + nu)
+        return GroupMap(f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, contact_inputs)
+
+    def _supports(self, kind, y, cones, nz):
+        """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
+        rows and the columns of ``A_w`` of a group (``y``: its columns, ``nz``: the size of
+        ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
+        outputs and the columns its cone rows touch (their barrier terms join ``H``)."""
+        kernel, nx = self.kernels[kind], 2 * self.model.nv
+        n = int(round(np.sqrt(kernel.sizes[2])))  # y of the layout
+        H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
+        H[kernel.patterns[2]], A[kernel.patterns[6]] = True, True
+        H, A = H.reshape(n, n)[np.ix_(y, y)], A.reshape(nx, n)[:, y]
+        if kind == "contact" and len(cones):
+            G = np.zeros(kernel.sizes[8], dtype=bool)
+            G[kernel.patterns[8]] = True
+            touched = np.flatnonzero(G.reshape(-1, n)[np.ix_(cones, y)].any(axis=0))
+            H[np.ix_(touched, touched)] = True
+        Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
+        return tuple(np.flatnonzero(x) for x in (Hzw.any(axis=0), Hww.any(axis=0) | Hww.any(axis=1), Aw.any(axis=1), Aw.any(axis=0)))
 
     # ------------------------------------------------------------------ evaluation
 
@@ -151,7 +173,7 @@ class CompiledStages:
         else:
             g_in = out[7][:, np.concatenate((gm.cones, ROWS * lay.ncones + np.arange(len(gm.bounds))))]
             G = np.take(out[8], gm.take["G"], axis=1).reshape(S, len(gm.cones), H.shape[1])
-        return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds))
+        return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds), gm.supports)
 
     def dynamics(self, group, q, v, u):
         """``w`` of the forward (impulse) dynamics: the solution of their KKT system

@@ -36,8 +36,9 @@ BACKENDS = ("compiled", "numpy")
 @dataclass(frozen=True)
 class StageEval:
     """A group's evaluated stages (leading axis ``S``): ``cost (S,)``, ``H (S, ny, ny)``,
-    ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)`` and the
-    inequalities ``ineq``."""
+    ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)``, the
+    inequalities ``ineq``, and, when known from the structure of the equations, the
+    ``supports`` of the blocks the condensing multiplies (:func:`ocp.condensing.condense`)."""
 
     cost: np.ndarray
     H: np.ndarray
@@ -47,6 +48,7 @@ class StageEval:
     b: np.ndarray
     A: np.ndarray
     ineq: Inequalities
+    supports: tuple | None = None
 
 
 class Stages(Protocol):

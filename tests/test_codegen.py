@@ -62,6 +62,15 @@ def test_each_output_of_a_kernel_is_its_own_contiguous_array(cache):
     np.testing.assert_array_equal(interpreted[1], stacked)
 
 
+def test_a_kernel_knows_its_structural_zeros(cache):
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("sparse", [x], [ca.vertcat(x[0], 0, x[1] * x[0], 0), ca.SX.zeros(3)])
+    kernel = codegen.load("sparse", {}, lambda: f, quiet=True)
+    assert [p.tolist() for p in kernel.patterns] == [[0, 2], []]
+    assert [p.tolist() for p in codegen.Interpreted(f, "sparse").patterns] == [[0, 2], []]
+    np.testing.assert_array_equal(kernel(np.array([[2.0, 3.0]]))[0], [[2.0, 0.0, 6.0, 0.0]])
+
+
 def test_another_key_is_another_kernel(cache):
     a = codegen.load("small", {"case": 1}, small_function, quiet=True)
     b = codegen.load("small", {"case": 2}, small_function, quiet=True)

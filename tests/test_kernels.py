@@ -62,6 +62,7 @@ def compare_groups(ocp, compiled, rng):
             assert_close(getattr(ref, name), getattr(got, name), what=f"{group.kind} stage {idx[0]}: {name}")
         assert_close(ref.ineq.g, got.ineq.g, what=f"{group.kind} stage {idx[0]}: inequalities")
         assert_close(ref.ineq.jacobian(), got.ineq.jacobian(), what=f"{group.kind} stage {idx[0]}: their Jacobian")
+        assert_outside_supports_zero(ref, got.supports, 2 * nv + nu)
         if "forward" in compiled.kernels:
             nz = 2 * nv + nu
             M, J = ref.C[:, :nv, nz : nz + nv], ref.C[:, nv:, nz : nz + nv]
@@ -73,6 +74,24 @@ def compare_groups(ocp, compiled, rng):
     for ref, got in zip(reference.terminal(q[-1], v[-1]), compiled.terminal(q[-1], v[-1])):
         assert_close(ref, got, what="terminal")
     return compared
+
+
+def assert_outside_supports_zero(ref, supports, nz):
+    """What the condensing skips, from the kernels' structure, is zero in the numpy values
+    (the cones' barrier terms included: G^T G is tested through G's columns)."""
+    zw, ww, ar, ac = supports
+    Gw = np.any(ref.ineq.G[:, :, nz:] != 0, axis=(0, 1))
+    H = ref.H
+    keep = np.zeros(H.shape[1] - nz, dtype=bool)
+    keep[zw] = True
+    assert not np.any(H[:, :nz, nz:][:, :, ~keep]) and not np.any(Gw[~keep] & np.any(ref.ineq.G[:, :, :nz] != 0))
+    keep[:] = False
+    keep[ww] = True
+    assert not np.any(H[:, nz:, nz:][:, ~keep]) and not np.any(Gw[~keep])
+    Aw = ref.A[:, :, nz:]
+    rows, cols = np.zeros(Aw.shape[1], dtype=bool), np.zeros(Aw.shape[2], dtype=bool)
+    rows[ar], cols[ac] = True, True
+    assert not np.any(Aw[:, ~rows]) and not np.any(Aw[:, :, ~cols])
 
 
 @pytest.fixture(scope="module")
