@@ -135,25 +135,28 @@ class Formulation:
     def initial_iterate(self, eps) -> Iterate:
         """Every knot at the initial state, no motion;
         each contact stage in static equilibrium (least-squares ``S u + J^T f = g(q)``) with
-        ``a = 0``; no impulse; slacks and duals on the central path of ``eps``."""
-        model, K = self.model, self.ocp.K
-        q, v = np.tile(self.ocp.q0, (K + 1, 1)), np.tile(self.ocp.v0, (K + 1, 1))
+        ``a = 0``; no impulse; slacks and duals on the central path of ``eps``. The stages of a
+        group are then alike: one is computed and repeated."""
+        model, K, nv = self.model, self.ocp.K, self.model.nv
+        q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
+        gravity = dynamics.generalized_gravity(model, self.ocp.q0)
         groups = []
         for group in self.groups:
-            qg, m, nv = q[group.index], sum(c.dim for c in group.contacts), model.nv
+            m = sum(c.dim for c in group.contacts)
             if group.kind == "contact":
-                J = dynamics.contact_jacobian(model, qg, group.contacts) if group.contacts else np.zeros((group.size, 0, nv))
-                static = np.concatenate((np.broadcast_to(self.S, (group.size,) + self.S.shape), np.swapaxes(J, 1, 2)), axis=2)
-                gravity = dynamics.generalized_gravity(model, qg)
-                x = (np.linalg.pinv(static) @ gravity[:, :, None])[:, :, 0]  # minimum-norm least squares
-                u, w = x[:, : self.ocp.nu], np.concatenate((np.zeros((group.size, nv)), x[:, self.ocp.nu :]), axis=1)
+                contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
+                J = dynamics.contact_jacobian(model, q0, contacts) if contacts else np.zeros((1, 0, nv))
+                static = np.concatenate((self.S[None], np.swapaxes(J, 1, 2)), axis=2)
+                x = np.linalg.pinv(static[0]) @ gravity  # minimum-norm least squares
+                u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
             else:
-                u, w = np.zeros((group.size, 0)), np.zeros((group.size, nv + m))
-            vars_ = GroupVariables(u, w, np.zeros_like(w), None, None)
-            g = self.stages.inequalities(group, qg, v[group.index], u, w[:, nv:]).g
+                u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
+            g = self.stages.inequalities(group, q0, v0, u, w[:, nv:]).g
             s, z = pdipm.initial_slack_and_dual(g, eps)
-            groups.append(replace(vars_, s=s, z=z))
-        return Iterate(q, v, np.zeros((K + 1, 2 * model.nv)), tuple(groups))
+            u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
+            groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
+        q, v = np.repeat(q0, K + 1, axis=0), np.repeat(v0, K + 1, axis=0)
+        return Iterate(q, v, np.zeros((K + 1, 2 * nv)), tuple(groups))
 
     def reset_slacks(self, it: Iterate, eps) -> Iterate:
         """The same primal point with slacks and duals put back on the central path of ``eps``."""
