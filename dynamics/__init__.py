@@ -3,31 +3,6 @@
 See the README for the public API. Arrays follow Pinocchio's layout and conventions.
 """
 
-from .errors import DimensionError, ModelError, UnknownNameError
-from .manifold import (
-    difference,
-    difference_jacobians,
-    integrate,
-    integrate_jacobians,
-    neutral,
-    random_configuration,
-)
-from .memory import retain_freed_memory
-from .model import Model
-from .robots import ROBOTS, load, load_urdf_string, robot_urdf
-from .kinematics import (
-    ReferenceFrame,
-    center_of_mass,
-    com_jacobian,
-    frame_acceleration,
-    frame_jacobian,
-    frame_jacobian_time_variation,
-    frame_placement,
-    frame_velocity,
-)
-from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
-from .forward_dynamics import aba, aba_derivatives
-from .contacts import COMPONENTS, Contact
 from .constrained import (
     ALGORITHMS,
     SingularConstraintError,
@@ -46,3 +21,28 @@ from .constrained import (
     impulse_inverse_dynamics,
     impulse_inverse_dynamics_derivatives,
 )
+from .contacts import COMPONENTS, Contact
+from .errors import DimensionError, ModelError, UnknownNameError
+from .forward_dynamics import aba, aba_derivatives
+from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
+from .kinematics import (
+    ReferenceFrame,
+    center_of_mass,
+    com_jacobian,
+    frame_acceleration,
+    frame_jacobian,
+    frame_jacobian_time_variation,
+    frame_placement,
+    frame_velocity,
+)
+from .manifold import (
+    difference,
+    difference_jacobians,
+    integrate,
+    integrate_jacobians,
+    neutral,
+    random_configuration,
+)
+from .memory import retain_freed_memory
+from .model import Model
+from .robots import ROBOTS, load, load_urdf_string, robot_urdf

@@ -152,11 +152,17 @@ class Interpreted:
         self.n_in = function.numel_in(0)
         self.sizes = tuple(function.numel_out(j) for j in range(function.n_out()))
         x = ca.SX.sym("x", self.n_in)
-        self.patterns = [np.array(ca.sparsify(ca.vec(o)).sparsity().row(), dtype=int) for o in function.call([ca.reshape(x, function.size_in(0))])]
+        self.patterns = [
+            np.array(ca.sparsify(ca.vec(o)).sparsity().row(), dtype=int)
+            for o in function.call([ca.reshape(x, function.size_in(0))])
+        ]
 
     def __call__(self, x):
         rows = [self.function.call([row]) for row in np.asarray(x, dtype=float)]
-        return [np.array([np.asarray(ca.densify(r[j])).ravel() for r in rows]).reshape(len(rows), n) for j, n in enumerate(self.sizes)]
+        return [
+            np.array([np.asarray(ca.densify(r[j])).ravel() for r in rows]).reshape(len(rows), n)
+            for j, n in enumerate(self.sizes)
+        ]
 
 
 def load(name: str, key: dict, build, quiet=False) -> Kernel:
@@ -287,7 +293,9 @@ def _casadi_source(function, name, digest, folder) -> Path:
     gen.generate(str(folder) + os.sep)
     sizes = dict(sz_arg=function.sz_arg(), sz_res=function.sz_res(), sz_iw=function.sz_iw(), sz_w=function.sz_w())
     with open(source, "a") as f:
-        counts = ", ".join(map(str, [function.nnz_in(0), function.n_out()] + [function.nnz_out(j) for j in range(function.n_out())]))
+        counts = ", ".join(
+            map(str, [function.nnz_in(0), function.n_out()] + [function.nnz_out(j) for j in range(function.n_out())])
+        )
         f.write(_KEY.format(digest=digest) + _WRAPPER.format(name=cname, sizes=counts, **sizes) + _patterns(patterns))
     return source
 
@@ -295,14 +303,19 @@ def _casadi_source(function, name, digest, folder) -> Path:
 def _patterns(patterns) -> str:
     """C arrays of the structural nonzeros of each output and ``liftoff_pattern(j, &indices)``,
     which returns their number."""
-    arrays = [f"static const long liftoff_nz{j}[] = {{{', '.join(map(str, p)) or '0'}}};" for j, p in enumerate(patterns)]
+    arrays = [
+        f"static const long liftoff_nz{j}[] = {{{', '.join(map(str, p)) or '0'}}};" for j, p in enumerate(patterns)
+    ]
     table = ", ".join(f"liftoff_nz{j}" for j in range(len(patterns)))
     counts = ", ".join(str(len(p)) for p in patterns)
-    return "\n".join(arrays) + f"""
+    return (
+        "\n".join(arrays)
+        + f"""
 static const long* const liftoff_nz[] = {{{table}}};
 static const long liftoff_nnz[] = {{{counts}}};
 long liftoff_pattern(int j, const long** indices) {{ *indices = liftoff_nz[j]; return liftoff_nnz[j]; }}
 """
+    )
 
 
 def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:

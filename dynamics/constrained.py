@@ -252,12 +252,15 @@ class _CABA:
 
     def __init__(self, system, kin, v, tau, mu):
         if not system.world_contacts_only:
-            raise ValueError("constrainedABA handles contacts with the world (seed 003 eq. 20c); use proxLTL or proxLTLs for loop closures")
+            raise ValueError(
+                "constrainedABA handles contacts with the world (seed 003 eq. 20c); "
+                "use proxLTL or proxLTLs for loop closures"
+            )
         self.model, self.kin, self.tau, self.rho = system.model, kin, tau, 1.0 / mu
         self.IA, self.pA, self.c = articulated_inertias(system.model, kin, v)
         self.blocks = []  # (joint, row slice, K (m_c, 6, B), bias rows (m_c, B))
         for rc, rows in zip(system.resolved, system.rows):
-            (j, K), = rows.bodies
+            ((j, K),) = rows.bodies
             if j < 0:
                 raise ValueError(f"contact on {rc.contact.frame!r} is attached to the universe: it constrains nothing")
             bias = np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration (with a0)
@@ -397,14 +400,20 @@ def _acceleration_derivatives(system, kin):
     for rc, rows in zip(system.resolved, system.rows):
         d = row_derivatives(system.model, kin, rc, rows)
         c = rc.contact
-        dq.append(d.acceleration_dq + c.kd * d.velocity_dq + (c.kp * d.error_dq if d.error_dq is not None and c.kp > 0 else 0.0))
+        dq.append(
+            d.acceleration_dq
+            + c.kd * d.velocity_dq
+            + (c.kp * d.error_dq if d.error_dq is not None and c.kp > 0 else 0.0)
+        )
         dv.append(d.acceleration_dv + c.kd * rows.J)
     return _stack(dq), _stack(dv)
 
 
 def _velocity_derivative(system, kin):
     """``d (J v)/dq (B, m, nv)`` at ``kin``'s velocity."""
-    return _stack([row_derivatives(system.model, kin, rc, rows).velocity_dq for rc, rows in zip(system.resolved, system.rows)])
+    return _stack(
+        [row_derivatives(system.model, kin, rc, rows).velocity_dq for rc, rows in zip(system.resolved, system.rows)]
+    )
 
 
 def _force_derivative(system, f):
@@ -459,7 +468,9 @@ def _forces(model, f, m, shape_name="f"):
 def contact_inverse_dynamics(model, q, v, a, f, contacts):
     """``ID(q, v, a, f) = rnea(q, v, a) - J^T f (..., nv)`` (seed 004 eq. 16)."""
     m = dimension(resolve(model, contacts))
-    (q, v, a, f), shape = batch(("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m))
+    (q, v, a, f), shape = batch(
+        ("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m)
+    )
     system = _System(model, q, v, contacts)
     return unbatch(rnea(model, q, v, a) - np.einsum("bmn,bm->bn", system.J, f), shape)
 
@@ -468,7 +479,9 @@ def contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts):
     """Derivatives of :func:`contact_inverse_dynamics`: ``(d_dq, d_dv, d_da, d_df)``, the
     first three ``(..., nv, nv)``, ``d_df = -J^T (..., nv, m)``; ``f`` held in its frames."""
     m = dimension(resolve(model, contacts))
-    (q, v, a, f), shape = batch(("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m))
+    (q, v, a, f), shape = batch(
+        ("q", q, model.nq), ("v", v, model.nv), ("a", a, model.nv), ("f", _forces(model, f, m), m)
+    )
     system = _System(model, q, v, contacts)
     dtau_dq, dtau_dv, M = derivatives_batch(model, q, v, a)
     out = (dtau_dq - _force_derivative(system, f), dtau_dv, M, -np.swapaxes(system.J, 1, 2))
@@ -478,7 +491,9 @@ def contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts):
 def impulse_inverse_dynamics(model, q, dv, impulse, contacts):
     """``M(q) dv - J^T impulse (..., nv)`` (seed 004 eq. 11)."""
     m = dimension(resolve(model, contacts))
-    (q, dv, impulse), shape = batch(("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m))
+    (q, dv, impulse), shape = batch(
+        ("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m)
+    )
     system = _System(model, q, np.zeros_like(dv), contacts)
     return unbatch(np.einsum("bij,bj->bi", system.M, dv) - np.einsum("bmn,bm->bn", system.J, impulse), shape)
 
@@ -486,7 +501,9 @@ def impulse_inverse_dynamics(model, q, dv, impulse, contacts):
 def impulse_inverse_dynamics_derivatives(model, q, dv, impulse, contacts):
     """Derivatives of :func:`impulse_inverse_dynamics`: ``(d_dq, d_ddv = M, d_dimpulse = -J^T)``."""
     m = dimension(resolve(model, contacts))
-    (q, dv, impulse), shape = batch(("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m))
+    (q, dv, impulse), shape = batch(
+        ("q", q, model.nq), ("dv", dv, model.nv), ("impulse", _forces(model, impulse, m, "impulse"), m)
+    )
     zeros = np.zeros_like(dv)
     system = _System(model, q, zeros, contacts)
     dM_dq, _, M = derivatives_batch(model, q, zeros, dv, gravity=False)

@@ -41,7 +41,18 @@ import numpy as np
 from .errors import UnknownNameError
 from .kinematics import ReferenceFrame, frame_placement_world, world_jacobian
 from .manifold import jlog6, log6, rotation_to_quat
-from .spatial import act_inv_motion, cross, eye, force_cross, matmul, matvec, motion_cross, shift_motion, skew, transpose
+from .spatial import (
+    act_inv_motion,
+    cross,
+    eye,
+    force_cross,
+    matmul,
+    matvec,
+    motion_cross,
+    shift_motion,
+    skew,
+    transpose,
+)
 
 COMPONENTS = ("x", "y", "z", "rx", "ry", "rz")
 
@@ -86,7 +97,9 @@ class Contact:
             if not (np.isscalar(value) and np.isfinite(value) and value >= 0):
                 raise ValueError(f"contact on {self.frame!r}: {name} must be a finite number >= 0, got {value!r}")
         if self.frame2 is not None and not self.translational:
-            raise ValueError(f"loop closure {self.frame!r}-{self.frame2!r}: only translational kinds ('3D', 'x', ...) are supported")
+            raise ValueError(
+                f"loop closure {self.frame!r}-{self.frame2!r}: only translational kinds ('3D', 'x', ...) are supported"
+            )
         if self.kp > 0 and self.frame2 is None and self.placement is None:
             raise ValueError(f"contact on {self.frame!r}: kp > 0 needs a target placement (placement=p or (R, p))")
 
@@ -104,13 +117,17 @@ class Contact:
         R, p = placement if isinstance(placement, tuple) else (None, placement)
         p = np.asarray(p, dtype=float)
         if p.shape[-1:] != (3,) or p.ndim > 2:
-            raise ValueError(f"contact on {self.frame!r}: target position must have shape (3,) or (B, 3), got {p.shape}")
+            raise ValueError(
+                f"contact on {self.frame!r}: target position must have shape (3,) or (B, 3), got {p.shape}"
+            )
         p = p.reshape(-1, 3).T
         if R is None:
             return None, p
         R = np.asarray(R, dtype=float)
         if R.shape[-2:] != (3, 3) or R.ndim > 3:
-            raise ValueError(f"contact on {self.frame!r}: target rotation must have shape (3, 3) or (B, 3, 3), got {R.shape}")
+            raise ValueError(
+                f"contact on {self.frame!r}: target rotation must have shape (3, 3) or (B, 3, 3), got {R.shape}"
+            )
         return R.reshape(-1, 3, 3).transpose(1, 2, 0), p
 
 
@@ -143,7 +160,11 @@ def resolve(model, contacts) -> tuple:
             raise TypeError(f"expected dynamics.Contact objects, got {type(c).__name__}")
         f = _frame_id(model, c.frame)
         f2 = None if c.frame2 is None else _frame_id(model, c.frame2)
-        out.append(ResolvedContact(c, f, int(model.frame_parent[f]), f2, None if f2 is None else int(model.frame_parent[f2]), offset))
+        out.append(
+            ResolvedContact(
+                c, f, int(model.frame_parent[f]), f2, None if f2 is None else int(model.frame_parent[f2]), offset
+            )
+        )
         offset += c.dim
     return tuple(out)
 
@@ -340,7 +361,12 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
         dp = dvel = dacc_dq = dacc_dv = vel = acc = 0.0
         for sign, pt in zip((1.0, -1.0), points):
             d = _point_derivatives(pt, body_derivatives(model, kin, pt.j))
-            dp, dvel, dacc_dq, dacc_dv = dp + sign * d[0], dvel + sign * d[1], dacc_dq + sign * d[2], dacc_dv + sign * d[3]
+            dp, dvel, dacc_dq, dacc_dv = (
+                dp + sign * d[0],
+                dvel + sign * d[1],
+                dacc_dq + sign * d[2],
+                dacc_dv + sign * d[3],
+            )
             vel, acc = vel + sign * pt.pdot, acc + sign * pt.pddot
         derr = None if rows.error is None else dp
         if c.reference is ReferenceFrame.LOCAL:  # d(R^T x)/dq_k = R^T (dx - w_k x x)
@@ -384,7 +410,9 @@ def _error_6d_derivative(reference, X, pt: _Point, S, error):
     d_local = matvec(jlog6(local)[:, :, None], J_local)
     R = pt.R[:, :, None]
     w_k = S[3:]
-    return np.concatenate((cross(w_k, error[:3, None]) + matvec(R, d_local[:3]), cross(w_k, error[3:, None]) + matvec(R, d_local[3:])))
+    return np.concatenate(
+        (cross(w_k, error[:3, None]) + matvec(R, d_local[:3]), cross(w_k, error[3:, None]) + matvec(R, d_local[3:]))
+    )
 
 
 def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactRows, f):

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .batch import unbatch
-from .kinematics import forward, tree_sum
 from .inverse_dynamics import body_forces, inputs, rnea_derivatives, world_inertias
+from .kinematics import forward, tree_sum
 from .spatial import dot, matmul, matvec, motion_cross, rigid_matrix, transpose
 
 

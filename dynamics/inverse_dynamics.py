@@ -33,7 +33,19 @@ import numpy as np
 from .batch import batch, unbatch
 from .errors import DimensionError
 from .kinematics import forward, tree_sum
-from .spatial import act_force, cross, dot, eye, force_cross, matmul, matvec, motion_cross, rigid_apply, rigid_from_com, transpose
+from .spatial import (
+    act_force,
+    cross,
+    dot,
+    eye,
+    force_cross,
+    matmul,
+    matvec,
+    motion_cross,
+    rigid_apply,
+    rigid_from_com,
+    transpose,
+)
 
 
 def world_inertias(model, kin):
@@ -47,7 +59,9 @@ def fext_batch(model, fext):
     """Validate external forces ``(..., njoints, 6)`` and flatten them for :func:`batch`."""
     fext = np.asarray(fext, dtype=float)
     if fext.ndim < 2 or fext.shape[-2:] != (model.njoints, 6):
-        raise DimensionError(f"fext: expected shape (..., {model.njoints}, 6), one LOCAL force per joint, got {fext.shape}")
+        raise DimensionError(
+            f"fext: expected shape (..., {model.njoints}, 6), one LOCAL force per joint, got {fext.shape}"
+        )
     return fext.reshape(fext.shape[:-2] + (model.njoints * 6,))
 
 
@@ -191,5 +205,8 @@ def derivatives_batch(model, q, v, a, fext=None, gravity=True):
     nv = model.nv
     lower = _pairwise([F, R], [[alpha, beta, S], [u, S, None]])  # [F; R] . [alpha, beta, S; u, S, 0]
     below = _pairwise([S], [[G_q, G_v]])
-    dtau_dq, dtau_dv = (np.where(t.lower, lower[..., i * nv : (i + 1) * nv], below[..., i * nv : (i + 1) * nv] * t.below) for i in (0, 1))
+    dtau_dq, dtau_dv = (
+        np.where(t.lower, lower[..., i * nv : (i + 1) * nv], below[..., i * nv : (i + 1) * nv] * t.below)
+        for i in (0, 1)
+    )
     return dtau_dq, dtau_dv, _symmetric_from_lower(model, lower[..., 2 * nv :])

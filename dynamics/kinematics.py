@@ -48,7 +48,9 @@ class ReferenceFrame(str, Enum):
         try:
             return cls(value.value if isinstance(value, Enum) else str(value).upper())
         except ValueError:
-            raise ValueError(f"unknown reference frame {value!r}; expected one of {', '.join(m.value for m in cls)}") from None
+            raise ValueError(
+                f"unknown reference frame {value!r}; expected one of {', '.join(m.value for m in cls)}"
+            ) from None
 
 
 @dataclass(frozen=True)

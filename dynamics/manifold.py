@@ -68,7 +68,12 @@ def jexp6(nu):
     P, R = skew(phi), skew(rho)
     PR, RP = matmul(P, R), matmul(R, P)
     PRP = matmul(PR, P)
-    Q = 0.5 * R + b * (PR + RP + PRP) + c * (matmul(P, PR) + matmul(RP, P) - 3 * PRP) + d * (matmul(PRP, P) + matmul(P, PRP))
+    Q = (
+        0.5 * R
+        + b * (PR + RP + PRP)
+        + c * (matmul(P, PR) + matmul(RP, P) - 3 * PRP)
+        + d * (matmul(PRP, P) + matmul(P, PRP))
+    )
     J3 = _so3_left_jacobian(phi)
     return np.concatenate((np.concatenate((J3, Q), axis=1), np.concatenate((np.zeros_like(J3), J3), axis=1)))
 
@@ -76,7 +81,9 @@ def jexp6(nu):
 def _ad_inverse(quat, p):
     """``Ad(M)^-1 (6, 6, B)`` on (linear, angular) motions."""
     Rt = transpose(quat_to_rotation(quat))
-    return np.concatenate((np.concatenate((Rt, -matmul(Rt, skew(p))), axis=1), np.concatenate((np.zeros_like(Rt), Rt), axis=1)))
+    return np.concatenate(
+        (np.concatenate((Rt, -matmul(Rt, skew(p))), axis=1), np.concatenate((np.zeros_like(Rt), Rt), axis=1))
+    )
 
 
 def _relative(q0, q1):

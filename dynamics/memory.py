@@ -23,4 +23,6 @@ def retain_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 12
         mallopt = libc.mallopt
     except (OSError, AttributeError, TypeError):
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(mallopt(_M_TRIM_THRESHOLD, int(trim_threshold)))
+    return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(
+        mallopt(_M_TRIM_THRESHOLD, int(trim_threshold))
+    )

@@ -317,7 +317,14 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
         velocity_limit=_frozen(velocity),
         effort_limit=_frozen(effort),
         gravity=_frozen([0.0, 0.0, -9.81]),
-        tree=_tree(parents, nvs, types, idx_q, np.array([j['axis'] for j in b.joints]).reshape(n, 3), np.array([j['R'] for j in b.joints]).reshape(n, 3, 3)),
+        tree=_tree(
+            parents,
+            nvs,
+            types,
+            idx_q,
+            np.array([j["axis"] for j in b.joints]).reshape(n, 3),
+            np.array([j["R"] for j in b.joints]).reshape(n, 3, 3),
+        ),
     )
 
 

@@ -41,7 +41,9 @@ def robots_dir() -> Path:
 def robot_urdf(name: str) -> Path:
     """The URDF file of a robot of example-robot-data known to liftoff."""
     if name not in ROBOTS:
-        raise ModelError(f"unknown robot {name!r}; known robots: {', '.join(sorted(ROBOTS))} (or give a path to a URDF file)")
+        raise ModelError(
+            f"unknown robot {name!r}; known robots: {', '.join(sorted(ROBOTS))} (or give a path to a URDF file)"
+        )
     return robots_dir() / ROBOTS[name][0]
 
 

@@ -218,7 +218,9 @@ def binary_tree(n: int) -> Model:
 
 def leaf_frames(model: Model) -> list[str]:
     """The leaf frames ``leaf_<i>`` of a :func:`binary_tree` model, in order of ``i``."""
-    leaves = [name for name, kind in zip(model.frame_names, model.frame_types) if kind == "body" and name.startswith("leaf_")]
+    leaves = [
+        name for name, kind in zip(model.frame_names, model.frame_types) if kind == "body" and name.startswith("leaf_")
+    ]
     return sorted(leaves, key=lambda name: int(name.split("_")[1]))
 
 
@@ -290,6 +292,8 @@ def four_bar_closed_configuration(crank_angle: float = 0.5) -> np.ndarray:
     q = np.angle(np.exp(1j * q))  # within the position limits (-pi, pi]
     for _ in range(3):  # Newton on the closure error, crank fixed
         err = frame_placement(model, q, f1)[1] - frame_placement(model, q, f2)[1]
-        J = (frame_jacobian(model, q, f1, "LOCAL_WORLD_ALIGNED") - frame_jacobian(model, q, f2, "LOCAL_WORLD_ALIGNED"))[:3, 1:]
+        J = (frame_jacobian(model, q, f1, "LOCAL_WORLD_ALIGNED") - frame_jacobian(model, q, f2, "LOCAL_WORLD_ALIGNED"))[
+            :3, 1:
+        ]
         q[1:] -= np.linalg.lstsq(J, err, rcond=None)[0]
     return q

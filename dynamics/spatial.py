@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 _NEXT = np.array([1, 2, 0])
 
 

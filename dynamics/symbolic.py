@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from .contacts import resolve
 from .kinematics import ReferenceFrame
 from .manifold import _SMALL
 from .model import CONTINUOUS, FREE_FLYER, PRISMATIC
@@ -203,7 +202,10 @@ def _body(x, j):
 
 
 def center_of_mass(model, kin: Kinematics):
-    mc = sum((model.body_mass[i] * (kin.op[i] + kin.oR[i] @ const(model.body_com[i])) for i in range(model.njoints)), ca.SX.zeros(3))
+    mc = sum(
+        (model.body_mass[i] * (kin.op[i] + kin.oR[i] @ const(model.body_com[i])) for i in range(model.njoints)),
+        ca.SX.zeros(3),
+    )
     return mc / model.mass
 
 

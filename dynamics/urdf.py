@@ -80,9 +80,7 @@ def _link(elem) -> Link:
     inertia = inertial.find("inertia")
     if inertia is not None:
         a = {k: float(inertia.attrib.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        I = np.array(
-            [[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]]
-        )
+        I = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]])
     return Link(name, mass, com, R @ I @ R.T)
 
 
@@ -91,7 +89,9 @@ def _joint(elem) -> Joint:
     kind = elem.attrib.get("type")
     where = f"joint {name}"
     if kind not in SUPPORTED_JOINT_TYPES:
-        raise ModelError(f"{where}: joint type {kind!r} is not supported (supported: {', '.join(SUPPORTED_JOINT_TYPES)})")
+        raise ModelError(
+            f"{where}: joint type {kind!r} is not supported (supported: {', '.join(SUPPORTED_JOINT_TYPES)})"
+        )
     parent, child = elem.find("parent"), elem.find("child")
     if parent is None or child is None:
         raise ModelError(f"{where}: needs <parent link=...> and <child link=...>")

@@ -1,6 +1,6 @@
 """A first look at the dynamics layer: load ANYmal, place a foot, batched inverse dynamics.
 
-    python examples/dynamics_tour.py
+python examples/dynamics_tour.py
 """
 
 import numpy as np

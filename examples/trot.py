@@ -1,6 +1,6 @@
 """ANYmal trotting from its YAML file: build the OCP, solve it in both formulations, compare.
 
-    python examples/trot.py [--plot]      (--plot writes trot_forces.png)
+python examples/trot.py [--plot]      (--plot writes trot_forces.png)
 """
 
 import sys
@@ -21,7 +21,10 @@ print(f"{problem.K} stages ({sum(s.kind == 'impulse' for s in problem.stages)} i
 for formulation in ("lifted", "nonlifted"):
     form = Formulation(problem, formulation)
     result = solve(form, solver_options(config))
-    print(f"{formulation:>9}: {result.status} in {result.iterations} iterations, cost {result.cost:.6e}, KKT error {result.kkt_error:.1e}")
+    print(
+        f"{formulation:>9}: {result.status} in {result.iterations} iterations, cost {result.cost:.6e}, "
+        f"KKT error {result.kkt_error:.1e}"
+    )
 
 trajectory = form.trajectories(result.iterate)  # q, v, u, a, f by stage; world forces by foot
 base = trajectory["q"][:, :3]

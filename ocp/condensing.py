@@ -156,12 +156,21 @@ def _condense_compiled(library, st: LiftedStages, supports) -> Condensed:
     nz = nx + nu
     H, g, C, c, A, b = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.C, st.c, st.A, st.b))
     if supports is None:
-        supports = (_support(H[:, :nz, nz:], 2), _support(H[:, nz:, nz:], 1), _support(A[:, :, nz:], 1), _support(A[:, :, nz:], 2))
+        supports = (
+            _support(H[:, :nz, nz:], 2),
+            _support(H[:, nz:, nz:], 1),
+            _support(A[:, :, nz:], 1),
+            _support(A[:, :, nz:], 2),
+        )
     supports = [np.ascontiguousarray(x, dtype=np.intc) for x in supports]
     LU, piv = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc)
-    T, t, Ac, Bc, bc, Q, l = (np.empty(shape) for shape in ((S, nw, nz), (S, nw), (S, nx, nx), (S, nx, nu), (S, nx), (S, nz, nz), (S, nz)))
+    T, t, Ac, Bc, bc, Q, l = (
+        np.empty(shape) for shape in ((S, nw, nz), (S, nw), (S, nx, nx), (S, nx, nu), (S, nx), (S, nz, nz), (S, nz))
+    )
     args = [x for sup in supports for x in (len(sup), _ptr(sup))]
-    status = library.liftoff_condense(S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, Ac, Bc, bc, Q, l)))
+    status = library.liftoff_condense(
+        S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, Ac, Bc, bc, Q, l))
+    )
     if status < 0:
         raise MemoryError("condensing could not allocate its workspace")
     if status > 0:

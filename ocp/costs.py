@@ -2,9 +2,10 @@
 
 A term has a residual ``r(z)`` of the stage variables ``z = (q, v, u, a, f)`` (tangent
 direction ``y = (dq, dv, du, da, df)``, the layout of :mod:`ocp.lifted`) and weights ``w``;
-its cost is ``1/2 r^T diag(w) r`` (weights per residual, or per stage and residual), its Gauss-Newton Hessian ``R^T diag(w) R`` and gradient
-``R^T diag(w) r`` with ``R = dr/dy``. References may vary over the stages (a leading axis).
-Terms are switched off by leaving them out of the :class:`CostSum`.
+its cost is ``1/2 r^T diag(w) r`` (weights per residual, or per stage and residual), its
+Gauss-Newton Hessian ``R^T diag(w) R`` and gradient ``R^T diag(w) r`` with ``R = dr/dy``.
+References may vary over the stages (a leading axis). Terms are switched off by leaving them
+out of the :class:`CostSum`.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ class VariableCost:
 
     def residual(self, model, z: StageVariables):
         x = getattr(z, self.variable)
-        return x - self.reference, _jacobian(z, self.variable, np.broadcast_to(np.eye(x.shape[1]), (len(x),) + (x.shape[1],) * 2))
+        return x - self.reference, _jacobian(
+            z, self.variable, np.broadcast_to(np.eye(x.shape[1]), (len(x),) + (x.shape[1],) * 2)
+        )
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class CenterOfMassCost:
     name: str = "com"
 
     def residual(self, model, z: StageVariables):
-        return dynamics.center_of_mass(model, z.q) - self.reference, _jacobian(z, "q", dynamics.com_jacobian(model, z.q))
+        return dynamics.center_of_mass(model, z.q) - self.reference, _jacobian(
+            z, "q", dynamics.com_jacobian(model, z.q)
+        )
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,9 @@ class CostSum:
         out = {}
         for term in self.terms:
             r, _ = term.residual(model, z)
-            out[term.name or type(term).__name__] = 0.5 * np.einsum("si,si,si->s", r, broadcast_weights(term.weights, r.shape), r)
+            out[term.name or type(term).__name__] = 0.5 * np.einsum(
+                "si,si,si->s", r, broadcast_weights(term.weights, r.shape), r
+            )
         return out
 
     def gauss_newton(self, model, z: StageVariables):

@@ -127,7 +127,9 @@ class Formulation:
         self.groups = ocp.groups()
         self.terminal_cost = ocp.terminal()
         self.S = lifted.actuation(self.model)
-        self.stages = make_stages(ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet)
+        self.stages = make_stages(
+            ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet
+        )
         self.backend = self.stages.name
 
     # ------------------------------------------------------------------ sizes and start
@@ -183,7 +185,17 @@ class Formulation:
         for group, gv in zip(self.groups, it.groups):
             gv, step, condensed, terms = self._linearize_group(group, gv, it, eps)
             Q, l = condensed.Q, condensed.l
-            lqr.set(group.index, condensed.A, condensed.B, condensed.b, Q[:, :nx, :nx], Q[:, :nx, nx:], Q[:, nx:, nx:], l[:, :nx], l[:, nx:])
+            lqr.set(
+                group.index,
+                condensed.A,
+                condensed.B,
+                condensed.b,
+                Q[:, :nx, :nx],
+                Q[:, :nx, nx:],
+                Q[:, nx:, nx:],
+                l[:, :nx],
+                l[:, nx:],
+            )
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
@@ -195,7 +207,17 @@ class Formulation:
         violation, l1 = max(violation, float(np.max(np.abs(dx0)))), l1 + float(np.sum(np.abs(dx0)))
         if not np.isfinite(squares + cost):
             raise NonFiniteError("terminal cost", K)
-        lin = Linearization(lqr, TerminalLQR(H_T, g_T), dx0, float(np.sqrt(squares)), cost, violation, l1, cost - eps * log_slacks, tuple(steps))
+        lin = Linearization(
+            lqr,
+            TerminalLQR(H_T, g_T),
+            dx0,
+            float(np.sqrt(squares)),
+            cost,
+            violation,
+            l1,
+            cost - eps * log_slacks,
+            tuple(steps),
+        )
         return lin, replace(it, groups=tuple(groups))
 
     def _linearize_group(self, group, gv, it, eps):
@@ -215,7 +237,9 @@ class Formulation:
         stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
             condensed, local = condensing.condense(stages, self.backend, ev.supports), ev.c
-            stationarity = grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
+            stationarity = (
+                grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
+            )
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
             stages = replace(stages, c=np.zeros_like(ev.c))
             condensed, local = condensing.condense(stages, self.backend, ev.supports), np.zeros((group.size, 0))
@@ -230,7 +254,13 @@ class Formulation:
         squares = sum(float(np.sum(x**2)) for x in (stationarity, b, local, r_p, r_c))
         violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.ineq.g, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
-        residual = {"stationarity": stationarity, "state_equation": b, "local": local, "inequality": r_p, "complementarity": r_c}
+        residual = {
+            "stationarity": stationarity,
+            "state_equation": b,
+            "local": local,
+            "inequality": r_p,
+            "complementarity": r_c,
+        }
         terms = (squares, float(np.sum(ev.cost)), violation, l1)
         return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), condensed, terms
 
@@ -264,7 +294,13 @@ class Formulation:
         q = dynamics.integrate(self.model, it.q, alpha_p * d.dx[:, :nv])
         v = it.v + alpha_p * d.dx[:, nv:]
         groups = tuple(
-            GroupVariables(gv.u + alpha_p * du, gv.w + alpha_p * dw, gv.beta + alpha_d * (beta - gv.beta), gv.s + alpha_p * ds, gv.z + alpha_d * dz)
+            GroupVariables(
+                gv.u + alpha_p * du,
+                gv.w + alpha_p * dw,
+                gv.beta + alpha_d * (beta - gv.beta),
+                gv.s + alpha_p * ds,
+                gv.z + alpha_d * dz,
+            )
             for gv, (du, dw, beta, ds, dz) in zip(it.groups, d.groups)
         )
         return Iterate(q, v, it.lam + alpha_d * (d.lam - it.lam), groups)

@@ -58,7 +58,9 @@ class Inequalities:
 
     def rows(self, general, bounds):
         """The inequalities made of the rows ``general`` of the first part and ``bounds`` of the second."""
-        return Inequalities(self.g[:, np.concatenate((general, self.ng + bounds)).astype(int)], self.G[:, general], self.bounds[bounds])
+        return Inequalities(
+            self.g[:, np.concatenate((general, self.ng + bounds)).astype(int)], self.G[:, general], self.bounds[bounds]
+        )
 
 
 def bound_rows(limits, nv, nu, ny):

@@ -68,19 +68,28 @@ class CompiledStages:
         self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
         key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
-        builders = {"contact": sym.contact_function, "impulse": sym.impulse_function, "forward": sym.forward_function, "terminal": sym.terminal_function}
+        builders = {
+            "contact": sym.contact_function,
+            "impulse": sym.impulse_function,
+            "forward": sym.forward_function,
+            "terminal": sym.terminal_function,
+        }
         self.kernels = {}
         for kind in KINDS:
             if kind not in kinds:
                 continue
             name = f"{kind}_{self.model.name}"
             if compile:
-                self.kernels[kind] = codegen.load(name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout)[0], quiet)
+                self.kernels[kind] = codegen.load(
+                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout)[0], quiet
+                )
             else:
                 self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout)[0], name)
         self.maps = {int(g.index[0]): self._map(g) for g in ocp.groups()}
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
-        self._terminal_static = sym.term_parameters(self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int))
+        self._terminal_static = sym.term_parameters(
+            self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int)
+        )
 
     # ------------------------------------------------------------------ layout of a group
 
@@ -116,7 +125,9 @@ class CompiledStages:
             "G": (cones[:, None] * ny + y).ravel(),
         }
         supports = self._supports(group.kind, y, cones, 2 * nv + nu)
-        return GroupMap(f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, contact_inputs)
+        return GroupMap(
+            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, contact_inputs
+        )
 
     def _supports(self, kind, y, cones, nz):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
@@ -134,7 +145,10 @@ class CompiledStages:
             touched = np.flatnonzero(G.reshape(-1, n)[np.ix_(cones, y)].any(axis=0))
             H[np.ix_(touched, touched)] = True
         Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
-        return tuple(np.flatnonzero(x) for x in (Hzw.any(axis=0), Hww.any(axis=0) | Hww.any(axis=1), Aw.any(axis=1), Aw.any(axis=0)))
+        return tuple(
+            np.flatnonzero(x)
+            for x in (Hzw.any(axis=0), Hww.any(axis=0) | Hww.any(axis=1), Aw.any(axis=1), Aw.any(axis=0))
+        )
 
     # ------------------------------------------------------------------ evaluation
 
@@ -162,10 +176,18 @@ class CompiledStages:
         out = self._call(group.kind, x)
         cost, b = out[0][:, 0], out[5]
         if gm.y is None:
-            g, H, c, C, A = out[1], out[2].reshape(S, ny, ny), out[3], out[4].reshape(S, nw, ny), out[6].reshape(S, nx, ny)
+            g, H, c, C, A = (
+                out[1],
+                out[2].reshape(S, ny, ny),
+                out[3],
+                out[4].reshape(S, nw, ny),
+                out[6].reshape(S, nx, ny),
+            )
         else:
             g, c = out[1][:, gm.y], out[3][:, gm.rows]
-            H, C, A = (np.take(out[i], gm.take[k], axis=1).reshape(S, -1, len(gm.y)) for i, k in ((2, "H"), (4, "C"), (6, "A")))
+            H, C, A = (
+                np.take(out[i], gm.take[k], axis=1).reshape(S, -1, len(gm.y)) for i, k in ((2, "H"), (4, "C"), (6, "A"))
+            )
         if group.kind != "contact":
             g_in, G = np.zeros((S, 0)), np.zeros((S, 0, H.shape[1]))
         elif gm.y is None and len(gm.cones) == ROWS * lay.ncones:
@@ -212,4 +234,6 @@ def _target(contact, slot, S):
     R, p = contact.target()
     if R is None:
         return np.tile(np.concatenate((np.eye(3).ravel(), np.zeros(3))), (S, 1))
-    return np.concatenate((np.broadcast_to(R.transpose(2, 0, 1), (S, 3, 3)).reshape(S, 9), np.broadcast_to(p.T, (S, 3))), axis=1)
+    return np.concatenate(
+        (np.broadcast_to(R.transpose(2, 0, 1), (S, 3, 3)).reshape(S, 9), np.broadcast_to(p.T, (S, 3))), axis=1
+    )

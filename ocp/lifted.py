@@ -67,7 +67,9 @@ def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g) -> 
     S = len(q)
     nx, ny = 2 * nv, 2 * nv + nu + nv + m
     A, b = state_equation(model, q, v, a, q_next, v_next, dt, nu, nv + m)
-    (ID, dID_dq, dID_dv, dID_da, dID_df), (alpha, dal_dq, dal_dv, dal_da) = _contact_equalities(model, contacts, q, v, a, f)
+    (ID, dID_dq, dID_dv, dID_da, dID_df), (alpha, dal_dq, dal_dv, dal_da) = _contact_equalities(
+        model, contacts, q, v, a, f
+    )
     C = np.zeros((S, nv + m, ny))
     C[:, :nv] = np.concatenate((dID_dq, dID_dv, np.broadcast_to(-Sel, (S, nv, nu)), dID_da, dID_df), axis=2)
     C[:, nv:, :nx] = np.concatenate((dal_dq, dal_dv), axis=2)
@@ -83,7 +85,8 @@ def _contact_equalities(model, contacts, q, v, a, f):
         return (
             (dynamics.contact_inverse_dynamics(model, q, v, a, f, contacts),)
             + dynamics.contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts),
-            (dynamics.contact_acceleration(model, q, v, a, contacts),) + dynamics.contact_acceleration_derivatives(model, q, v, a, contacts),
+            (dynamics.contact_acceleration(model, q, v, a, contacts),)
+            + dynamics.contact_acceleration_derivatives(model, q, v, a, contacts),
         )
     S, nv = q.shape[0], model.nv
     none = np.zeros((S, 0, nv))
@@ -106,7 +109,10 @@ def impulse_stages(model, contacts, q, v, dv, impulse, q_next, v_next, H, g) -> 
     C[:, :nv, :nv], C[:, :nv, nx : nx + nv], C[:, :nv, nx + nv :] = dE_dq, dE_ddv, dE_dimpulse
     C[:, nv:, :nv], C[:, nv:, nv:nx], C[:, nv:, nx : nx + nv] = dV_dq, J, J
     c = np.concatenate(
-        (dynamics.impulse_inverse_dynamics(model, q, dv, impulse, contacts), dynamics.contact_velocity(model, q, v + dv, contacts)),
+        (
+            dynamics.impulse_inverse_dynamics(model, q, dv, impulse, contacts),
+            dynamics.contact_velocity(model, q, v + dv, contacts),
+        ),
         axis=1,
     )
     return LiftedStages(nx, 0, H, g, C, c, A, b)

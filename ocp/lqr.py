@@ -63,7 +63,17 @@ class LQR:
     @classmethod
     def zeros(cls, N, nx, nm) -> "LQR":
         z = np.zeros
-        return cls(z((N, nx, nx)), z((N, nx, nm)), z((N, nx)), z((N, nx, nx)), z((N, nx, nm)), z((N, nm, nm)), z((N, nx)), z((N, nm)), z(N, dtype=np.intc))
+        return cls(
+            z((N, nx, nx)),
+            z((N, nx, nm)),
+            z((N, nx)),
+            z((N, nx, nx)),
+            z((N, nx, nm)),
+            z((N, nm, nm)),
+            z((N, nx)),
+            z((N, nm)),
+            z(N, dtype=np.intc),
+        )
 
     @classmethod
     def from_stages(cls, stages) -> "LQR":
@@ -83,4 +93,13 @@ class LQR:
 
     def stage(self, i) -> StageLQR:
         n = self.nu[i]
-        return StageLQR(self.A[i], self.B[i, :, :n], self.b[i], self.Qxx[i], self.Qxu[i, :, :n], self.Quu[i, :n, :n], self.lx[i], self.lu[i, :n])
+        return StageLQR(
+            self.A[i],
+            self.B[i, :, :n],
+            self.b[i],
+            self.Qxx[i],
+            self.Qxu[i, :, :n],
+            self.Quu[i, :n, :n],
+            self.lx[i],
+            self.lu[i, :n],
+        )

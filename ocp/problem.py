@@ -146,7 +146,9 @@ def _contact_key(c):
 def _term_key(term):
     """A term's type and its non-array fields (frame, variable, name)."""
     fields = dataclasses.fields(term)
-    return (type(term).__name__,) + tuple(getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str))
+    return (type(term).__name__,) + tuple(
+        getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str)
+    )
 
 
 def _array_fields(obj):
@@ -156,9 +158,12 @@ def _array_fields(obj):
 def _stack_term(terms, S):
     """One term with its array fields stacked over stages (leading axis ``S``)."""
     first = terms[0]
+
     def stacked(name):
         shape = np.shape(np.atleast_1d(getattr(first, name)))
-        return np.stack([np.broadcast_to(np.atleast_1d(np.asarray(getattr(t, name), dtype=float)), shape) for t in terms])
+        return np.stack(
+            [np.broadcast_to(np.atleast_1d(np.asarray(getattr(t, name), dtype=float)), shape) for t in terms]
+        )
 
     return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(first)})
 

@@ -100,7 +100,9 @@ class NumpyStages:
         if group.kind == "contact" and not group.contacts:
             return dynamics.aba(model, q, v, u @ self.S.T)
         if group.kind == "contact":
-            return np.concatenate(dynamics.constrained_dynamics(model, q, v, u @ self.S.T, group.contacts, **opts), axis=1)
+            return np.concatenate(
+                dynamics.constrained_dynamics(model, q, v, u @ self.S.T, group.contacts, **opts), axis=1
+            )
         v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
         return np.concatenate((v_plus - v, impulse), axis=1)
 

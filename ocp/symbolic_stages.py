@@ -37,8 +37,8 @@ import dynamics
 from dynamics import symbolic as sx
 from dynamics.kinematics import ReferenceFrame
 
-from .costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost, broadcast_weights
-from .friction import ROWS, _pyramid
+from .costs import CenterOfMassCost, StateCost, VariableCost, broadcast_weights
+from .friction import _pyramid
 from .inequalities import limit_rows
 
 # ----------------------------------------------------------------------------- layout
@@ -52,7 +52,9 @@ def contact_key(c):
 def term_key(term):
     """A cost term's type and its string fields (frame, variable, name)."""
     fields = dataclasses.fields(term)
-    return (type(term).__name__,) + tuple(getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str))
+    return (type(term).__name__,) + tuple(
+        getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str)
+    )
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,9 @@ class Layout:
         return {
             "model": {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name != "tree"},
             "contacts": [contact_key(s.contact) for s in self.contacts],
-            "terms": [[term_key(t) for t in terms] for terms in (self.contact_terms, self.impulse_terms, self.terminal_terms)],
+            "terms": [
+                [term_key(t) for t in terms] for terms in (self.contact_terms, self.impulse_terms, self.terminal_terms)
+            ],
             "friction": self.friction,
             "limits": {k: [np.asarray(x) for x in (*rows, *bounds)] for k, (rows, bounds) in self.limits.items()},
         }
@@ -134,7 +138,13 @@ def layout(ocp) -> Layout:
         return tuple(terms[kind][key] for key in sorted(terms[kind], key=repr))
 
     return Layout(
-        ocp.model, tuple(slots), ordered("contact"), ordered("impulse"), ordered("terminal"), ocp.friction, limit_rows(ocp.model, ocp.limits)
+        ocp.model,
+        tuple(slots),
+        ordered("contact"),
+        ordered("impulse"),
+        ordered("terminal"),
+        ocp.friction,
+        limit_rows(ocp.model, ocp.limits),
     )
 
 
@@ -173,7 +183,9 @@ def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
                 ref = np.tile(np.concatenate((dynamics.neutral(model), np.zeros(model.nv))), (S, 1))
                 weights = np.zeros((S, n))
             else:
-                ref = np.concatenate((np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1)
+                ref = np.concatenate(
+                    (np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1
+                )
                 weights = _weights(term.weights, S, n)
         elif term is None:
             ref, weights = np.zeros((S, n)), np.zeros((S, n))
@@ -263,7 +275,11 @@ def _residuals(layout, slots, inputs, cfg, q, v, variables):
             r = variables.named[term.variable] - ref
         else:
             kin = kin or sx.forward(model, cfg)
-            x = sx.center_of_mass(model, kin) if isinstance(term, CenterOfMassCost) else sx.frame_placement(model, kin, term.frame)[1]
+            x = (
+                sx.center_of_mass(model, kin)
+                if isinstance(term, CenterOfMassCost)
+                else sx.frame_placement(model, kin, term.frame)[1]
+            )
             r = x - ref
         out.append((r, None, weights))
     return out
@@ -385,7 +401,9 @@ def impulse_function(layout: Layout) -> tuple:
     """``(casadi.Function, input sizes)`` of the impulse stage (module docstring)."""
     model, m = layout.model, layout.m
     nq, nv = model.nq, model.nv
-    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv} | _term_inputs(layout, layout.impulse_terms)
+    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv} | _term_inputs(
+        layout, layout.impulse_terms
+    )
     x = _Inputs(sizes)
     q, v, dv, impulse = x["q"], x["v"], x["dv"], x["f"]
     var = _Variables(model, v=v, dv=dv, f=impulse)
@@ -397,7 +415,9 @@ def impulse_function(layout: Layout) -> tuple:
     dM_dq, _, M = sx.rnea_derivatives(model, kin0, gravity=False)
     E = sx.rnea(model, kin0, gravity=False) - tau_f
     C_E = ca.horzcat(dM_dq - ca.jacobian(tau_f, var.dq), ca.SX.zeros(nv, nv), M, -ca.jacobian(tau_f, impulse))
-    after = ca.vertcat(*[r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)] + [ca.SX.zeros(0)])
+    after = ca.vertcat(
+        *[r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)] + [ca.SX.zeros(0)]
+    )
     c = ca.vertcat(E, after)
     C = ca.vertcat(C_E, ca.jacobian(after, var.y))
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)

@@ -49,7 +49,11 @@ def _urdf_path(robot: str) -> Path:
 def pinocchio_model(pin, model: dynamics.Model, robot: str):
     """Pinocchio's model of the same URDF, checked to have our joint order and dimensions."""
     path = str(_urdf_path(robot))
-    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.has_free_flyer else pin.buildModelFromUrdf(path)
+    pmodel = (
+        pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+        if model.has_free_flyer
+        else pin.buildModelFromUrdf(path)
+    )
     names = tuple(pmodel.names)[1:]  # without the universe
     if (pmodel.nq, pmodel.nv) != (model.nq, model.nv) or names != model.joint_names:
         raise BenchError(
@@ -127,7 +131,9 @@ def pin_values(pin, pmodel, pdata, frame_id, q, v, a, tau):
         dq, dv, dtau = pin.computeABADerivatives(pmodel, pdata, qi, vi, ti)
         out["aba_derivatives"].append((np.array(dq), np.array(dv), _symmetric(np.array(dtau))))
         out["crba"].append((_symmetric(pin.crba(pmodel, pdata, qi).copy()),))
-        out["frame_jacobian"].append((pin.computeFrameJacobian(pmodel, pdata, qi, frame_id, pin.ReferenceFrame.LOCAL).copy(),))
+        out["frame_jacobian"].append(
+            (pin.computeFrameJacobian(pmodel, pdata, qi, frame_id, pin.ReferenceFrame.LOCAL).copy(),)
+        )
     return {name: tuple(np.stack(parts) for parts in zip(*rows)) for name, rows in out.items()}
 
 
@@ -188,7 +194,9 @@ def dynamics_benchmark(robot="anymal", batches=(1, 128), repeat=5, frame=None, s
 
     say = progress or (lambda line: None)
     say(f"checking liftoff against Pinocchio {pin.__version__} on {max(batches)} states")
-    errors = check_against_pinocchio(ours_kernels(model, frame_name, *states), pin_values(pin, pmodel, pdata, frame_id, *states))
+    errors = check_against_pinocchio(
+        ours_kernels(model, frame_name, *states), pin_values(pin, pmodel, pdata, frame_id, *states)
+    )
 
     rows = []
     for B in batches:
@@ -341,7 +349,14 @@ class PinConstrained:
         """A Python loop over the states per quantity. The derivatives need the forward
         solution of their state, so their loop calls ``constraintDynamics`` too (as liftoff's
         ``constrained_dynamics_derivatives`` computes it from ``(q, v, tau)``)."""
-        pin, pmodel, data, models, datas, settings = self.pin, self.pmodel, self.data, self.models, self.datas, self.settings
+        pin, pmodel, data, models, datas, settings = (
+            self.pin,
+            self.pmodel,
+            self.data,
+            self.models,
+            self.datas,
+            self.settings,
+        )
         states = [tuple(np.ascontiguousarray(x) for x in s) for s in zip(q, v, tau)]
 
         def forward():
@@ -359,8 +374,12 @@ class PinConstrained:
 def ours_constrained_kernels(model, contacts, q, v, tau, algorithm, settings=PROXIMAL) -> dict:
     """One batched call per quantity; ``algorithm`` for the forward dynamics."""
     return {
-        "constrained_dynamics": lambda: dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm=algorithm, **settings),
-        "constrained_dynamics_derivatives": lambda: dynamics.constrained_dynamics_derivatives(model, q, v, tau, contacts, **settings),
+        "constrained_dynamics": lambda: dynamics.constrained_dynamics(
+            model, q, v, tau, contacts, algorithm=algorithm, **settings
+        ),
+        "constrained_dynamics_derivatives": lambda: dynamics.constrained_dynamics_derivatives(
+            model, q, v, tau, contacts, **settings
+        ),
     }
 
 
@@ -388,7 +407,9 @@ def _time(fn, repeat, B) -> float:
     return seconds_per_call(fn, repeat) / B * 1e6  # µs per state
 
 
-def constrained_benchmark(robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=5, algorithms=ALGORITHMS, seed=0, progress=None) -> dict:
+def constrained_benchmark(
+    robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=5, algorithms=ALGORITHMS, seed=0, progress=None
+) -> dict:
     """Time constrained dynamics and its derivatives against Pinocchio; a JSON-ready dict.
 
     For each robot of ``CONTACT_CASES``: every algorithm's ``(a, f)`` and the derivatives are
@@ -424,10 +445,14 @@ def constrained_benchmark(robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=
             first = (q[:B], v[:B], tau[:B])
             theirs = PinConstrained(pin, pmodel, case).kernels(*first)
             t_pin = {name: _time(theirs[name], repeat, B) for name in CONSTRAINED_QUANTITIES}
-            timed = [("constrained_dynamics", algorithm) for algorithm in algorithms] + [("constrained_dynamics_derivatives", "-")]
+            timed = [("constrained_dynamics", algorithm) for algorithm in algorithms] + [
+                ("constrained_dynamics_derivatives", "-")
+            ]
             for name, algorithm in timed:
                 say(f"timing {robot} {name}" + (f" ({algorithm})" if algorithm != "-" else "") + f", B = {B}")
-                ours = ours_constrained_kernels(model, contacts, *first, algorithms[0] if algorithm == "-" else algorithm)
+                ours = ours_constrained_kernels(
+                    model, contacts, *first, algorithms[0] if algorithm == "-" else algorithm
+                )
                 t = _time(ours[name], repeat, B)
                 rows.append(
                     dict(
@@ -455,7 +480,8 @@ def constrained_benchmark(robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=
         benchmark="constrained",
         proximal_settings=PROXIMAL,
         algorithms=list(algorithms),
-        pinocchio_reference="constraintDynamics (proxLTL) and computeConstraintDynamicsDerivatives, same proximal settings; "
+        pinocchio_reference="constraintDynamics (proxLTL) and computeConstraintDynamicsDerivatives, "
+        "same proximal settings; "
         "the derivatives loop calls constraintDynamics first",
         seed=seed,
         repeat=repeat,
@@ -472,7 +498,13 @@ def constrained_benchmark(robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=
 def _mechanisms(chain_sizes, tree_sizes):
     """``(mechanism, n, model, urdf text, ContactCase)`` of the scaling study."""
     for n in chain_sizes:
-        yield "chain", n, sample_models.serial_chain(n), sample_models.serial_chain_urdf(n), ContactCase(("end_effector",), "6D", "LOCAL")
+        yield (
+            "chain",
+            n,
+            sample_models.serial_chain(n),
+            sample_models.serial_chain_urdf(n),
+            ContactCase(("end_effector",), "6D", "LOCAL"),
+        )
     for n in tree_sizes:
         model = sample_models.binary_tree(n)
         leaves = tuple(sample_models.leaf_frames(model))
@@ -480,7 +512,13 @@ def _mechanisms(chain_sizes, tree_sizes):
 
 
 def scaling_benchmark(
-    chain_sizes=CHAIN_SIZES, tree_sizes=TREE_SIZES, batch=SCALING_BATCH, repeat=5, algorithms=ALGORITHMS, seed=0, progress=None
+    chain_sizes=CHAIN_SIZES,
+    tree_sizes=TREE_SIZES,
+    batch=SCALING_BATCH,
+    repeat=5,
+    algorithms=ALGORITHMS,
+    seed=0,
+    progress=None,
 ) -> dict:
     """Seed 003 Fig. 3: µs per state of ``constrained_dynamics`` per algorithm against the size.
 
@@ -513,10 +551,19 @@ def scaling_benchmark(
             max_abs_error_vs_pinocchio={},
             iterations={"pinocchio": _stats(pins["iterations"])},
         )
-        kernels = {algorithm: ours_constrained_kernels(model, contacts, q, v, tau, algorithm, SCALING_PROXIMAL) for algorithm in algorithms}
+        kernels = {
+            algorithm: ours_constrained_kernels(model, contacts, q, v, tau, algorithm, SCALING_PROXIMAL)
+            for algorithm in algorithms
+        }
         for algorithm, ours in kernels.items():
             # relative to the largest entry: long chains at random configurations are ill-conditioned
-            err = check_against_pinocchio(_as_arrays(ours), pins, ("constrained_dynamics",), f" ({mechanism} n = {n}, {algorithm})", per_entry=False)
+            err = check_against_pinocchio(
+                _as_arrays(ours),
+                pins,
+                ("constrained_dynamics",),
+                f" ({mechanism} n = {n}, {algorithm})",
+                per_entry=False,
+            )
             row["max_abs_error_vs_pinocchio"][algorithm] = err["constrained_dynamics"]
             row["iterations"][algorithm] = _iterations(ours["constrained_dynamics"]())
         say(f"timing {mechanism} n = {n}, B = {batch}")
@@ -546,8 +593,9 @@ def scaling_benchmark(
 def _settings_line(result) -> str:
     s = result["proximal_settings"]
     return (
-        f"proximal settings mu {s['mu']:g}, max_iter {s['max_iter']}, tol {s['tol']:g}; best of {result['repeat']} runs; "
-        f"Pinocchio {result['versions']['pinocchio']}, numpy {result['versions']['numpy']}, Python {result['versions']['python']}; "
+        f"proximal settings mu {s['mu']:g}, max_iter {s['max_iter']}, tol {s['tol']:g}; "
+        f"best of {result['repeat']} runs; Pinocchio {result['versions']['pinocchio']}, "
+        f"numpy {result['versions']['numpy']}, Python {result['versions']['python']}; "
         f"freed memory retained: {result['retained_freed_memory']}"
     )
 
@@ -561,7 +609,8 @@ def format_constrained_table(result: dict) -> str:
     for case in result["cases"]:
         c = case["contacts"]
         lines.append(
-            f"{case['robot']} (nq={case['nq']}, nv={case['nv']}): {len(c['frames'])} x {c['kind']} contacts in {c['reference']} "
+            f"{case['robot']} (nq={case['nq']}, nv={case['nv']}): "
+            f"{len(c['frames'])} x {c['kind']} contacts in {c['reference']} "
             f"on {', '.join(c['frames'])} (m = {case['constraint_dimension']})"
         )
         lines.append(
@@ -573,7 +622,8 @@ def format_constrained_table(result: dict) -> str:
             + ", ".join(f"{name} {_its(stats)}" for name, stats in case["iterations"].items())
         )
     columns = (
-        f"{'robot':<7} {'quantity':<33} {'algorithm':<15} {'B':>5} {'ours µs/state':>14} {'pinocchio µs/state':>19} {'ours/pin':>9}"
+        f"{'robot':<7} {'quantity':<33} {'algorithm':<15} {'B':>5} "
+        f"{'ours µs/state':>14} {'pinocchio µs/state':>19} {'ours/pin':>9}"
     )
     lines += ["", columns, "-" * len(columns)]
     for r in result["results"]:

@@ -51,7 +51,10 @@ def one_blas_thread():
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        raise BenchError('the solve benchmark limits BLAS to one thread with threadpoolctl; install it with: pip install -e ".[bench]"') from None
+        raise BenchError(
+            "the solve benchmark limits BLAS to one thread with threadpoolctl; "
+            'install it with: pip install -e ".[bench]"'
+        ) from None
     with threadpool_limits(1):
         yield
 
@@ -78,7 +81,9 @@ class CrocoddylGait:
         q0 = anymal.model.referenceConfigurations["standing"].copy()
         self.x0 = np.concatenate([q0, np.zeros(anymal.model.nv)])
         builder, args = CROCODDYL[gait]
-        self.problem = getattr(Problem(anymal.model, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), builder)(self.x0, *args)
+        self.problem = getattr(Problem(anymal.model, "LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"), builder)(
+            self.x0, *args
+        )
         self.solver_type = crocoddyl.SolverFDDP
 
     def run(self) -> dict:
@@ -88,7 +93,12 @@ class CrocoddylGait:
         start = time.process_time()
         solver.solve(xs, us, 100, False)
         total = time.process_time() - start
-        return {"knots": problem.T, "iterations": solver.iter, "total_s": total, "per_knot_iteration_s": total / (problem.T * max(solver.iter, 1))}
+        return {
+            "knots": problem.T,
+            "iterations": solver.iter,
+            "total_s": total,
+            "per_knot_iteration_s": total / (problem.T * max(solver.iter, 1)),
+        }
 
 
 class LiftoffGait:
@@ -109,7 +119,10 @@ class LiftoffGait:
         total = time.process_time() - start
         n, K = max(result.iterations, 1), form.ocp.K
         kernel = (form.stages.kernel_seconds - kernels) / n
-        split = {part: sum(getattr(h, f"{part}_time") for h in result.history) / n for part in ("linearize", "riccati", "expand")}
+        split = {
+            part: sum(getattr(h, f"{part}_time") for h in result.history) / n
+            for part in ("linearize", "riccati", "expand")
+        }
         per_iteration = total / n
         return {
             "knots": K,
@@ -141,7 +154,11 @@ def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
     with one_blas_thread():
         for gait in gaits:
             config = load_config(CONFIGS / f"anymal_{gait}.yaml")
-            cases = {"lifted": LiftoffGait(config, "lifted"), "nonlifted": LiftoffGait(config, "nonlifted"), "crocoddyl": CrocoddylGait(gait)}
+            cases = {
+                "lifted": LiftoffGait(config, "lifted"),
+                "nonlifted": LiftoffGait(config, "nonlifted"),
+                "crocoddyl": CrocoddylGait(gait),
+            }
             runs = {name: [] for name in cases}
             for _ in range(repeat):
                 for name, case in cases.items():
@@ -159,7 +176,9 @@ def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
 
 def _scaled(config, factor):
     """The trot with every phase's knots scaled by ``factor`` (at least one knot)."""
-    phases = tuple(dataclasses.replace(p, knots=max(1, round(p.knots * factor)), duration=None) for p in config.gait.phases)
+    phases = tuple(
+        dataclasses.replace(p, knots=max(1, round(p.knots * factor)), duration=None) for p in config.gait.phases
+    )
     gait = dataclasses.replace(config.gait, phases=phases, horizon=sum(p.knots for p in phases))
     return dataclasses.replace(config, gait=gait)
 
@@ -175,7 +194,10 @@ def scaling_benchmark(scales=SCALES, repeat=3, progress=None) -> dict:
             times = [case.run()["per_iteration_s"] for _ in range(repeat)]
             points.append({"scale": factor, "knots": case.form.ocp.K, "per_iteration_s": statistics.median(times)})
             if progress:
-                progress(f"trot x{factor:g}: {points[-1]['knots']} knots, {1e3 * points[-1]['per_iteration_s']:.2f} ms per iteration")
+                point = points[-1]
+                progress(
+                    f"trot x{factor:g}: {point['knots']} knots, {1e3 * point['per_iteration_s']:.2f} ms per iteration"
+                )
     knots = np.array([p["knots"] for p in points], dtype=float)
     seconds = np.array([p["per_iteration_s"] for p in points])
     slope, fixed = np.polyfit(knots, seconds, 1)
@@ -186,26 +208,48 @@ def scaling_benchmark(scales=SCALES, repeat=3, progress=None) -> dict:
 def format_row(row) -> str:
     lifted, non, croc = row["lifted"], row["nonlifted"], row["crocoddyl"]
     return (
-        f"{row['gait']:>5}  liftoff {lifted['knots']:3d} knots {lifted['iterations']:3d} it {1e3 * lifted['total_s']:7.1f} ms "
-        f"({1e6 * lifted['per_knot_iteration_s']:6.1f} us/knot-it; non-lifted {non['iterations']:3d} it, "
-        f"x{row['nonlifted_over_lifted_per_iteration']:.2f} per it)  crocoddyl {croc['knots']:3d} knots {croc['iterations']:3d} it "
-        f"{1e3 * croc['total_s']:7.1f} ms ({1e6 * croc['per_knot_iteration_s']:6.1f} us/knot-it)  "
+        f"{row['gait']:>5}  liftoff {lifted['knots']:3d} knots {lifted['iterations']:3d} it "
+        f"{1e3 * lifted['total_s']:7.1f} ms ({1e6 * lifted['per_knot_iteration_s']:6.1f} us/knot-it; "
+        f"non-lifted {non['iterations']:3d} it, x{row['nonlifted_over_lifted_per_iteration']:.2f} per it)  "
+        f"crocoddyl {croc['knots']:3d} knots {croc['iterations']:3d} it {1e3 * croc['total_s']:7.1f} ms "
+        f"({1e6 * croc['per_knot_iteration_s']:6.1f} us/knot-it)  "
         f"ratio per knot-it {row['ratio_per_knot_iteration']:.2f}, total {row['ratio_total']:.2f}"
     )
 
 
 def format_table(result) -> str:
-    head = "| gait | liftoff knots, it | liftoff ms | us/knot-it | crocoddyl knots, it | crocoddyl ms | us/knot-it | ratio/knot-it | ratio total | nonlifted/lifted per it |"
-    lines = [head, "|" + "---|" * 10]
+    columns = (
+        "gait",
+        "liftoff knots, it",
+        "liftoff ms",
+        "us/knot-it",
+        "crocoddyl knots, it",
+        "crocoddyl ms",
+        "us/knot-it",
+        "ratio/knot-it",
+        "ratio total",
+        "nonlifted/lifted per it",
+    )
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in result["gaits"]:
         a, c = r["lifted"], r["crocoddyl"]
-        lines.append(
-            f"| {r['gait']} | {a['knots']}, {a['iterations']} | {1e3 * a['total_s']:.1f} | {1e6 * a['per_knot_iteration_s']:.1f} | "
-            f"{c['knots']}, {c['iterations']} | {1e3 * c['total_s']:.1f} | {1e6 * c['per_knot_iteration_s']:.1f} | "
-            f"{r['ratio_per_knot_iteration']:.2f} | {r['ratio_total']:.2f} | {r['nonlifted_over_lifted_per_iteration']:.2f} |"
+        cells = (
+            r["gait"],
+            f"{a['knots']}, {a['iterations']}",
+            f"{1e3 * a['total_s']:.1f}",
+            f"{1e6 * a['per_knot_iteration_s']:.1f}",
+            f"{c['knots']}, {c['iterations']}",
+            f"{1e3 * c['total_s']:.1f}",
+            f"{1e6 * c['per_knot_iteration_s']:.1f}",
+            f"{r['ratio_per_knot_iteration']:.2f}",
+            f"{r['ratio_total']:.2f}",
+            f"{r['nonlifted_over_lifted_per_iteration']:.2f}",
         )
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("split of a lifted iteration [ms]: kernels, Riccati, rest of the linearization, expansion and step, other")
+    lines.append(
+        "split of a lifted iteration [ms]: kernels, Riccati, rest of the linearization, expansion and step, other"
+    )
     for r in result["gaits"]:
         s = r["lifted"]["split_s"]
         lines.append(f"  {r['gait']:>5}: " + ", ".join(f"{k} {1e3 * v:.2f}" for k, v in s.items()))

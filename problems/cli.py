@@ -108,7 +108,11 @@ def info(args) -> int:
         rows.append((str(i), name, kind, q, v, *_limits(model, i)))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.rjust(w) if c in (0, 6, 7) else cell.ljust(w) for c, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        print(
+            "  ".join(
+                cell.rjust(w) if c in (0, 6, 7) else cell.ljust(w) for c, (cell, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
     print()
     print("limits: position in rad or m, velocity in rad/s or m/s, effort in N m or N ('-': none)")
     return 0
@@ -120,9 +124,14 @@ def solve(args) -> int:
     from .config import load_config
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
-    config, problem = prepare(load_config(args.config), args.formulation, args.barrier, args.backend)  # user errors raise here
+    config, problem = prepare(
+        load_config(args.config), args.formulation, args.barrier, args.backend
+    )  # user errors raise here
     log = sys.stderr if args.json else sys.stdout
-    print(f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages", file=log)
+    print(
+        f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages",
+        file=log,
+    )
     print(LOG_HEADER, file=log)
     run = solve_prepared(config, problem, callback=lambda h: print(format_log(h), file=log, flush=True))
     path = save_run(run, args.out or default_path(run.config))
@@ -147,7 +156,12 @@ def compare(args) -> int:
     log = sys.stderr if args.json else sys.stdout
 
     def progress(s):
-        print(f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} {s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s", file=log, flush=True)
+        print(
+            f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} "
+            f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s",
+            file=log,
+            flush=True,
+        )
 
     summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend)
     if args.json:
@@ -186,7 +200,12 @@ def bench_dynamics(args) -> int:
     progress = None if args.quiet else bench.stderr_progress
     try:
         result = bench.dynamics_benchmark(
-            robot=args.robot, batches=tuple(args.batch), repeat=args.repeat, frame=args.frame, seed=args.seed, progress=progress
+            robot=args.robot,
+            batches=tuple(args.batch),
+            repeat=args.repeat,
+            frame=args.frame,
+            seed=args.seed,
+            progress=progress,
         )
     except bench.BenchError as err:
         return _error(str(err), RUN_ERROR)
@@ -269,7 +288,9 @@ def parser() -> argparse.ArgumentParser:
     p_solve.add_argument("--barrier", type=_positive_float, metavar="X", help="override solver.barrier")
     p_solve.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_solve.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
-    p_solve.add_argument("--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)")
+    p_solve.add_argument(
+        "--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)"
+    )
     p_solve.set_defaults(run=solve)
 
     p_cmp = commands.add_parser(
@@ -280,26 +301,50 @@ def parser() -> argparse.ArgumentParser:
         "(forces_GAIT.png) and the table (table.md, table.csv, summary.json) to the output folder.",
     )
     p_cmp.add_argument("configs", metavar="CONFIG", nargs="+", help="YAML gait configurations")
-    p_cmp.add_argument("--barrier", type=_positive_float, nargs="+", default=[1e-1, 1e-4], metavar="X", help="barriers (default: 1e-1 1e-4)")
+    p_cmp.add_argument(
+        "--barrier",
+        type=_positive_float,
+        nargs="+",
+        default=[1e-1, 1e-4],
+        metavar="X",
+        help="barriers (default: 1e-1 1e-4)",
+    )
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
-    p_cmp.add_argument("--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)")
-    p_cmp.add_argument("--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)")
+    p_cmp.add_argument(
+        "--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)"
+    )
+    p_cmp.add_argument(
+        "--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)"
+    )
     p_cmp.set_defaults(run=compare)
 
     p_rep = commands.add_parser(
-        "report", help="redraw the figures and tables of a comparison from its results files", description="Redraw the figures and tables of `liftoff compare` from the results files in DIR, without solving."
+        "report",
+        help="redraw the figures and tables of a comparison from its results files",
+        description="Redraw the figures and tables of `liftoff compare` from the results files in DIR, "
+        "without solving.",
     )
     p_rep.add_argument("dir", metavar="DIR", help="a folder written by liftoff compare")
     p_rep.set_defaults(run=report)
 
-    p_info = commands.add_parser("info", help="describe a robot model", description="Load a robot and describe its model.")
-    p_info.add_argument("robot", metavar="ROBOT", help="a robot of example-robot-data (anymal, talos, ur5, ...) or a URDF path")
+    p_info = commands.add_parser(
+        "info", help="describe a robot model", description="Load a robot and describe its model."
+    )
+    p_info.add_argument(
+        "robot", metavar="ROBOT", help="a robot of example-robot-data (anymal, talos, ur5, ...) or a URDF path"
+    )
     base = p_info.add_mutually_exclusive_group()
-    base.add_argument("--fixed-base", dest="floating_base", action="store_false", default=None, help="no free-flyer root")
+    base.add_argument(
+        "--fixed-base", dest="floating_base", action="store_false", default=None, help="no free-flyer root"
+    )
     base.add_argument("--floating-base", dest="floating_base", action="store_true", help="add a free-flyer root")
     p_info.add_argument(
-        "--lock", metavar="JOINT=VALUE", nargs="+", action="extend", help="lock joints at the given positions (reduced model)"
+        "--lock",
+        metavar="JOINT=VALUE",
+        nargs="+",
+        action="extend",
+        help="lock joints at the given positions (reduced model)",
     )
     p_info.set_defaults(run=info)
 
@@ -312,8 +357,12 @@ def parser() -> argparse.ArgumentParser:
         "(after checking they agree to 1e-8).",
     )
     p_dyn.add_argument("--robot", default="anymal", help="robot name or URDF path (default: anymal)")
-    p_dyn.add_argument("--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)")
-    p_dyn.add_argument("--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)")
+    p_dyn.add_argument(
+        "--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)"
+    )
+    p_dyn.add_argument(
+        "--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)"
+    )
     p_dyn.add_argument("--frame", default=None, help="frame of frame_jacobian (default: LF_FOOT, else the last frame)")
     p_dyn.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
     p_dyn.add_argument("--json", action="store_true", help="print the results as one JSON object")
@@ -331,14 +380,23 @@ def parser() -> argparse.ArgumentParser:
     )
     # defaults and choices live in problems.bench (imported when the command runs)
     p_con.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
-    p_con.add_argument("--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)")
     p_con.add_argument(
-        "--algorithm", nargs="+", metavar="ALG", help="algorithms among proxLTL, proxLTLs, constrainedABA (default: all three)"
+        "--batch", type=_positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)"
     )
-    p_con.add_argument("--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)")
+    p_con.add_argument(
+        "--algorithm",
+        nargs="+",
+        metavar="ALG",
+        help="algorithms among proxLTL, proxLTLs, constrainedABA (default: all three)",
+    )
+    p_con.add_argument(
+        "--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)"
+    )
     p_con.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
     p_con.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
-    p_con.add_argument("--chain-sizes", type=_positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)")
+    p_con.add_argument(
+        "--chain-sizes", type=_positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)"
+    )
     p_con.add_argument(
         "--tree-sizes",
         type=_positive_int,
@@ -361,8 +419,12 @@ def parser() -> argparse.ArgumentParser:
         "print the time per knot and iteration, its ratio to Crocoddyl's, the total times and the split of an "
         "iteration. With --scaling, instead: time per iteration of the trot stretched 0.5x to 8x, and its linear fit.",
     )
-    p_sol.add_argument("--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)")
-    p_sol.add_argument("--repeat", type=_positive_int, default=3, metavar="N", help="solves per case, median kept (default: 3)")
+    p_sol.add_argument(
+        "--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)"
+    )
+    p_sol.add_argument(
+        "--repeat", type=_positive_int, default=3, metavar="N", help="solves per case, median kept (default: 3)"
+    )
     p_sol.add_argument("--scaling", action="store_true", help="time per iteration against the horizon length instead")
     p_sol.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p_sol.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -18,7 +18,18 @@ from .runs import load_run, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
 BARRIERS = (1e-1, 1e-4)
-COLUMNS = ("gait", "formulation", "barrier", "status", "iterations", "ms_per_iteration", "total_s", "cost", "kkt_error", "max_violation")
+COLUMNS = (
+    "gait",
+    "formulation",
+    "barrier",
+    "status",
+    "iterations",
+    "ms_per_iteration",
+    "total_s",
+    "cost",
+    "kkt_error",
+    "max_violation",
+)
 
 
 def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None) -> list:
@@ -57,7 +68,10 @@ def rows(summaries) -> list:
 def markdown(table) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in table:
-        cells = [f"{row[c]:.6g}" if isinstance(row[c], float) and c not in ("ms_per_iteration", "total_s") else str(row[c]) for c in COLUMNS]
+        cells = [
+            f"{row[c]:.6g}" if isinstance(row[c], float) and c not in ("ms_per_iteration", "total_s") else str(row[c])
+            for c in COLUMNS
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -69,7 +83,13 @@ def report(out_dir) -> list:
     if not runs:
         raise FileNotFoundError(f"no results files (*.npz) in {out_dir}")
     order = {name: i for i, name in enumerate(dict.fromkeys(r["summary"]["name"] for r in runs))}
-    runs.sort(key=lambda r: (order[r["summary"]["name"]], -r["summary"]["barrier"], FORMULATIONS.index(r["summary"]["formulation"])))
+    runs.sort(
+        key=lambda r: (
+            order[r["summary"]["name"]],
+            -r["summary"]["barrier"],
+            FORMULATIONS.index(r["summary"]["formulation"]),
+        )
+    )
     summaries = [r["summary"] for r in runs]
     table = rows(summaries)
     (out_dir / "table.md").write_text(markdown(table))
@@ -82,6 +102,8 @@ def report(out_dir) -> list:
     plots.time_figure(runs, out_dir / "time.png")
     for r in runs:
         s = r["summary"]
-        if s["formulation"] == "lifted" and s["barrier"] == min(x["barrier"] for x in summaries if x["name"] == s["name"]):
+        if s["formulation"] == "lifted" and s["barrier"] == min(
+            x["barrier"] for x in summaries if x["name"] == s["name"]
+        ):
             plots.forces_figure(r, out_dir / f"forces_{s['name']}.png")
     return summaries

@@ -158,7 +158,13 @@ class Gait:
         object.__setattr__(self, "phases", phases)
         knots = [phase.knots for phase in phases]
         total = " + ".join(map(str, knots))
-        _check(sum(knots) == self.horizon, "phases", f"knots summing to gait.horizon = {self.horizon}", f"{total} = {sum(knots)}", show=False)
+        _check(
+            sum(knots) == self.horizon,
+            "phases",
+            f"knots summing to gait.horizon = {self.horizon}",
+            f"{total} = {sum(knots)}",
+            show=False,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +183,9 @@ class StateWeights:
 
 
 def _impulse_state_weights() -> StateWeights:
-    return StateWeights(base_position=1.0, base_orientation=1.0, joint_position=100.0, base_velocity=100.0, joint_velocity=100.0)
+    return StateWeights(
+        base_position=1.0, base_orientation=1.0, joint_position=100.0, base_velocity=100.0, joint_velocity=100.0
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +194,9 @@ class Costs:
 
     state: StateWeights = field(default_factory=StateWeights)  # at the contact stages
     terminal_state: StateWeights = field(default_factory=StateWeights)  # at the terminal stage
-    impulse_state: StateWeights = field(default_factory=_impulse_state_weights)  # at the impulse stages: 1, 1, 100, 100, 100
+    impulse_state: StateWeights = field(
+        default_factory=_impulse_state_weights
+    )  # at the impulse stages: 1, 1, 100, 100, 100
     control: float = 0.1  # joint torques
     swing_foot: float = 1e6  # swing-foot position tracking
     com: float = 1e6  # centre-of-mass tracking
@@ -385,7 +395,12 @@ def _shape(x) -> str:
     return "scalar"
 
 
-_NAMES = {float: ("a finite number", "finite numbers"), int: ("an integer", "integers"), bool: ("true or false", "booleans"), str: ("a string", "strings")}
+_NAMES = {
+    float: ("a finite number", "finite numbers"),
+    int: ("an integer", "integers"),
+    bool: ("true or false", "booleans"),
+    str: ("a string", "strings"),
+}
 
 
 def _describe(tp, plural: bool = False) -> str:
@@ -436,7 +451,9 @@ def _at_least(obj, names, bound: float, strict: bool = False) -> None:
         value = getattr(obj, name)
         if value is not None:
             kind = "an integer" if isinstance(value, int) else "a number"
-            _check(value > bound if strict else value >= bound, name, f"{kind} {'>' if strict else '>='} {bound:g}", value)
+            _check(
+                value > bound if strict else value >= bound, name, f"{kind} {'>' if strict else '>='} {bound:g}", value
+            )
 
 
 def _one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> None:
@@ -464,7 +481,9 @@ def _with_knots(phase: Phase, dt: float, path: str) -> Phase:
     _check(abs(ratio - knots) <= RELATIVE_TOL * ratio, where, f"a multiple of gait.dt = {dt:g}", phase.duration)
     if phase.knots is None:
         return dataclasses.replace(phase, knots=knots)
-    _check(phase.knots == knots, _join(path, "knots"), f"duration / gait.dt = {knots} as duration is given", phase.knots)
+    _check(
+        phase.knots == knots, _join(path, "knots"), f"duration / gait.dt = {knots} as duration is given", phase.knots
+    )
     return phase
 
 
@@ -483,7 +502,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 key = self.construct_object(key_node, deep=deep)
                 if isinstance(key, typing.Hashable):  # else the base class reports it
                     if key in seen:
-                        raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {key!r}", key_node.start_mark
+                        )
                     seen.add(key)
         return super().construct_mapping(node, deep=deep)
 

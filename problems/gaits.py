@@ -25,7 +25,9 @@ from ocp.problem import OCP, ContactStage, ImpulseStage
 
 #: Named configurations (``initial_state.q``); ANYmal's is seed 004's initial state.
 CONFIGURATIONS = {
-    "anymal": {"standing": (0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0)},
+    "anymal": {
+        "standing": (0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0)
+    },
 }
 
 
@@ -40,7 +42,10 @@ def initial_state(config, model):
         named = CONFIGURATIONS.get(config.robot, {})
         if q not in named:
             known = ", ".join(sorted(named)) or "none"
-            raise ProblemError(f"initial_state.q: unknown configuration {q!r} for {config.robot} (known: {known}; or give {model.nq} values)")
+            raise ProblemError(
+                f"initial_state.q: unknown configuration {q!r} for {config.robot} "
+                f"(known: {known}; or give {model.nq} values)"
+            )
         q = named[q]
     q = np.asarray(q, dtype=float)
     v = np.zeros(model.nv) if isinstance(v, str) else np.asarray(v, dtype=float)
@@ -55,7 +60,13 @@ def state_weights(w, nv):
     """The ``2 nv`` weights of :class:`ocp.costs.StateCost` from a ``StateWeights`` section."""
     joints = nv - 6
     return np.concatenate(
-        ([w.base_position] * 3, [w.base_orientation] * 3, [w.joint_position] * joints, [w.base_velocity] * 6, [w.joint_velocity] * joints)
+        (
+            [w.base_position] * 3,
+            [w.base_orientation] * 3,
+            [w.joint_position] * joints,
+            [w.base_velocity] * 6,
+            [w.joint_velocity] * joints,
+        )
     )
 
 
@@ -104,7 +115,11 @@ def build_problem(config) -> OCP:
     alpha, beta = config.contacts.baumgarte.alpha, config.contacts.baumgarte.beta
 
     def contacts(holds):
-        return tuple(Contact(f, "3D", config.contacts.reference, kp=beta**2, kd=2 * alpha, placement=holds[f]) for f in feet if f in holds)
+        return tuple(
+            Contact(f, "3D", config.contacts.reference, kp=beta**2, kd=2 * alpha, placement=holds[f])
+            for f in feet
+            if f in holds
+        )
 
     def references(i, j):
         """CoM and base references at knot ``j`` of phase ``i``: the mean foot displacement."""

@@ -27,7 +27,9 @@ def _by_gait(runs):
 
 def kkt_figure(runs, path):
     gaits, barriers = _by_gait(runs)
-    fig, axes = plt.subplots(len(barriers), len(gaits), figsize=(3.2 * len(gaits), 2.8 * len(barriers)), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(
+        len(barriers), len(gaits), figsize=(3.2 * len(gaits), 2.8 * len(barriers)), squeeze=False, sharey=True
+    )
     for r in runs:
         s = r["summary"]
         ax = axes[barriers.index(s["barrier"]), gaits.index(s["name"])]
@@ -56,13 +58,26 @@ def time_figure(runs, path):
     for n, (form, eps) in enumerate(series):
         per_it, total = [], []
         for gait in gaits:
-            match = [r["summary"] for r in runs if (r["summary"]["name"], r["summary"]["formulation"], r["summary"]["barrier"]) == (gait, form, eps)]
+            match = [
+                r["summary"]
+                for r in runs
+                if (r["summary"]["name"], r["summary"]["formulation"], r["summary"]["barrier"]) == (gait, form, eps)
+            ]
             per_it.append(1e3 * match[0]["time_per_iteration_s"] if match else np.nan)
             total.append(match[0]["solve_time_s"] if match else np.nan)
         x = np.arange(len(gaits)) + (n - (len(series) - 1) / 2) * width
         hatch = "" if eps == barriers[0] else "//"
         for ax, values in ((ax_it, per_it), (ax_total, total)):
-            ax.bar(x, values, width, color=COLORS[form], hatch=hatch, edgecolor="black", linewidth=0.4, label=f"{form}, {eps:g}")
+            ax.bar(
+                x,
+                values,
+                width,
+                color=COLORS[form],
+                hatch=hatch,
+                edgecolor="black",
+                linewidth=0.4,
+                label=f"{form}, {eps:g}",
+            )
     for ax, label in ((ax_it, "time per iteration [ms]"), (ax_total, "total time [s]")):
         ax.set_xticks(np.arange(len(gaits)), gaits, fontsize=8)
         ax.set_ylabel(label)
@@ -92,7 +107,9 @@ def forces_figure(run, path):
     axes[0, 0].legend(fontsize=7, ncol=4, loc="upper right")
     axes[-1, 0].set_xlabel("time [s]")
     s = run["summary"]
-    fig.suptitle(f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9)
+    fig.suptitle(
+        f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -43,7 +43,9 @@ def solver_options(config) -> Options:
 def prepare(config, formulation=None, barrier=None, backend=None):
     """``(config, problem)``: ``config`` with ``formulation``, ``barrier`` and ``backend``
     overriding its solver section, and its OCP in that formulation."""
-    changes = {k: v for k, v in (("formulation", formulation), ("barrier", barrier), ("backend", backend)) if v is not None}
+    changes = {
+        k: v for k, v in (("formulation", formulation), ("barrier", barrier), ("backend", backend)) if v is not None
+    }
     config = with_solver(config, **changes) if changes else config
     return config, Formulation(build_problem(config), config.solver.formulation, config.solver.backend)
 
@@ -90,7 +92,9 @@ def load_run(path) -> dict:
     """A results file as ``{"summary": dict, "config": dict, "times", "q", "v", "u", "a",
     "kinds": arrays, "forces": {frame: (K, 3)}}``."""
     with np.load(Path(path), allow_pickle=False) as data:
-        out = {key: data[key] for key in data.files if not key.startswith("force/") and key not in ("summary", "config")}
+        out = {
+            key: data[key] for key in data.files if not key.startswith("force/") and key not in ("summary", "config")
+        }
         out["forces"] = {key[len("force/") :]: data[key] for key in data.files if key.startswith("force/")}
         out["summary"] = json.loads(str(data["summary"]))
         out["config"] = json.loads(str(data["config"]))

@@ -119,7 +119,10 @@ LOG_HEADER = f"{'iter':>4} {'cost':>14} {'kkt error':>11} {'barrier':>8} {'alpha
 
 
 def format_log(h: IterationLog) -> str:
-    return f"{h.iteration:4d} {h.cost:14.6e} {h.kkt_error:11.4e} {h.barrier:8.1e} {h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}"
+    return (
+        f"{h.iteration:4d} {h.cost:14.6e} {h.kkt_error:11.4e} {h.barrier:8.1e} "
+        f"{h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}"
+    )
 
 
 def solve(problem: Problem, options: Options = Options(), warm_start=None, callback=None) -> Result:

@@ -104,13 +104,19 @@ def _cho_solve(L, X):
 def _library():
     from dynamics.codegen import compiled_library
 
-    return compiled_library(Path(__file__).with_name("riccati.c"), {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)})
+    return compiled_library(
+        Path(__file__).with_name("riccati.c"),
+        {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)},
+    )
 
 
 def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     N, nx, nm = lqr.B.shape
     c = np.ascontiguousarray
-    inputs = [c(x, dtype=float) for x in (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu, terminal.Qxx, terminal.lx, dx0)]
+    inputs = [
+        c(x, dtype=float)
+        for x in (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu, terminal.Qxx, terminal.lx, dx0)
+    ]
     nu = c(lqr.nu, dtype=np.intc)
     P, p, K, k = np.empty((N + 1, nx, nx)), np.empty((N + 1, nx)), np.empty((N, nm, nx)), np.empty((N, nm))
     dx, du, lam = np.empty((N + 1, nx)), np.empty((N, nm)), np.empty((N + 1, nx))
@@ -121,4 +127,12 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     if status > 0:
         raise RiccatiError(f"stage {status - 1}: Quu + B^T P B is not positive definite")
     n = lqr.nu
-    return RiccatiSolution(dx, [du[i, : n[i]] for i in range(N)], lam, [K[i, : n[i]] for i in range(N)], [k[i, : n[i]] for i in range(N)], P, p)
+    return RiccatiSolution(
+        dx,
+        [du[i, : n[i]] for i in range(N)],
+        lam,
+        [K[i, : n[i]] for i in range(N)],
+        [k[i, : n[i]] for i in range(N)],
+        P,
+        p,
+    )

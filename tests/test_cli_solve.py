@@ -36,7 +36,6 @@ TINY = {
 }
 
 
-
 def write(tmp_path, data, name="tiny.yaml") -> str:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -71,7 +70,9 @@ def test_both_backends_give_the_same_solve(tmp_path, capsys):
     numpy_config = write(tmp_path, {**TINY, "solver": {**TINY["solver"], "backend": "numpy"}}, "numpy.yaml")
     assert main(["solve", numpy_config, "--json", "--out", str(tmp_path / "a.npz")]) == 0
     by_yaml = json.loads(capsys.readouterr().out)
-    assert main(["solve", write(tmp_path, TINY), "--json", "--backend", "compiled", "--out", str(tmp_path / "b.npz")]) == 0
+    assert (
+        main(["solve", write(tmp_path, TINY), "--json", "--backend", "compiled", "--out", str(tmp_path / "b.npz")]) == 0
+    )
     by_flag = json.loads(capsys.readouterr().out)
     assert (by_yaml["backend"], by_flag["backend"]) == ("numpy", "compiled")
     assert by_yaml["iterations"] == by_flag["iterations"]
@@ -173,7 +174,11 @@ def test_console_script(tmp_path):
     assert script.is_file()
     config = write(tmp_path, edit(TINY, "solver.max_iterations", 1))
     done = subprocess.run(
-        [str(script), "solve", config, "--json", "--out", str(tmp_path / "x.npz")], check=False, capture_output=True, text=True, timeout=120
+        [str(script), "solve", config, "--json", "--out", str(tmp_path / "x.npz")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["status"] == "max_iterations"

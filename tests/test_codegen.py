@@ -95,7 +95,9 @@ print(k([[1.0, 2.0, 3.0]])[0][0, 2])
 
 def load_in_new_process(cache):
     env = {**os.environ, "LIFTOFF_CACHE": str(cache)}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 @pytest.mark.parametrize("damage", ["truncated", "stale"])
@@ -144,8 +146,23 @@ def test_without_a_compiler_the_solve_runs_on_numpy_after_one_warning(tmp_path):
     env = {**os.environ, "PATH": "", "LIFTOFF_CACHE": str(tmp_path / "empty")}
     env.pop("CC", None)
     done = subprocess.run(
-        [sys.executable, "-m", "problems.cli", "solve", str(config), "--backend", "compiled", "--json", "--out", str(tmp_path / "r.npz")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "problems.cli",
+            "solve",
+            str(config),
+            "--backend",
+            "compiled",
+            "--json",
+            "--out",
+            str(tmp_path / "r.npz"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if "warning" in line]

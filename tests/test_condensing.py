@@ -18,7 +18,9 @@ def random_lifted(rng, S=5, nx=6, nu=3, nw=4):
     C[:, :, nx + nu :] += 3 * np.eye(nw)  # Cw invertible
     A = 0.2 * rng.standard_normal((S, nx, ny))
     A[:, :, :nx] += np.eye(nx)
-    return LiftedStages(nx, nu, H, rng.standard_normal((S, ny)), C, rng.standard_normal((S, nw)), A, rng.standard_normal((S, nx)))
+    return LiftedStages(
+        nx, nu, H, rng.standard_normal((S, ny)), C, rng.standard_normal((S, nw)), A, rng.standard_normal((S, nx))
+    )
 
 
 def dense_solution(st: LiftedStages, terminal: TerminalLQR, dx0):
@@ -108,7 +110,11 @@ def test_compiled_condensing_and_expansion_equal_numpy(make):
     for name in ("T", "t", "A", "B", "b", "Q", "l"):
         x = getattr(ref, name)
         np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()), err_msg=name)
-    dx, du, lam = rng.standard_normal((len(st.H), st.nx)), rng.standard_normal((len(st.H), st.nu)), rng.standard_normal((len(st.H), st.nx))
+    dx, du, lam = (
+        rng.standard_normal((len(st.H), st.nx)),
+        rng.standard_normal((len(st.H), st.nu)),
+        rng.standard_normal((len(st.H), st.nx)),
+    )
     for x, y in zip(expand(st, ref, dx, du, lam), expand(st, got, dx, du, lam)):
         np.testing.assert_allclose(y, x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()))
 
@@ -131,7 +137,10 @@ def test_condensed_state_equation_and_cost_match_the_substitution():
     y = np.concatenate((z, dw), axis=1)
     np.testing.assert_allclose(np.einsum("swy,sy->sw", st.C, y) + st.c, 0.0, atol=1e-12)
     nxt = np.einsum("sxy,sy->sx", st.A, y) + st.b
-    np.testing.assert_allclose(np.einsum("sxz,sz->sx", np.concatenate((cond.A, cond.B), axis=2), z) + cond.b, nxt, atol=1e-12)
+    np.testing.assert_allclose(
+        np.einsum("sxz,sz->sx", np.concatenate((cond.A, cond.B), axis=2), z) + cond.b, nxt, atol=1e-12
+    )
+
     def full_cost(y):
         return 0.5 * np.einsum("sy,syx,sx->s", y, st.H, y) + np.einsum("sy,sy->s", st.g, y)
 

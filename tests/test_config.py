@@ -66,13 +66,32 @@ def test_defaults_fill_omitted_sections_and_keys(data):
     config = parse_config(data)
     assert config.name == ""
     assert config.initial_state == InitialState(q="standing", v="zero")
-    assert config.contacts == Contacts(feet=tuple(FEET), reference="LOCAL_WORLD_ALIGNED", friction=0.7, baumgarte=Baumgarte(alpha=25.0, beta=25.0))
-    assert config.costs.state == StateWeights(base_position=0.0, base_orientation=2.5e5, joint_position=1e-4, base_velocity=100.0, joint_velocity=1.0)
+    assert config.contacts == Contacts(
+        feet=tuple(FEET), reference="LOCAL_WORLD_ALIGNED", friction=0.7, baumgarte=Baumgarte(alpha=25.0, beta=25.0)
+    )
+    assert config.costs.state == StateWeights(
+        base_position=0.0, base_orientation=2.5e5, joint_position=1e-4, base_velocity=100.0, joint_velocity=1.0
+    )
     assert config.costs.terminal_state == config.costs.state
-    assert config.costs.impulse_state == StateWeights(base_position=1.0, base_orientation=1.0, joint_position=100.0, base_velocity=100.0, joint_velocity=100.0)
-    assert (config.costs.control, config.costs.swing_foot, config.costs.com, config.costs.touchdown) == (0.1, 1e6, 1e6, 1e6)
+    assert config.costs.impulse_state == StateWeights(
+        base_position=1.0, base_orientation=1.0, joint_position=100.0, base_velocity=100.0, joint_velocity=100.0
+    )
+    assert (config.costs.control, config.costs.swing_foot, config.costs.com, config.costs.touchdown) == (
+        0.1,
+        1e6,
+        1e6,
+        1e6,
+    )
     assert config.limits == ("position", "velocity", "torque")
-    assert config.solver == Solver(formulation="lifted", barrier=0.1, barrier_decrease=False, barrier_min=1e-4, max_iterations=100, tol=1e-5, line_search=False)
+    assert config.solver == Solver(
+        formulation="lifted",
+        barrier=0.1,
+        barrier_decrease=False,
+        barrier_min=1e-4,
+        max_iterations=100,
+        tol=1e-5,
+        line_search=False,
+    )
     gait = config.gait
     assert (gait.step_length, gait.step_height, gait.jump_length, gait.jump_height) == (0.0, 0.0, 0.0, 0.0)
     assert gait.phases[1] == Phase(contact=("LH_FOOT", "RF_FOOT"), knots=2, duration=None, step_length=None)
@@ -90,7 +109,10 @@ def test_partial_sections_keep_the_other_defaults(data):
 
 def test_durations_are_converted_to_knots(data):
     data["gait"].update(dt=0.1, horizon=5)  # 0.3 / 0.1 = 2.9999999999999996
-    data["gait"]["phases"] = [{"contact": FEET, "duration": 0.3}, {"contact": [], "duration": "2e-1", "step_length": 0.05}]
+    data["gait"]["phases"] = [
+        {"contact": FEET, "duration": 0.3},
+        {"contact": [], "duration": "2e-1", "step_length": 0.05},
+    ]
     config = parse_config(data)
     assert config.phase_knots == (3, 2)
     assert [p.knots for p in config.gait.phases] == [3, 2]
@@ -157,7 +179,9 @@ def test_with_solver_replaces_solver_fields_and_validates(data):
         with_solver(config, formulation="lifed")
     with pytest.raises(ConfigError, match=r"^solver\.barrier: expected a number > 0, got 0\.0$"):
         with_solver(config, barrier=0)
-    with pytest.raises(ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, backend, barrier,"):
+    with pytest.raises(
+        ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, backend, barrier,"
+    ):
         with_solver(config, barier=1e-3)
     with pytest.raises(ConfigError, match=r"^solver\.backend: expected compiled or numpy, got 'c'$"):
         with_solver(config, backend="c")
@@ -194,24 +218,77 @@ ERRORS = {
         "costs.state.base_orientaton",
         1.0,
         "costs.state",
-        ["unknown key 'base_orientaton'", "(expected one of: base_position, base_orientation, joint_position, base_velocity, joint_velocity)"],
+        [
+            "unknown key 'base_orientaton'",
+            "(expected one of: base_position, base_orientation, joint_position, base_velocity, joint_velocity)",
+        ],
     ),
     "negative dt": ("gait.dt", -0.02, "gait.dt", ["expected a number > 0", "got -0.02"]),
     "negative knots": ("gait.phases[1].knots", -3, "gait.phases[1].knots", ["expected an integer >= 1, got -3"]),
-    "negative weight": ("costs.terminal_state.joint_velocity", -1, "costs.terminal_state.joint_velocity", ["expected a number >= 0"]),
+    "negative weight": (
+        "costs.terminal_state.joint_velocity",
+        -1,
+        "costs.terminal_state.joint_velocity",
+        ["expected a number >= 0"],
+    ),
     "horizon mismatch": ("gait.horizon", 5, "gait.phases", ["gait.horizon = 5", "2 + 2 = 4"]),
     "no phases": ("gait.phases", [], "gait.phases", ["expected a non-empty list"]),
-    "unknown foot": ("gait.phases[1].contact", ["LH_FOOT", "RF_FOT"], "gait.phases[1].contact", ["unknown foot 'RF_FOT'", "contacts.feet: LF_FOOT"]),
-    "duplicate foot": ("contacts.feet", ["LF_FOOT", "LH_FOOT", "LF_FOOT"], "contacts.feet[2]", ["no duplicates", "'LF_FOOT'"]),
+    "unknown foot": (
+        "gait.phases[1].contact",
+        ["LH_FOOT", "RF_FOT"],
+        "gait.phases[1].contact",
+        ["unknown foot 'RF_FOT'", "contacts.feet: LF_FOOT"],
+    ),
+    "duplicate foot": (
+        "contacts.feet",
+        ["LF_FOOT", "LH_FOOT", "LF_FOOT"],
+        "contacts.feet[2]",
+        ["no duplicates", "'LF_FOOT'"],
+    ),
     "no feet": ("contacts.feet", [], "contacts.feet", ["expected a non-empty list"]),
-    "bad reference": ("contacts.reference", "local", "contacts.reference", ["LOCAL or WORLD or LOCAL_WORLD_ALIGNED", "got 'local'"]),
+    "bad reference": (
+        "contacts.reference",
+        "local",
+        "contacts.reference",
+        ["LOCAL or WORLD or LOCAL_WORLD_ALIGNED", "got 'local'"],
+    ),
     "unknown robot": ("robot", "anymall", "robot", ["unknown robot 'anymall'", "anymal, anymal_c"]),
-    "knots and duration": ("gait.phases[0].duration", 0.04, "gait.phases[0]", ["exactly one of 'knots' or 'duration'", "got both"]),
-    "neither knots nor duration": ("gait.phases[0].knots", DELETE, "gait.phases[0]", ["exactly one of 'knots' or 'duration'", "got neither"]),
-    "duration not a multiple of dt": ("gait.phases[1]", {"contact": [], "duration": 0.05}, "gait.phases[1].duration", ["multiple of gait.dt = 0.02"]),
-    "duration below dt": ("gait.phases[1]", {"contact": [], "duration": 0.005}, "gait.phases[1].duration", ["at least gait.dt = 0.02"]),
-    "bad formulation": ("solver.formulation", "lifed", "solver.formulation", ["expected lifted or nonlifted", "got 'lifed'"]),
-    "bad limits entry": ("limits", ["position", "forces"], "limits[1]", ["unknown limit 'forces'", "position, velocity, torque"]),
+    "knots and duration": (
+        "gait.phases[0].duration",
+        0.04,
+        "gait.phases[0]",
+        ["exactly one of 'knots' or 'duration'", "got both"],
+    ),
+    "neither knots nor duration": (
+        "gait.phases[0].knots",
+        DELETE,
+        "gait.phases[0]",
+        ["exactly one of 'knots' or 'duration'", "got neither"],
+    ),
+    "duration not a multiple of dt": (
+        "gait.phases[1]",
+        {"contact": [], "duration": 0.05},
+        "gait.phases[1].duration",
+        ["multiple of gait.dt = 0.02"],
+    ),
+    "duration below dt": (
+        "gait.phases[1]",
+        {"contact": [], "duration": 0.005},
+        "gait.phases[1].duration",
+        ["at least gait.dt = 0.02"],
+    ),
+    "bad formulation": (
+        "solver.formulation",
+        "lifed",
+        "solver.formulation",
+        ["expected lifted or nonlifted", "got 'lifed'"],
+    ),
+    "bad limits entry": (
+        "limits",
+        ["position", "forces"],
+        "limits[1]",
+        ["unknown limit 'forces'", "position, velocity, torque"],
+    ),
     "duplicate limit": ("limits", ["torque", "torque"], "limits[1]", ["no duplicates", "'torque'"]),
     "limits not a list": ("limits", "torque", "limits", ["expected a list of strings", "got 'torque'"]),
     "bad q entry": ("initial_state.q", [0.0, "x"], "initial_state.q[1]", ["expected a finite number", "got 'x'"]),

@@ -135,7 +135,9 @@ def baumgarte_rollout(kp, kd, steps):
         return tau_stand + np.concatenate((np.zeros((B, 6)), 100.0 * (q_joints - q[:, 7:]) - 5.0 * v[:, 6:]), axis=1)
 
     qs, _, _ = simulate(model, q0, contacts, steps, torque=torque)
-    return np.stack([dynamics.frame_placement(model, qs, foot)[1] - p for foot, p in zip(ANYMAL_FEET, targets)], axis=-2)
+    return np.stack(
+        [dynamics.frame_placement(model, qs, foot)[1] - p for foot, p in zip(ANYMAL_FEET, targets)], axis=-2
+    )
 
 
 def critically_damped(t):
@@ -168,7 +170,9 @@ def test_baumgarte_error_decays_critically_damped():
     dt_gap = np.abs(euler - continuous).max()  # O(alpha dt) = 0.008: semi-implicit Euler's own error
     for k in (20, 50, 100, 200, 300):
         np.testing.assert_allclose(E[k], euler[k] * e0, rtol=0, atol=1e-3 * scale.max(), err_msg=f"t = {t[k]}")
-        np.testing.assert_allclose(E[k], continuous[k] * e0, rtol=0, atol=(dt_gap + 1e-3) * scale.max(), err_msg=f"t = {t[k]}")
+        np.testing.assert_allclose(
+            E[k], continuous[k] * e0, rtol=0, atol=(dt_gap + 1e-3) * scale.max(), err_msg=f"t = {t[k]}"
+        )
     final = np.abs(E[-1]).max(axis=(-2, -1))
     assert np.all(final <= 1e-4 * scale), final / scale
 
@@ -192,7 +196,9 @@ def test_placement_without_batch_axis(kind, rng):
     v, tau = rng.standard_normal((2, 3, model.nv))
     p, R = np.array([0.3, 0.2, 0.0]), np.eye(3)
     unbatched = (R, p) if kind == "6D" else p
-    batched = (np.broadcast_to(R, (3, 3, 3)), np.broadcast_to(p, (3, 3))) if kind == "6D" else np.broadcast_to(p, (3, 3))
+    batched = (
+        (np.broadcast_to(R, (3, 3, 3)), np.broadcast_to(p, (3, 3))) if kind == "6D" else np.broadcast_to(p, (3, 3))
+    )
 
     def contacts(placement):
         return [Contact("LF_FOOT", kind, "LOCAL", kp=100.0, kd=20.0, placement=placement)]
@@ -240,7 +246,9 @@ def test_planar_closure_rank():
 
 
 def closure_distance(model, qs, fa, fb):
-    return np.linalg.norm(dynamics.frame_placement(model, qs, fa)[1] - dynamics.frame_placement(model, qs, fb)[1], axis=-1)
+    return np.linalg.norm(
+        dynamics.frame_placement(model, qs, fa)[1] - dynamics.frame_placement(model, qs, fb)[1], axis=-1
+    )
 
 
 def mechanical_energy(model, q, v):
@@ -262,7 +270,9 @@ def test_loop_closure_under_gravity():
     assert closure_distance(model, q0, fa, fb) <= 1e-12
     free = closure(fa, fb)
     qs, vs, accs = simulate(model, q0, free, 500)
-    np.testing.assert_allclose(dynamics.contact_acceleration(model, qs[:-1], vs[:-1], accs, free), 0.0, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        dynamics.contact_acceleration(model, qs[:-1], vs[:-1], accs, free), 0.0, rtol=0, atol=1e-10
+    )
     assert np.abs(vs).max() > 5.0  # it really moves
     drift = closure_distance(model, qs, fa, fb)
     assert 1e-4 <= drift[-1] <= 1e-2, drift[-1]
@@ -276,7 +286,9 @@ def test_loop_closure_under_gravity():
 
     held = closure(fa, fb, kp=2500.0, kd=100.0)
     qs, vs, accs = simulate(model, q0, held, 500)
-    np.testing.assert_allclose(dynamics.contact_acceleration(model, qs[:-1], vs[:-1], accs, held), 0.0, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        dynamics.contact_acceleration(model, qs[:-1], vs[:-1], accs, held), 0.0, rtol=0, atol=1e-10
+    )
     distance = closure_distance(model, qs, fa, fb)
     assert distance.max() <= 1e-3, distance.max()
     assert distance[-1] <= 0.15 * drift[-1], (distance[-1], drift[-1])
@@ -321,11 +333,16 @@ def test_impulse_stops_the_contacts(case, algorithm, rng):
     v_plus, impulse = sol
     assert np.all(sol.converged)
     assert impulse.shape == (len(q), sum(c.dim for c in contacts))
-    np.testing.assert_allclose(dynamics.contact_velocity(model, q, v_plus, contacts), 0.0, rtol=0, atol=1e-9 * max(1.0, np.abs(v).max()))
+    np.testing.assert_allclose(
+        dynamics.contact_velocity(model, q, v_plus, contacts), 0.0, rtol=0, atol=1e-9 * max(1.0, np.abs(v).max())
+    )
     M, J = dynamics.crba(model, q), dynamics.contact_jacobian(model, q, contacts)
     lhs = np.einsum("bij,bj->bi", M, v_plus - v)
     np.testing.assert_allclose(lhs, np.einsum("bmi,bm->bi", J, impulse), rtol=0, atol=atol(lhs))
-    energy = lambda x: 0.5 * np.einsum("bi,bij,bj->b", x, M, x)
+
+    def energy(x):
+        return 0.5 * np.einsum("bi,bij,bj->b", x, M, x)
+
     np.testing.assert_allclose(energy(v) - energy(v_plus), energy(v - v_plus), rtol=0, atol=atol(energy(v)))
     assert np.all(energy(v - v_plus) > 0)
 
@@ -366,25 +383,54 @@ def anymal_inputs():
     [
         (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, []), ValueError, "empty"),
         (lambda m, q, v, t: dynamics.impulse_dynamics(m, q, v, []), ValueError, "empty"),
-        (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, [Contact("LF_FOOT"), Contact("LF_TOE")]), dynamics.UnknownNameError, "LF_TOE"),
+        (
+            lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, [Contact("LF_FOOT"), Contact("LF_TOE")]),
+            dynamics.UnknownNameError,
+            "LF_TOE",
+        ),
         (lambda m, q, v, t: dynamics.contact_velocity(m, q, v, [Contact("NOSE")]), dynamics.UnknownNameError, "NOSE"),
         (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), mu=0.0), ValueError, "mu"),
         (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), mu=-1e-4), ValueError, "mu"),
-        (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), mu=float("nan")), ValueError, "mu"),
+        (
+            lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), mu=float("nan")),
+            ValueError,
+            "mu",
+        ),
         (lambda m, q, v, t: dynamics.impulse_dynamics(m, q, v, feet_contacts(), mu=0.0), ValueError, "mu"),
-        (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), algorithm="ABA"), ValueError, "proxLTL, proxLTLs, constrainedABA, kkt"),
+        (
+            lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), algorithm="ABA"),
+            ValueError,
+            "proxLTL, proxLTLs, constrainedABA, kkt",
+        ),
         (lambda m, q, v, t: Contact("LF_FOOT", "4D"), ValueError, "4D"),
         (lambda m, q, v, t: Contact("LF_FOOT", "zz"), ValueError, "distinct"),
         (lambda m, q, v, t: Contact("LF_FOOT", kp=10.0), ValueError, "placement"),
         (lambda m, q, v, t: Contact("LF_FOOT", kd=-1.0), ValueError, "kd"),
         (lambda m, q, v, t: Contact("LF_FOOT", "6D", frame2="RF_FOOT"), ValueError, "translational"),
-        (lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t[:12], feet_contacts()), dynamics.DimensionError, "tau"),
+        (
+            lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t[:12], feet_contacts()),
+            dynamics.DimensionError,
+            "tau",
+        ),
         (lambda m, q, v, t: dynamics.impulse_dynamics(m, q, v[:-1], feet_contacts()), dynamics.DimensionError, "v"),
     ],
     ids=[
-        "empty", "empty-impulse", "unknown-frame", "unknown-frame-velocity", "mu-zero", "mu-negative", "mu-nan",
-        "mu-impulse", "algorithm", "kind-4D", "kind-repeated", "kp-without-placement", "negative-kd",
-        "6D-loop-closure", "tau-shape", "v-shape",
+        "empty",
+        "empty-impulse",
+        "unknown-frame",
+        "unknown-frame-velocity",
+        "mu-zero",
+        "mu-negative",
+        "mu-nan",
+        "mu-impulse",
+        "algorithm",
+        "kind-4D",
+        "kind-repeated",
+        "kp-without-placement",
+        "negative-kd",
+        "6D-loop-closure",
+        "tau-shape",
+        "v-shape",
     ],
 )
 def test_errors(call, error, pattern):

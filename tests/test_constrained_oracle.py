@@ -14,10 +14,9 @@ from collections import namedtuple
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import NSTATES, atol, load_pair, regular_configurations
 
 import dynamics
-
-from conftest import NSTATES, atol, load_pair, regular_configurations
 
 FEET = ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"]
 SOLES = ["left_sole_link", "right_sole_link"]
@@ -101,7 +100,14 @@ def pinocchio_reference(case):
         pdata, cdl = fresh()
         row = {"a": pin.constraintDynamics(pmodel, pdata, q, v, tau, cml, cdl, settings).copy(), "f": forces(cdl)}
         pin.computeConstraintDynamicsDerivatives(pmodel, pdata, cml, cdl, settings)
-        derivatives = (pdata.ddq_dq, pdata.ddq_dv, pdata.ddq_dtau, pdata.dlambda_dq, pdata.dlambda_dv, pdata.dlambda_dtau)
+        derivatives = (
+            pdata.ddq_dq,
+            pdata.ddq_dv,
+            pdata.ddq_dtau,
+            pdata.dlambda_dq,
+            pdata.dlambda_dv,
+            pdata.dlambda_dtau,
+        )
         row.update((key, np.array(x)) for key, x in zip(DERIVATIVES, derivatives))
         pdata, cdl = fresh()
         row["v_plus"] = pin.impulseDynamics(pmodel, pdata, q, v, cml, cdl, 0.0, impulse_settings).copy()
@@ -139,7 +145,9 @@ def test_constrained_dynamics_equals_pinocchio(case, algorithm):
     sol = dynamics.constrained_dynamics(model, case.q, case.v, case.tau, contacts, algorithm=algorithm, **SETTINGS)
     assert_converged(sol)
     assert_equal_outputs(sol, ref, ("a", "f"))
-    single = dynamics.constrained_dynamics(model, case.q[0], case.v[0], case.tau[0], contacts, algorithm=algorithm, **SETTINGS)
+    single = dynamics.constrained_dynamics(
+        model, case.q[0], case.v[0], case.tau[0], contacts, algorithm=algorithm, **SETTINGS
+    )
     assert_equal_outputs(single, {k: ref[k][0] for k in ("a", "f")}, ("a", "f"))
 
 
@@ -249,7 +257,13 @@ def test_dirty_data(rng):
             *dynamics.impulse_dynamics(model, *args[:2], case.contacts, **SETTINGS),
         )
 
-    sequence = [("anymal", slice(0, 20)), ("talos", 3), ("anymal", slice(5, 12)), ("talos", slice(0, 20)), ("anymal", 7)]
+    sequence = [
+        ("anymal", slice(0, 20)),
+        ("talos", 3),
+        ("anymal", slice(5, 12)),
+        ("talos", slice(0, 20)),
+        ("anymal", 7),
+    ]
     results = [run(cases[name].model, cases[name], index) for name, index in sequence]
     for (name, index), got in zip(sequence, results):
         expected = run(dynamics.load(name), cases[name], index)

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import atol, finite_differences, load_pair, random_states, regular_configurations
 
 import dynamics
-
-from conftest import atol, finite_differences, load_pair, random_states, regular_configurations
 
 FRAMES = {
     "anymal": ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"],
@@ -94,7 +93,9 @@ def finite_difference_jacobians(fn, args, model, n, eps=3e-6):
     for i, x in enumerate(args[:n]):
         rest = args[:i] + args[i + 1 :]
         moved = lambda x, *rest, i=i: fn(*rest[:i], x, *rest[i:])  # noqa: E731
-        out.append(finite_differences(moved, x, *rest, model=model, wrt="configuration" if i == 0 else "vector", eps=eps))
+        out.append(
+            finite_differences(moved, x, *rest, model=model, wrt="configuration" if i == 0 else "vector", eps=eps)
+        )
     return out
 
 
@@ -208,7 +209,9 @@ def test_single_target_placement_serves_the_batch(kind, batch_size, rng):
     q, v, a, T = random_inputs(case, rng, batch_size)
     T = np.repeat(T[:1], batch_size, axis=0)
     R, p = T[0, 0, :9].reshape(3, 3), T[0, 0, 9:]
-    single = dynamics.Contact(case.frames[0], kind, case.reference, kp=KP, kd=KD, placement=p if kind == "3D" else (R, p))
+    single = dynamics.Contact(
+        case.frames[0], kind, case.reference, kp=KP, kd=KD, placement=p if kind == "3D" else (R, p)
+    )
     expected = dynamics.contact_acceleration(case.model, q, v, a, case.contacts(T))
     got = dynamics.contact_acceleration(case.model, q, v, a, [single])
     np.testing.assert_allclose(got, expected, rtol=0, atol=atol(expected, 1e-12))

@@ -14,11 +14,16 @@ def setting():
     rng = np.random.default_rng(0)
     S, nv = 3, model.nv
     z = StageVariables(
-        q=dynamics.random_configuration(model, rng, S), v=rng.standard_normal((S, nv)), u=rng.standard_normal((S, 12)),
-        a=rng.standard_normal((S, nv)), f=rng.standard_normal((S, 12)),
+        q=dynamics.random_configuration(model, rng, S),
+        v=rng.standard_normal((S, nv)),
+        u=rng.standard_normal((S, 12)),
+        a=rng.standard_normal((S, nv)),
+        f=rng.standard_normal((S, 12)),
     )
     terms = (
-        StateCost(dynamics.random_configuration(model, rng, S), rng.standard_normal((S, nv)), rng.uniform(0.5, 2, 2 * nv)),
+        StateCost(
+            dynamics.random_configuration(model, rng, S), rng.standard_normal((S, nv)), rng.uniform(0.5, 2, 2 * nv)
+        ),
         VariableCost("u", rng.standard_normal(12), 0.1, "control"),
         VariableCost("a", np.zeros(nv), 1e-3, "acceleration"),
         VariableCost("f", rng.standard_normal((S, 12)), 1e-2, "force"),
@@ -31,7 +36,9 @@ def setting():
 def perturbed(model, z, y):
     """``z (+) y`` with ``y = (dq, dv, du, da, df)``."""
     parts = np.split(y, np.cumsum(z.sizes)[:-1], axis=1)
-    return StageVariables(dynamics.integrate(model, z.q, parts[0]), z.v + parts[1], z.u + parts[2], z.a + parts[3], z.f + parts[4])
+    return StageVariables(
+        dynamics.integrate(model, z.q, parts[0]), z.v + parts[1], z.u + parts[2], z.a + parts[3], z.f + parts[4]
+    )
 
 
 def test_residual_jacobians_match_finite_differences(setting):
@@ -40,8 +47,14 @@ def test_residual_jacobians_match_finite_differences(setting):
     for term in terms:
         r, R = term.residual(model, z)
         fd = np.stack(
-            [(term.residual(model, perturbed(model, z, h * np.broadcast_to(e, (3, ny))))[0]
-              - term.residual(model, perturbed(model, z, -h * np.broadcast_to(e, (3, ny))))[0]) / (2 * h) for e in np.eye(ny)],
+            [
+                (
+                    term.residual(model, perturbed(model, z, h * np.broadcast_to(e, (3, ny))))[0]
+                    - term.residual(model, perturbed(model, z, -h * np.broadcast_to(e, (3, ny))))[0]
+                )
+                / (2 * h)
+                for e in np.eye(ny)
+            ],
             axis=-1,
         )
         np.testing.assert_allclose(R, fd, atol=1e-6 * max(1, np.abs(fd).max()), err_msg=term.name)
@@ -54,7 +67,14 @@ def test_gauss_newton_gradient_is_the_cost_gradient(setting):
     ny, h = int(np.sum(z.sizes)), 1e-6
     total = lambda zz: sum(costs.evaluate(model, zz).values())  # noqa: E731
     fd = np.stack(
-        [(total(perturbed(model, z, h * np.broadcast_to(e, (3, ny)))) - total(perturbed(model, z, -h * np.broadcast_to(e, (3, ny))))) / (2 * h) for e in np.eye(ny)],
+        [
+            (
+                total(perturbed(model, z, h * np.broadcast_to(e, (3, ny))))
+                - total(perturbed(model, z, -h * np.broadcast_to(e, (3, ny))))
+            )
+            / (2 * h)
+            for e in np.eye(ny)
+        ],
         axis=-1,
     )
     np.testing.assert_allclose(g, fd, atol=1e-5 * max(1, np.abs(fd).max()))

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import NSTATES, atol, finite_differences, load_pair, pin_fext, pin_loop, random_states, symmetrize_upper
 
 import dynamics
-
-from conftest import NSTATES, atol, finite_differences, load_pair, pin_fext, pin_loop, random_states, symmetrize_upper
 
 
 def with_fext(model, rng, n=NSTATES):
@@ -114,7 +113,9 @@ def test_aba_inverts_rnea(robot, fext, rng):
     f = f if fext else None
     tau = dynamics.rnea(model, q, v, a, fext=f)
     np.testing.assert_allclose(dynamics.aba(model, q, v, tau, fext=f), a, rtol=0, atol=1e-8)
-    np.testing.assert_allclose(dynamics.rnea(model, q, v, dynamics.aba(model, q, v, a, fext=f), fext=f), a, rtol=0, atol=atol(a))
+    np.testing.assert_allclose(
+        dynamics.rnea(model, q, v, dynamics.aba(model, q, v, a, fext=f), fext=f), a, rtol=0, atol=atol(a)
+    )
 
 
 # ----------------------------------------------------------------------------- finite differences
@@ -184,12 +185,18 @@ def test_dirty_data(rng):
         fresh = dynamics.load(name)
         expected = _all_outputs(fresh, *(x[index] for x in states[name]))
         for case in CASES:
-            np.testing.assert_allclose(got[case], expected[case], rtol=0, atol=atol(expected[case], 1e-13), err_msg=case)
+            np.testing.assert_allclose(
+                got[case], expected[case], rtol=0, atol=atol(expected[case], 1e-13), err_msg=case
+            )
     # the same states alone and inside a batch
     whole = results[0]
     for case in CASES:
-        np.testing.assert_allclose(results[1][case], whole[case][3], rtol=0, atol=atol(whole[case], 1e-12), err_msg=case)
-        np.testing.assert_allclose(results[3][case], whole[case][2:9], rtol=0, atol=atol(whole[case], 1e-12), err_msg=case)
+        np.testing.assert_allclose(
+            results[1][case], whole[case][3], rtol=0, atol=atol(whole[case], 1e-12), err_msg=case
+        )
+        np.testing.assert_allclose(
+            results[3][case], whole[case][2:9], rtol=0, atol=atol(whole[case], 1e-12), err_msg=case
+        )
         np.testing.assert_array_equal(results[6][case], whole[case], err_msg=case)
 
 
@@ -212,7 +219,9 @@ def test_batch_broadcasting(name, rng):
             expected[case] = expected[case][0]
         np.testing.assert_allclose(got[case], expected[case], rtol=0, atol=atol(expected[case], 1e-12), err_msg=case)
     # the manifold and kinematics broadcast too
-    np.testing.assert_allclose(dynamics.integrate(model, q[0], v), dynamics.integrate(model, tile(q[0]), v), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(
+        dynamics.integrate(model, q[0], v), dynamics.integrate(model, tile(q[0]), v), rtol=0, atol=1e-14
+    )
     np.testing.assert_allclose(
         dynamics.frame_velocity(model, q, v[0], model.frame_names[-1], "WORLD"),
         dynamics.frame_velocity(model, q, tile(v[0]), model.frame_names[-1], "WORLD"),

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import load_pair
 
 import dynamics
-
-from conftest import load_pair
 
 
 def test_unknown_robot_lists_known_robots():
@@ -155,4 +154,3 @@ def test_unknown_reference_frame(reference):
         dynamics.frame_velocity(model, q, np.zeros(model.nv), "tool0", reference)
     with pytest.raises(ValueError):
         dynamics.frame_acceleration(model, q, np.zeros(model.nv), np.zeros(model.nv), "tool0", reference)
-

@@ -24,12 +24,25 @@ def test_derivatives_match_finite_differences(anymal, reference):
     g, dg_dq, dg_df = friction_cones(anymal, q, f, contacts, 0.7)
     h = 1e-6
     fd_q = np.stack(
-        [(friction_cones(anymal, dynamics.integrate(anymal, q, h * e), f, contacts, 0.7)[0]
-          - friction_cones(anymal, dynamics.integrate(anymal, q, -h * e), f, contacts, 0.7)[0]) / (2 * h) for e in np.eye(nv)],
+        [
+            (
+                friction_cones(anymal, dynamics.integrate(anymal, q, h * e), f, contacts, 0.7)[0]
+                - friction_cones(anymal, dynamics.integrate(anymal, q, -h * e), f, contacts, 0.7)[0]
+            )
+            / (2 * h)
+            for e in np.eye(nv)
+        ],
         axis=-1,
     )
     fd_f = np.stack(
-        [(friction_cones(anymal, q, f + h * e, contacts, 0.7)[0] - friction_cones(anymal, q, f - h * e, contacts, 0.7)[0]) / (2 * h) for e in np.eye(12)],
+        [
+            (
+                friction_cones(anymal, q, f + h * e, contacts, 0.7)[0]
+                - friction_cones(anymal, q, f - h * e, contacts, 0.7)[0]
+            )
+            / (2 * h)
+            for e in np.eye(12)
+        ],
         axis=-1,
     )
     np.testing.assert_allclose(dg_dq, fd_q, atol=1e-6 * max(1, np.abs(fd_q).max()))

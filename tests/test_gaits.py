@@ -54,7 +54,11 @@ ALL = list(FEET)
     [
         # stance 2, LF and RH swing 2, stance 2: one touchdown, of LF and RH, all feet after it
         (
-            [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 2}, {"contact": ALL, "knots": 2}],
+            [
+                {"contact": ALL, "knots": 2},
+                {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 2},
+                {"contact": ALL, "knots": 2},
+            ],
             "ccccicc",
             [ALL],
         ),
@@ -86,7 +90,9 @@ def test_build_problem_puts_an_impulse_at_each_touchdown(phases, kinds, impulse_
     times = ocp.times()
     assert len(times) == ocp.K + 1
     np.testing.assert_allclose(times[-1], config.gait.horizon * config.gait.dt, rtol=1e-12)
-    np.testing.assert_allclose(np.diff(times)[[k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]], 0.0, atol=0)
+    np.testing.assert_allclose(
+        np.diff(times)[[k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]], 0.0, atol=0
+    )
 
 
 def test_flight_phase_has_no_contacts_and_lands_on_all_feet():
@@ -109,7 +115,8 @@ def test_flight_phase_has_no_contacts_and_lands_on_all_feet():
 
 def test_foot_plan_moves_swing_feet_by_one_step_along_a_parabola():
     config = small_config(
-        [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 4}, {"contact": ALL, "knots": 2}], horizon=8
+        [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 4}, {"contact": ALL, "knots": 2}],
+        horizon=8,
     )
     start = {f: np.array([i, 0.1 * i, 0.0]) for i, f in enumerate(FEET)}
     stance, swing = foot_plan(config, start)
@@ -222,7 +229,9 @@ def test_trot_impacts_stop_the_landing_feet(trot):
         assert len(landing) >= 1
         for foot in FEET:
             if in_contact(ocp.stages[k], foot):
-                np.testing.assert_allclose(feet[foot][1][k + 1], 0.0, atol=1e-8, err_msg=f"{foot} after the impact at {k}")
+                np.testing.assert_allclose(
+                    feet[foot][1][k + 1], 0.0, atol=1e-8, err_msg=f"{foot} after the impact at {k}"
+                )
         for foot in landing:
             assert np.linalg.norm(feet[foot][1][k]) > 1e-2, (k, foot)
 

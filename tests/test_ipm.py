@@ -29,9 +29,21 @@ def gantry_problem(N=12):
     dynamics are linear and the quadratic costs make the OCP linear-quadratic."""
     model = dynamics.load_urdf_string(GANTRY)
     target = np.array([0.5, 0.3])
-    costs = (StateCost(target, np.zeros(2), [10.0, 10.0, 1.0, 1.0]), VariableCost("u", np.zeros(2), 1e-2), VariableCost("a", np.zeros(2), 1e-3))
+    costs = (
+        StateCost(target, np.zeros(2), [10.0, 10.0, 1.0, 1.0]),
+        VariableCost("u", np.zeros(2), 1e-2),
+        VariableCost("a", np.zeros(2), 1e-3),
+    )
     stages = tuple(ContactStage((), 0.05, costs) for _ in range(N))
-    return OCP(model, np.zeros(2), np.zeros(2), stages, (StateCost(target, np.zeros(2), [100.0] * 4),), friction=None, limits=())
+    return OCP(
+        model,
+        np.zeros(2),
+        np.zeros(2),
+        stages,
+        (StateCost(target, np.zeros(2), [100.0] * 4),),
+        friction=None,
+        limits=(),
+    )
 
 
 @pytest.mark.parametrize("formulation", ["lifted", "nonlifted"])
@@ -58,7 +70,12 @@ def test_linear_quadratic_optimum_is_the_dense_one():
         q, v, out = np.zeros(2), np.zeros(2), []
         for k in range(N):
             a = np.linalg.solve(M, U[2 * k : 2 * k + 2] - g)
-            out += [np.sqrt(10.0) * (q - [0.5, 0.3]), np.sqrt(1.0) * v, np.sqrt(1e-2) * U[2 * k : 2 * k + 2], np.sqrt(1e-3) * a]
+            out += [
+                np.sqrt(10.0) * (q - [0.5, 0.3]),
+                np.sqrt(1.0) * v,
+                np.sqrt(1e-2) * U[2 * k : 2 * k + 2],
+                np.sqrt(1e-3) * a,
+            ]
             q, v = q + dt * v, v + dt * a
         out += [np.sqrt(100.0) * (q - [0.5, 0.3]), np.sqrt(100.0) * v]
         return np.concatenate(out)

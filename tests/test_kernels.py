@@ -31,7 +31,9 @@ TOL = 1e-10  # relative to the largest magnitude of each output
 def assert_close(reference, value, tol=TOL, what=""):
     reference, value = np.asarray(reference), np.asarray(value)
     assert reference.shape == value.shape, what
-    np.testing.assert_allclose(value, reference, rtol=0, atol=tol * max(1.0, float(np.max(np.abs(reference), initial=0.0))), err_msg=what)
+    np.testing.assert_allclose(
+        value, reference, rtol=0, atol=tol * max(1.0, float(np.max(np.abs(reference), initial=0.0))), err_msg=what
+    )
 
 
 def random_point(ocp, rng, spread=0.05):
@@ -129,7 +131,9 @@ def random_contact(model, rng, frame, q):
     p_target = p + 0.02 * rng.standard_normal(3)
     rotational = max(dynamics.Contact(frame, kind).rows) >= 3
     placement = (R @ _small_rotation(rng), p_target) if rotational else p_target
-    return Contact(frame, kind, reference, kp=float(rng.uniform(0, 100)), kd=float(rng.uniform(0, 20)), placement=placement)
+    return Contact(
+        frame, kind, reference, kp=float(rng.uniform(0, 100)), kd=float(rng.uniform(0, 20)), placement=placement
+    )
 
 
 def _small_rotation(rng):
@@ -146,7 +150,10 @@ def random_ocp(name, rng):
     q0 = dynamics.integrate(model, dynamics.neutral(model), 0.1 * rng.standard_normal(model.nv))
     frames = ROBOT_FRAMES[name]
     pick = rng.permutation(len(frames))
-    sets = [tuple(random_contact(model, rng, frames[i], q0) for i in pick[:2]), tuple(random_contact(model, rng, frames[i], q0) for i in pick[1:])]
+    sets = [
+        tuple(random_contact(model, rng, frames[i], q0) for i in pick[:2]),
+        tuple(random_contact(model, rng, frames[i], q0) for i in pick[1:]),
+    ]
     nv, nu = model.nv, model.nv - 6
     weights = rng.uniform(0.1, 10, 2 * nv)
 
@@ -159,14 +166,19 @@ def random_ocp(name, rng):
             FramePositionCost(frames[pick[0]], rng.standard_normal(3), 5.0, "track"),
             CenterOfMassCost(rng.standard_normal(3), np.array([1.0, 2.0, 3.0]), "com"),
         )
-        return terms + ((VariableCost("f", rng.standard_normal(m), rng.uniform(0.1, 1, m), "force"),) if with_force and m else ())
+        return terms + (
+            (VariableCost("f", rng.standard_normal(m), rng.uniform(0.1, 1, m), "force"),) if with_force and m else ()
+        )
 
     impulse_contacts = tuple(dataclasses.replace(c, kp=0.0, kd=0.0) for c in sets[1])
     stages = (
         ContactStage(sets[0], 0.01, costs(sets[0])),
         ContactStage(sets[0], 0.02, costs(sets[0])),
         ContactStage((), 0.02, costs((), False)),
-        ImpulseStage(impulse_contacts, costs(impulse_contacts)[:1] + (FramePositionCost(frames[pick[1]], rng.standard_normal(3), 7.0, "land"),)),
+        ImpulseStage(
+            impulse_contacts,
+            costs(impulse_contacts)[:1] + (FramePositionCost(frames[pick[1]], rng.standard_normal(3), 7.0, "land"),),
+        ),
         ContactStage(sets[1], 0.02, costs(sets[1])),
     )
     terminal = (StateCost(q0, np.zeros(nv), weights, "state"), CenterOfMassCost(np.zeros(3), 1.0, "com"))

@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import ROBOTS, atol, finite_differences, load_pair, pin_loop, random_states, se3_difference
 
 import dynamics
 from dynamics import ReferenceFrame
-
-from conftest import ROBOTS, atol, finite_differences, load_pair, pin_loop, random_states, se3_difference
 
 FRAMES = {
     "anymal": ["LF_FOOT", "base", "universe", "RH_KFE"],
@@ -152,7 +151,9 @@ def test_frame_jacobian_equals_finite_differences(name, frame, reference, rng):
     R, p = dynamics.frame_placement(model, q, frame)
     J = dynamics.frame_jacobian(model, q, frame, reference)
     np.testing.assert_allclose(J, _from_local(local, R, p, reference), rtol=0, atol=atol(J))
-    dJ_dq = finite_differences(lambda x: dynamics.frame_jacobian(model, x, frame, reference), q, model=model, wrt="configuration")
+    dJ_dq = finite_differences(
+        lambda x: dynamics.frame_jacobian(model, x, frame, reference), q, model=model, wrt="configuration"
+    )
     dJ = np.einsum("sijk,sk->sij", dJ_dq, v)
     dJ_ours = dynamics.frame_jacobian_time_variation(model, q, v, frame, reference)
     np.testing.assert_allclose(dJ_ours, dJ, rtol=0, atol=atol(dJ, 1e-7))

@@ -31,7 +31,9 @@ def random_cost(rng, S, ny):
 
 
 def contact_case(model, rng, feet, S=3):
-    contacts = [Contact(f, "3D", "LOCAL_WORLD_ALIGNED", kp=625.0, kd=50.0, placement=rng.standard_normal(3) * 0.1) for f in feet]
+    contacts = [
+        Contact(f, "3D", "LOCAL_WORLD_ALIGNED", kp=625.0, kd=50.0, placement=rng.standard_normal(3) * 0.1) for f in feet
+    ]
     nv, m = model.nv, 3 * len(feet)
     q, q_next = near_standing(model, rng, S), near_standing(model, rng, S)
     v, v_next, a = (rng.standard_normal((S, nv)) for _ in range(3))
@@ -60,7 +62,9 @@ def test_contact_stage_linearization_matches_finite_differences(anymal, feet):
     model, rng = anymal, np.random.default_rng(len(feet))
     contacts, (q, v, a, f, u, q_next, v_next) = contact_case(model, rng, feet)
     dt, nv, S = 0.02, model.nv, len(q)
-    stages = contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, *random_cost(rng, S, 2 * nv + 12 + nv + f.shape[1]))
+    stages = contact_stages(
+        model, contacts, dt, q, v, a, f, u, q_next, v_next, *random_cost(rng, S, 2 * nv + 12 + nv + f.shape[1])
+    )
     dy = rng.standard_normal((S, stages.A.shape[2]))
     dx_next = np.einsum("sxy,sy->sx", stages.A, dy) + stages.b
     nu = u.shape[1]
@@ -68,9 +72,16 @@ def test_contact_stage_linearization_matches_finite_differences(anymal, feet):
 
     def residuals(eps):
         return contact_residuals(
-            model, contacts, dt,
-            dynamics.integrate(model, q, eps * parts[0]), v + eps * parts[1], a + eps * parts[3], f + eps * parts[4],
-            u + eps * parts[2], dynamics.integrate(model, q_next, eps * dx_next[:, :nv]), v_next + eps * dx_next[:, nv:],
+            model,
+            contacts,
+            dt,
+            dynamics.integrate(model, q, eps * parts[0]),
+            v + eps * parts[1],
+            a + eps * parts[3],
+            f + eps * parts[4],
+            u + eps * parts[2],
+            dynamics.integrate(model, q_next, eps * dx_next[:, :nv]),
+            v_next + eps * dx_next[:, nv:],
         )
 
     h = 1e-6
@@ -99,7 +110,11 @@ def test_impulse_stage_linearization_matches_finite_differences(anymal):
         dvv, ii = dv + eps * dy[:, 2 * nv : 3 * nv], impulse + eps * dy[:, 3 * nv :]
         qn, vn = dynamics.integrate(model, q_next, eps * dx_next[:, :nv]), v_next + eps * dx_next[:, nv:]
         local = np.concatenate(
-            (dynamics.impulse_inverse_dynamics(model, qq, dvv, ii, contacts), dynamics.contact_velocity(model, qq, vv + dvv, contacts)), axis=1
+            (
+                dynamics.impulse_inverse_dynamics(model, qq, dvv, ii, contacts),
+                dynamics.contact_velocity(model, qq, vv + dvv, contacts),
+            ),
+            axis=1,
         )
         return dynamics.difference(model, qn, qq), vv + dvv - vn, local
 
@@ -123,7 +138,9 @@ def test_condensed_direction_equals_uncondensed_on_anymal_stages(anymal, kind):
         S = 2
         q, q_next = near_standing(model, rng, S), near_standing(model, rng, S)
         v, dv, v_next = (rng.standard_normal((S, nv)) for _ in range(3))
-        stages = impulse_stages(model, contacts, q, v, dv, rng.standard_normal((S, 12)), q_next, v_next, *random_cost(rng, S, 3 * nv + 12))
+        stages = impulse_stages(
+            model, contacts, q, v, dv, rng.standard_normal((S, 12)), q_next, v_next, *random_cost(rng, S, 3 * nv + 12)
+        )
     else:
         feet = FEET[:3] if kind == "3 contacts" else FEET
         contacts, (q, v, a, f, u, q_next, v_next) = contact_case(model, rng, feet, S=2)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import NSTATES, ROBOTS, finite_differences, load_pair, pin_loop
 
 import dynamics
-
-from conftest import NSTATES, ROBOTS, finite_differences, load_pair, pin_loop
 
 MANIFOLD_ROBOTS = ROBOTS + ["double_pendulum_continuous"]
 ARG0, ARG1 = pin.ArgumentPosition.ARG0, pin.ArgumentPosition.ARG1
@@ -40,8 +39,12 @@ def test_integrate_and_difference_equal_pinocchio(pair, rng):
     ref = pin_loop(lambda a, b: pin.difference(pmodel, a, b), q0, q1)
     np.testing.assert_allclose(dynamics.difference(model, q0, q1), ref, rtol=0, atol=1e-10)
     # single states
-    np.testing.assert_allclose(dynamics.integrate(model, q0[3], v[3]), pin.integrate(pmodel, q0[3], v[3]), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(dynamics.difference(model, q0[3], q1[3]), pin.difference(pmodel, q0[3], q1[3]), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        dynamics.integrate(model, q0[3], v[3]), pin.integrate(pmodel, q0[3], v[3]), rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        dynamics.difference(model, q0[3], q1[3]), pin.difference(pmodel, q0[3], q1[3]), rtol=0, atol=1e-10
+    )
 
 
 def test_manifold_jacobians_equal_pinocchio(pair, rng):
@@ -51,8 +54,12 @@ def test_manifold_jacobians_equal_pinocchio(pair, rng):
     np.testing.assert_allclose(dq, pin_loop(lambda q, x: pin.dIntegrate(pmodel, q, x, ARG0), q0, v), rtol=0, atol=1e-10)
     np.testing.assert_allclose(dv, pin_loop(lambda q, x: pin.dIntegrate(pmodel, q, x, ARG1), q0, v), rtol=0, atol=1e-10)
     d0, d1 = dynamics.difference_jacobians(model, q0, q1)
-    np.testing.assert_allclose(d0, pin_loop(lambda a, b: pin.dDifference(pmodel, a, b, ARG0), q0, q1), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(d1, pin_loop(lambda a, b: pin.dDifference(pmodel, a, b, ARG1), q0, q1), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        d0, pin_loop(lambda a, b: pin.dDifference(pmodel, a, b, ARG0), q0, q1), rtol=0, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        d1, pin_loop(lambda a, b: pin.dDifference(pmodel, a, b, ARG1), q0, q1), rtol=0, atol=1e-9
+    )
     # single state
     dq1, dv1 = dynamics.integrate_jacobians(model, q0[0], v[0])
     assert dq1.shape == dv1.shape == (model.nv, model.nv)

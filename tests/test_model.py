@@ -8,11 +8,10 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import NSTATES, ROBOTS, atol, load_pair, pin_loop, pin_model_from_urdf, random_states, symmetrize_upper
 
 import dynamics
 from dynamics.robots import robot_urdf
-
-from conftest import NSTATES, ROBOTS, atol, load_pair, pin_loop, pin_model_from_urdf, random_states, symmetrize_upper
 
 TALOS_KEPT = ["torso_1_joint", "torso_2_joint"] + [f"arm_right_{i}_joint" for i in range(1, 8)]
 
@@ -93,7 +92,9 @@ def assert_same_model(model, pmodel):
     assert list(model.frame_types) == [str(f.type).lower() for f in pmodel.frames]
     np.testing.assert_array_equal(model.frame_parent, [f.parentJoint - 1 for f in pmodel.frames])
     np.testing.assert_allclose(model.frame_rotation, [f.placement.rotation for f in pmodel.frames], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(model.frame_translation, [f.placement.translation for f in pmodel.frames], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        model.frame_translation, [f.placement.translation for f in pmodel.frames], rtol=0, atol=1e-12
+    )
     # limits of revolute and prismatic joints (Pinocchio bounds a free flyer and (cos, sin)
     # of a continuous joint differently: +-inf and +-1.01)
     iq, iv = model.idx_q[model.nqs == 1], model.idx_v[model.nvs == 1]

@@ -53,7 +53,11 @@ def lift_foot_problem(model, reference="LOCAL_WORLD_ALIGNED", n_stance=3, n_swin
         k += 1
     for j in range(n_swing):
         lift = feet_at["LF_FOOT"] + np.array([0, 0, 0.04 * np.sin(np.pi * j / n_swing)])
-        stages.append(ContactStage(contacts(FEET[1:]), 0.02, regularization() + (com(k), FramePositionCost("LF_FOOT", lift, 1e5, "swing"))))
+        stages.append(
+            ContactStage(
+                contacts(FEET[1:]), 0.02, regularization() + (com(k), FramePositionCost("LF_FOOT", lift, 1e5, "swing"))
+            )
+        )
         k += 1
     impulse_weights = np.concatenate(([1.0] * 6, [100.0] * 12, [100.0] * 18))
     touchdown = FramePositionCost("LF_FOOT", feet_at["LF_FOOT"], 1e5, "touchdown")
@@ -82,7 +86,9 @@ def lagrangian(form, it, lam_tilde, eps):
         g = form.stages.inequalities(group, q, v, gv.u, f).g
         total -= np.sum(gv.z * (g - gv.s))
         if group.kind == "contact":
-            F = np.concatenate((dynamics.difference(model, qn, q) + group.dt[:, None] * v, v + group.dt[:, None] * a - vn), axis=1)
+            F = np.concatenate(
+                (dynamics.difference(model, qn, q) + group.dt[:, None] * v, v + group.dt[:, None] * a - vn), axis=1
+            )
             if form.name == "lifted":
                 local = np.concatenate(
                     (
@@ -127,7 +133,9 @@ def perturbed_iterate(form, rng, eps):
         )
         for gv in it.groups
     )
-    return dataclasses.replace(it, q=q, v=0.3 * rng.standard_normal(it.v.shape), lam=rng.standard_normal(it.lam.shape), groups=groups)
+    return dataclasses.replace(
+        it, q=q, v=0.3 * rng.standard_normal(it.v.shape), lam=rng.standard_normal(it.lam.shape), groups=groups
+    )
 
 
 def costates_on_unpremultiplied(form, it):
@@ -188,7 +196,9 @@ def test_lagrangian_check_can_fail(anymal):
         return lagrangian(form, dataclasses.replace(it, q=dynamics.integrate(model, it.q, x * dq)), it.lam, eps)
 
     numeric = (at(h) - at(-h)) / (2 * h)
-    analytic = sum(np.sum(step.residual["stationarity"][:, :18] * dq[g.index]) for g, step in zip(form.groups, lin.groups))
+    analytic = sum(
+        np.sum(step.residual["stationarity"][:, :18] * dq[g.index]) for g, step in zip(form.groups, lin.groups)
+    )
     analytic += -it.lam[-1, :18] @ dq[-1]
     assert abs(analytic - numeric) > 1e-3 * abs(numeric)
 
@@ -200,7 +210,10 @@ def test_lagrangian_check_can_fail(anymal):
 def solutions(anymal):
     problem = lift_foot_problem(anymal)
     options = Options(barrier=1e-4, tol=1e-6, max_iterations=60)
-    return {name: (Formulation(problem, name), solve(Formulation(problem, name), options)) for name in ("lifted", "nonlifted")}
+    return {
+        name: (Formulation(problem, name), solve(Formulation(problem, name), options))
+        for name in ("lifted", "nonlifted")
+    }
 
 
 def test_both_formulations_converge(solutions):
@@ -278,7 +291,12 @@ def test_singular_newton_system_is_a_status(anymal):
     """No cost at all and no inequalities, from a moving start: the control Hessian is zero."""
     problem = lift_foot_problem(anymal, n_stance=2, n_swing=2, n_land=1)
     bare = dataclasses.replace(
-        problem, v0=np.full(18, 0.1), stages=tuple(dataclasses.replace(s, costs=()) for s in problem.stages), terminal_costs=(), friction=None, limits=()
+        problem,
+        v0=np.full(18, 0.1),
+        stages=tuple(dataclasses.replace(s, costs=()) for s in problem.stages),
+        terminal_costs=(),
+        friction=None,
+        limits=(),
     )
     result = solve(Formulation(bare, "lifted"), Options())
     assert result.status == "diverged"

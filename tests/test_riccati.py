@@ -109,7 +109,9 @@ def test_compiled_equals_numpy_at_the_size_of_anymal():
         np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-11 * np.abs(x).max(), err_msg=name)
     for name in ("du", "K", "k"):
         for i, (x, y) in enumerate(zip(getattr(ref, name), getattr(got, name))):
-            np.testing.assert_allclose(y, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]")
+            np.testing.assert_allclose(
+                y, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]"
+            )
 
 
 def test_an_unknown_backend_is_refused():

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 import pytest
+from conftest import atol, pin_loop, symmetrize_upper
 
 import dynamics
 from dynamics import sample_models
-
-from conftest import atol, pin_loop, symmetrize_upper
 
 TOL = 1e-10
 
@@ -18,7 +17,11 @@ TOL = 1e-10
 CASES = {
     "chain_1": (lambda: sample_models.serial_chain(1), lambda: sample_models.serial_chain_urdf(1), False),
     "chain_7": (lambda: sample_models.serial_chain(7), lambda: sample_models.serial_chain_urdf(7), False),
-    "chain_7_floating": (lambda: sample_models.serial_chain(7, floating_base=True), lambda: sample_models.serial_chain_urdf(7), True),
+    "chain_7_floating": (
+        lambda: sample_models.serial_chain(7, floating_base=True),
+        lambda: sample_models.serial_chain_urdf(7),
+        True,
+    ),
     "tree_3": (lambda: sample_models.binary_tree(3), lambda: sample_models.binary_tree_urdf(3), False),
     "tree_21": (lambda: sample_models.binary_tree(21), lambda: sample_models.binary_tree_urdf(21), False),
     "four_bar": (lambda: sample_models.four_bar_linkage()[0], sample_models.four_bar_urdf, False),
@@ -73,7 +76,9 @@ def test_joint_axes_vary():
 def test_models_are_deterministic():
     assert sample_models.serial_chain_urdf(5) == sample_models.serial_chain_urdf(5)
     assert sample_models.binary_tree_urdf(9) == sample_models.binary_tree_urdf(9)
-    np.testing.assert_array_equal(sample_models.four_bar_closed_configuration(), sample_models.four_bar_closed_configuration())
+    np.testing.assert_array_equal(
+        sample_models.four_bar_closed_configuration(), sample_models.four_bar_closed_configuration()
+    )
 
 
 def test_serial_chain_ends_with_the_end_effector_frame():
@@ -107,7 +112,9 @@ def test_four_bar_closed_configuration_closes_the_loop(crank_angle):
     q = sample_models.four_bar_closed_configuration(crank_angle)
     assert q[0] == crank_angle
     assert np.all(np.abs(q) <= np.pi)
-    np.testing.assert_allclose(dynamics.frame_placement(model, q, frame1)[1], dynamics.frame_placement(model, q, frame2)[1], rtol=0, atol=TOL)
+    np.testing.assert_allclose(
+        dynamics.frame_placement(model, q, frame1)[1], dynamics.frame_placement(model, q, frame2)[1], rtol=0, atol=TOL
+    )
     # the same in Pinocchio's model of the same text
     pmodel = pin.buildModelFromXML(sample_models.four_bar_urdf())
     pdata = pmodel.createData()
@@ -115,5 +122,7 @@ def test_four_bar_closed_configuration_closes_the_loop(crank_angle):
     p1, p2 = (pdata.oMf[pmodel.getFrameId(f)].translation for f in (frame1, frame2))
     np.testing.assert_allclose(p1, p2, rtol=0, atol=TOL)
     # the closure is a proper loop: its constraint Jacobian has rank 2 (the planar rows)
-    J = dynamics.frame_jacobian(model, q, frame1, "LOCAL_WORLD_ALIGNED") - dynamics.frame_jacobian(model, q, frame2, "LOCAL_WORLD_ALIGNED")
+    J = dynamics.frame_jacobian(model, q, frame1, "LOCAL_WORLD_ALIGNED") - dynamics.frame_jacobian(
+        model, q, frame2, "LOCAL_WORLD_ALIGNED"
+    )
     assert np.linalg.matrix_rank(J[:3], tol=1e-9) == 2
