@@ -141,10 +141,13 @@ _FUNCTIONS = {
 }
 
 
+_SOURCE = Path(__file__).with_name("condensing.c")
+
+
 def _library():
     from dynamics.codegen import compiled_library
 
-    return compiled_library(Path(__file__).with_name("condensing.c"), _FUNCTIONS)
+    return compiled_library(_SOURCE, _FUNCTIONS)
 
 
 def _ptr(x):

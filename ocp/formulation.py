@@ -249,9 +249,10 @@ class Formulation:
             stationarity = np.einsum("syz,sy->sz", Z, grad) + np.einsum("sxz,sx->sz", AB, it.lam[idx + 1])
         stationarity[:, :nx] -= it.lam[idx]
         b = ev.b
-        _finite("state equation", group, b)
-        _finite("KKT residual", group, stationarity, local, r_p, r_c)
-        squares = sum(float(np.sum(x**2)) for x in (stationarity, b, local, r_p, r_c))
+        squares = sum(float(np.sum(x * x)) for x in (stationarity, b, local, r_p, r_c))
+        if not np.isfinite(squares):  # find where (a finite overflow goes on)
+            _finite("state equation", group, b)
+            _finite("KKT residual", group, stationarity, local, r_p, r_c)
         violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.ineq.g, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
         residual = {

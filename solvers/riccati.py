@@ -101,11 +101,14 @@ def _cho_solve(L, X):
     return np.linalg.solve(L.T, np.linalg.solve(L, X))
 
 
+_SOURCE = Path(__file__).with_name("riccati.c")
+
+
 def _library():
     from dynamics.codegen import compiled_library
 
     return compiled_library(
-        Path(__file__).with_name("riccati.c"),
+        _SOURCE,
         {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)},
     )
 
