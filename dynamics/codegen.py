@@ -8,8 +8,8 @@ output buffer; :class:`Kernel` calls it through ctypes with numpy buffers, one c
 
 The shared library is cached in ``$LIFTOFF_CACHE`` (default ``$XDG_CACHE_HOME/liftoff`` or
 ``~/.cache/liftoff``) under a hash of its ``key``: the caller's description of everything
-that changes the code (model parameters, kernel signature), plus the CasADi version, the
-compiler and its flags, and the source of the modules that write the equations. Building
+that changes the code (model parameters, kernel signature, the source of the modules that
+write the equations), plus the CasADi and liftoff versions and the compiler and its flags. Building
 writes to a temporary name and renames into place, under a file lock, so that processes
 started together compile once; a library that fails to load or does not answer with its own
 key (a truncated or stale file) is rebuilt. Without a C compiler, or when it fails,
@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -71,8 +72,15 @@ def source_digest(*modules) -> str:
     return h.hexdigest()
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("liftoff")
+    except importlib.metadata.PackageNotFoundError:
+        return "source"
+
+
 def _digest(key: dict, cc: str) -> str:
-    full = {"key": key, "casadi": ca.__version__, "cc": cc}
+    full = {"key": key, "casadi": ca.__version__, "cc": cc, "liftoff": _version()}
     return hashlib.sha256(json.dumps(full, sort_keys=True, default=_jsonable).encode()).hexdigest()[:32]
 
 
