@@ -56,12 +56,6 @@ class Inequalities:
         """The whole ``dg/dy (S, ni, ny)``."""
         return np.concatenate((self.G, np.broadcast_to(self.bounds, (len(self.g),) + self.bounds.shape)), axis=1)
 
-    def rows(self, general, bounds):
-        """The inequalities made of the rows ``general`` of the first part and ``bounds`` of the second."""
-        return Inequalities(
-            self.g[:, np.concatenate((general, self.ng + bounds)).astype(int)], self.G[:, general], self.bounds[bounds]
-        )
-
 
 def bound_rows(limits, nv, nu, ny):
     """The signed one-hot rows ``(nb, ny)`` of the limits (lower rows then upper ones per limit)."""

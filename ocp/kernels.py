@@ -25,7 +25,7 @@ from . import symbolic_stages as sym
 from .friction import ROWS
 from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
-from .stages import StageEval
+from .stages import NumpyStages, StageEval
 
 KINDS = ("contact", "impulse", "forward", "terminal")
 
@@ -60,8 +60,6 @@ class CompiledStages:
     name = "compiled"
 
     def __init__(self, ocp, forward=False, quiet=False, compile=True):
-        from .stages import NumpyStages
-
         self.ocp, self.model = ocp, ocp.model
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
@@ -81,10 +79,10 @@ class CompiledStages:
             name = f"{kind}_{self.model.name}"
             if compile:
                 self.kernels[kind] = codegen.load(
-                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout)[0], quiet
+                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout), quiet
                 )
             else:
-                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout)[0], name)
+                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name)
         self.maps = {int(g.index[0]): self._map(g) for g in ocp.groups()}
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
         self._terminal_static = sym.term_parameters(

@@ -364,8 +364,8 @@ def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
 # ----------------------------------------------------------------------------- stage functions
 
 
-def contact_function(layout: Layout) -> tuple:
-    """``(casadi.Function, input sizes)`` of the contact stage (module docstring)."""
+def contact_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the contact stage (module docstring)."""
     model, m, nu = layout.model, layout.m, layout.nu
     nq, nv = model.nq, model.nv
     sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "dt": 1}
@@ -394,11 +394,11 @@ def contact_function(layout: Layout) -> tuple:
     cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
     c, C, g_in, G, cost, g, H = _at_zero(var, c, C, g_in, G, cost, g, H)
     A, b = _state_equation(model, q, v, a, x["q_next"], x["v_next"], x["dt"], nu, nv + m)
-    return ca.Function("contact", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G)]), sizes
+    return ca.Function("contact", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G)])
 
 
-def impulse_function(layout: Layout) -> tuple:
-    """``(casadi.Function, input sizes)`` of the impulse stage (module docstring)."""
+def impulse_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the impulse stage (module docstring)."""
     model, m = layout.model, layout.m
     nq, nv = model.nq, model.nv
     sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv} | _term_inputs(
@@ -423,11 +423,11 @@ def impulse_function(layout: Layout) -> tuple:
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
     c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
     A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m)
-    return ca.Function("impulse", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A)]), sizes
+    return ca.Function("impulse", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A)])
 
 
-def forward_function(layout: Layout) -> tuple:
-    """``(casadi.Function, input sizes)`` of the forward-dynamics pieces (module docstring)."""
+def forward_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the forward-dynamics pieces (module docstring)."""
     model, m = layout.model, layout.m
     nv = model.nv
     sizes = {"q": model.nq, "v": nv} | _contact_inputs(layout)
@@ -446,11 +446,11 @@ def forward_function(layout: Layout) -> tuple:
     acc, vel, target = (ca.vertcat(*z) if z else ca.SX.zeros(0) for z in (acc, vel, target))
     M, J = ca.jacobian(tau, a), ca.jacobian(acc, a)
     h, drift = (ca.substitute(e, a, ca.SX.zeros(nv)) for e in (tau, acc))
-    return ca.Function("forward", [x.x], [_rows(M), h, _rows(J), target - drift, vel]), sizes
+    return ca.Function("forward", [x.x], [_rows(M), h, _rows(J), target - drift, vel])
 
 
-def terminal_function(layout: Layout) -> tuple:
-    """``(casadi.Function, input sizes)`` of the terminal cost (module docstring)."""
+def terminal_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the terminal cost (module docstring)."""
     model = layout.model
     sizes = {"q": model.nq, "v": model.nv} | _term_inputs(layout, layout.terminal_terms)
     x = _Inputs(sizes)
@@ -458,4 +458,4 @@ def terminal_function(layout: Layout) -> tuple:
     var = _Variables(model, v=v, u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
     cfg = sx.configuration(model, q, var.dq)
     cost, g, H = _at_zero(var, *_gauss_newton(_residuals(layout, layout.terminal_terms, x, cfg, q, v, var), var))
-    return ca.Function("terminal", [x.x], [cost, g, _rows(H)]), sizes
+    return ca.Function("terminal", [x.x], [cost, g, _rows(H)])
