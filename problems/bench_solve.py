@@ -151,6 +151,7 @@ def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
     """Every gait by liftoff (lifted, non-lifted) and by Crocoddyl, the solves of the three
     interleaved ``repeat`` times (so that the machine's slow spells touch all alike), with
     the ratios of the median runs."""
+    _crocoddyl()  # before anything is compiled or solved
     rows = []
     with one_blas_thread():
         for gait in gaits:

@@ -27,6 +27,7 @@ def test_info_of_a_reduced_model(capsys):
         (["info", "/no/such/robot.urdf"], "URDF file not found"),
         (["bench", "constrained", "--algorithm", "foo"], "--algorithm: unknown 'foo'"),
         (["bench", "constrained", "--scaling", "--tree-sizes", "10"], "got 10 (nearest: 9 or 21)"),
+        (["bench", "solve", "--gait", "crawl"], "--gait: unknown 'crawl'; choose among walk, trot, pace, bound, jump"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(capsys, argv, message):
@@ -34,3 +35,12 @@ def test_user_errors_exit_2_with_one_line(capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("missing", ["crocoddyl", "threadpoolctl"])
+def test_solve_benchmark_without_its_extra_says_how_to_install_it(capsys, monkeypatch, missing):
+    monkeypatch.setitem(__import__("sys").modules, missing, None)  # the import fails
+    assert main(["bench", "solve", "--gait", "trot", "--repeat", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1
+    assert 'pip install -e ".[bench]"' in err
