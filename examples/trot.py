@@ -36,9 +36,10 @@ if "--plot" in sys.argv:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t = problem.times()[:-1]
+    contact = trajectory["kinds"] == "contact"  # impulse stages hold impulses (N s), not forces
+    t = problem.times()[:-1][contact]
     for foot, force in trajectory["forces"].items():
-        plt.plot(t, force[:, 2], label=foot)
+        plt.plot(t, force[contact, 2], label=foot)
     plt.xlabel("time [s]"), plt.ylabel("normal force [N]"), plt.legend()
     plt.savefig("trot_forces.png", dpi=120)
     print("wrote trot_forces.png")

@@ -312,11 +312,11 @@ class Formulation:
         """The solution by stage: ``q, v (K+1, .)``; ``u (K, nu)`` (zero at impulse stages);
         ``a (K, nv)`` (``dv`` at impulse stages); ``f``, a list of each stage's ``(m,)`` contact
         forces (impulses) in their contacts' frames; ``forces``, ``{frame: (K, 3)}`` the
-        translational force (impulse) of each contact frame in the world axes, zero when the
-        frame is not in contact; ``kinds (K,)``."""
+        translational force [N] of each contact frame in the world axes at contact stages (zero
+        elsewhere), and ``impulses`` the same [N s] at impulse stages; ``kinds (K,)``."""
         K, nv = self.ocp.K, self.model.nv
         u, a, f = np.zeros((K, self.ocp.nu)), np.zeros((K, nv)), [None] * K
-        forces: dict = {}
+        by_kind: dict = {"contact": {}, "impulse": {}}
         for group, gv in zip(self.groups, it.groups):
             idx = group.index
             if group.kind == "contact":
@@ -335,9 +335,11 @@ class Formulation:
                 if c.reference is dynamics.ReferenceFrame.LOCAL:
                     R, _ = dynamics.frame_placement(self.model, it.q[idx], c.frame)
                     force = np.einsum("sij,sj->si", R, force)
-                forces.setdefault(c.frame, np.zeros((K, 3)))[idx] = force
+                by_kind[group.kind].setdefault(c.frame, np.zeros((K, 3)))[idx] = force
+        frames = list(dict.fromkeys([*by_kind["contact"], *by_kind["impulse"]]))
+        forces, impulses = ({frame: d.get(frame, np.zeros((K, 3))) for frame in frames} for d in by_kind.values())
         kinds = np.array([stage.kind for stage in self.ocp.stages])
-        return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "kinds": kinds}
+        return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "impulses": impulses, "kinds": kinds}
 
 
 def _finite(quantity, group, *arrays):

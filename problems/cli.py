@@ -22,6 +22,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
 PROG = "liftoff"
 USAGE_ERROR, RUN_ERROR = 2, 1
@@ -122,11 +123,13 @@ def solve(args) -> int:
     from solvers.ipm import LOG_HEADER, format_log
 
     from .config import load_config
+    from .files import check_output
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
     config, problem = prepare(
         load_config(args.config), args.formulation, args.barrier, args.backend
     )  # user errors raise here
+    out = check_output(args.out or default_path(config))  # before the solve, not after
     log = sys.stderr if args.json else sys.stdout
     print(
         f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages",
@@ -134,7 +137,7 @@ def solve(args) -> int:
     )
     print(LOG_HEADER, file=log)
     run = solve_prepared(config, problem, callback=lambda h: print(format_log(h), file=log, flush=True))
-    path = save_run(run, args.out or default_path(run.config))
+    path = save_run(run, out)
     r = run.result
     if args.json:
         print(json.dumps({**summary(run), "results_file": str(path)}))
@@ -150,8 +153,10 @@ def compare(args) -> int:
     from .compare import compare as run_all
     from .compare import markdown, rows
     from .config import load_config
+    from .files import check_output
 
     configs = [load_config(path) for path in args.configs]  # every file is checked before solving
+    check_output(Path(args.out) / "summary.json")
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
 
@@ -447,13 +452,23 @@ def main(argv=None) -> int:
         retain_freed_memory,
     )
     from problems.config import ConfigError
+    from problems.files import OutputError, ReadError
     from problems.gaits import ProblemError
 
     retain_freed_memory()  # batched kernels reuse their large temporaries (see dynamics.memory)
 
     try:
         return args.run(args)
-    except (ModelError, UnknownNameError, DimensionError, UserError, ConfigError, ProblemError) as err:
+    except (
+        ModelError,
+        UnknownNameError,
+        DimensionError,
+        UserError,
+        ConfigError,
+        ProblemError,
+        OutputError,
+        ReadError,
+    ) as err:
         return _error(err.args[0] if isinstance(err, KeyError) and err.args else str(err), USAGE_ERROR)
     except KeyboardInterrupt:
         return _error("interrupted", 130)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from . import plots
+from .files import atomic
 from .runs import load_run, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -92,12 +93,14 @@ def report(out_dir) -> list:
     )
     summaries = [r["summary"] for r in runs]
     table = rows(summaries)
-    (out_dir / "table.md").write_text(markdown(table))
-    with open(out_dir / "table.csv", "w", newline="") as f:
+    with atomic(out_dir / "table.md", "w") as f:
+        f.write(markdown(table))
+    with atomic(out_dir / "table.csv", "w") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(table)
-    (out_dir / "summary.json").write_text(json.dumps(summaries, indent=1))
+    with atomic(out_dir / "summary.json", "w") as f:
+        f.write(json.dumps(summaries, indent=1))
     plots.kkt_figure(runs, out_dir / "kkt.png")
     plots.time_figure(runs, out_dir / "time.png")
     for r in runs:

@@ -9,11 +9,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+
+from .files import atomic
 
 STYLES = {"lifted": "-", "nonlifted": "--"}
 COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange"}
@@ -46,8 +50,7 @@ def kkt_figure(runs, path):
                 ax.set_ylabel("KKT error (l2)")
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def time_figure(runs, path):
@@ -84,8 +87,7 @@ def time_figure(runs, path):
         ax.grid(True, axis="y", alpha=0.3)
     ax_total.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def forces_figure(run, path):
@@ -111,5 +113,13 @@ def forces_figure(run, path):
         f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
+
+
+def _save(fig, path):
+    """Write the figure whole (a temporary file renamed into place) and close it."""
+    try:
+        with atomic(path) as f:
+            fig.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=120)
+    finally:
+        plt.close(fig)

@@ -9,6 +9,7 @@ for plotting without solving again.
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ocp.formulation import Formulation
 from solvers.ipm import Options, solve
 
 from .config import to_dict, with_solver
+from .files import ReadError, atomic
 from .gaits import build_problem
 
 
@@ -76,12 +78,13 @@ def summary(run: Run) -> dict:
 
 
 def save_run(run: Run, path) -> Path:
+    """Write the results file ``path`` whole (a temporary file renamed into place)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     t = run.trajectories
     arrays = {key: t[key] for key in ("q", "v", "u", "a", "kinds")}
     arrays.update({f"force/{frame}": force for frame, force in t["forces"].items()})
-    with open(path, "wb") as out:
+    arrays.update({f"impulse/{frame}": impulse for frame, impulse in t["impulses"].items()})
+    with atomic(path) as out:
         np.savez_compressed(
             out, times=run.times, summary=json.dumps(summary(run)), config=json.dumps(to_dict(run.config)), **arrays
         )
@@ -90,12 +93,19 @@ def save_run(run: Run, path) -> Path:
 
 def load_run(path) -> dict:
     """A results file as ``{"summary": dict, "config": dict, "times", "q", "v", "u", "a",
-    "kinds": arrays, "forces": {frame: (K, 3)}}``."""
-    with np.load(Path(path), allow_pickle=False) as data:
-        out = {
-            key: data[key] for key in data.files if not key.startswith("force/") and key not in ("summary", "config")
-        }
-        out["forces"] = {key[len("force/") :]: data[key] for key in data.files if key.startswith("force/")}
+    "kinds": arrays, "forces": {frame: (K, 3)} [N], "impulses": {frame: (K, 3)} [N s]}``;
+    :class:`problems.files.ReadError` for a file that is not one."""
+    try:
+        return _load_run(Path(path))
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ReadError(f"{path}: not a readable liftoff results file ({e})") from None
+
+
+def _load_run(path) -> dict:
+    with np.load(path, allow_pickle=False) as data:
+        out = {key: data[key] for key in data.files if "/" not in key and key not in ("summary", "config")}
+        for group, prefix in (("forces", "force/"), ("impulses", "impulse/")):
+            out[group] = {key[len(prefix) :]: data[key] for key in data.files if key.startswith(prefix)}
         out["summary"] = json.loads(str(data["summary"]))
         out["config"] = json.loads(str(data["config"]))
     return out

@@ -296,9 +296,21 @@ def test_results_file_round_trip(trot, tmp_path):
     np.testing.assert_array_equal(back["times"], run.times)
     for key in ("q", "v", "u", "a", "kinds"):
         np.testing.assert_array_equal(back[key], t[key], err_msg=key)
-    assert sorted(back["forces"]) == sorted(t["forces"])
-    for foot, force in t["forces"].items():
-        np.testing.assert_array_equal(back["forces"][foot], force, err_msg=foot)
+    for kind in ("forces", "impulses"):
+        assert sorted(back[kind]) == sorted(t[kind]) == sorted(FEET)
+        for foot, value in t[kind].items():
+            np.testing.assert_array_equal(back[kind][foot], value, err_msg=f"{kind} {foot}")
     assert back["summary"] == summary(run)
     assert back["summary"]["status"] == "converged"
     assert parse_config(back["config"]) == run.config
+
+
+def test_forces_and_impulses_are_kept_apart(trot):
+    """Forces [N] at the contact stages only, impulses [N s] at the impulse stages only."""
+    _, _, run, _ = trot
+    t = run.trajectories
+    impulse = t["kinds"] == "impulse"
+    for foot in FEET:
+        assert not np.any(t["forces"][foot][impulse]) and not np.any(t["impulses"][foot][~impulse])
+    assert max(np.abs(t["impulses"][foot][impulse]).max() for foot in FEET) > 0  # the landing feet
+    assert min(t["forces"][foot][~impulse, 2].max() for foot in FEET) > 50  # every foot carries weight

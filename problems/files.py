@@ -1,0 +1,56 @@
+"""Files the program writes: checked before the work that fills them, written whole or not at all.
+
+:func:`check_output` refuses, before a solve, a path that cannot be written (a folder, a
+device, a parent that cannot be created or written); :func:`atomic` writes to a temporary
+file beside the target and renames it into place when the writing ends, so that an error or
+an interrupt leaves the previous file as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class OutputError(ValueError):
+    """An output path that cannot be written (one line: the path and why)."""
+
+
+class ReadError(ValueError):
+    """An input file that is not what it should be (one line: the path and why)."""
+
+
+def check_output(path) -> Path:
+    """``path`` if a file can be written there, else :class:`OutputError`."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise OutputError(f"{path}: not a regular file (a folder or a device)")
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write there ({e.strerror or e})") from None
+    return path
+
+
+@contextmanager
+def atomic(path, mode="wb"):
+    """An open temporary file beside ``path``, renamed onto ``path`` when the block ends; an
+    exception (an interrupt included) removes it and leaves ``path`` untouched. Write errors
+    become :class:`OutputError`."""
+    path = check_output(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise OutputError(f"{path}: cannot write it ({e.strerror or e})") from None
+        raise
