@@ -195,9 +195,27 @@ def _lookup(name, names, what, model_name) -> int:
     try:
         return names.index(name)
     except ValueError:
-        close = difflib.get_close_matches(str(name), names, n=5)
+        close = close_names(str(name), names)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownNameError(f"unknown {what} {name!r} in model {model_name!r}{hint}") from None
+
+
+def close_names(name: str, names, n=5) -> list:
+    """The ``names`` closest to ``name``, best first: spelled alike, or alike once the letters
+    of each ``_``-separated part are sorted (``LF_FOOT`` and ``FL_FOOT``, two robots' orders
+    of the same abbreviation)."""
+
+    def shuffled(x):
+        return "_".join("".join(sorted(part)) for part in x.split("_"))
+
+    def score(candidate):
+        return max(
+            difflib.SequenceMatcher(None, name, candidate).ratio(),
+            difflib.SequenceMatcher(None, shuffled(name), shuffled(candidate)).ratio(),
+        )
+
+    scored = sorted(((score(c), i, c) for i, c in enumerate(names)), key=lambda t: (-t[0], t[1]))
+    return [c for s, _, c in scored[:n] if s >= 0.6]
 
 
 class _Builder:

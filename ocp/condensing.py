@@ -144,6 +144,11 @@ _FUNCTIONS = {
 _SOURCE = Path(__file__).with_name("condensing.c")
 
 
+def compile_condensing() -> bool:
+    """Load (compiling on first use) the compiled condensing; False when it cannot be compiled."""
+    return _library() is not None
+
+
 def _library():
     from dynamics.codegen import compiled_library
 

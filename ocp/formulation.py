@@ -134,6 +134,24 @@ class Formulation:
 
     # ------------------------------------------------------------------ sizes and start
 
+    def sizes(self) -> dict:
+        """The size of the problem: ``stages``, ``impulses``, ``variables`` (knots, controls,
+        and ``w`` when lifted), ``equalities`` (initial state, state equations, and the local
+        equalities when lifted) and ``inequalities``."""
+        nv, K, lifted = self.model.nv, self.ocp.K, self.name == "lifted"
+        variables = equalities = (K + 1) * 2 * nv
+        inequalities = 0
+        q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
+        for group in self.groups:
+            m = sum(c.dim for c in group.contacts)
+            nu = self.ocp.nu if group.kind == "contact" else 0
+            g = self.stages.inequalities(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m))).g
+            variables += group.size * (nu + (nv + m if lifted else 0))
+            equalities += group.size * (nv + m if lifted else 0)
+            inequalities += group.size * g.shape[1]
+        impulses = sum(s.kind == "impulse" for s in self.ocp.stages)
+        return dict(stages=K, impulses=impulses, variables=variables, equalities=equalities, inequalities=inequalities)
+
     def initial_iterate(self, eps) -> Iterate:
         """Every knot at the initial state, no motion;
         each contact stage in static equilibrium (least-squares ``S u + J^T f = g(q)``) with

@@ -1,6 +1,8 @@
 """The ``liftoff`` command line.
 
-    liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy] [--out FILE] [--json]
+    liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
+                  [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
+    liftoff --version
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json]
     liftoff report DIR
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
@@ -22,6 +24,7 @@ import json
 import math
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 PROG = "liftoff"
@@ -120,23 +123,33 @@ def info(args) -> int:
 
 
 def solve(args) -> int:
-    from solvers.ipm import LOG_HEADER, format_log
+    from solvers.ipm import LOG_HEADER, format_final, format_log
 
     from .config import load_config
     from .files import check_output
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
-    config, problem = prepare(
-        load_config(args.config), args.formulation, args.barrier, args.backend
-    )  # user errors raise here
+    config = load_config(args.config)  # user errors raise here
+    overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "max_iterations", "tol")}
+    with _source(args.config):
+        config, problem = prepare(config, **overrides)
     out = check_output(args.out or default_path(config))  # before the solve, not after
-    log = sys.stderr if args.json else sys.stdout
-    print(
-        f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages",
-        file=log,
+    stream = sys.stderr if args.json else sys.stdout
+
+    def log(line):
+        if not args.quiet:
+            print(line, file=stream, flush=True)
+
+    n = problem.sizes()
+    log(
+        f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages; "
+        f"{n['stages']} stages ({n['impulses']} impulse{'' if n['impulses'] == 1 else 's'}), "
+        f"{n['variables']} variables, {n['equalities']} equalities, "
+        f"{n['inequalities']} inequalities"
     )
-    print(LOG_HEADER, file=log)
-    run = solve_prepared(config, problem, callback=lambda h: print(format_log(h), file=log, flush=True))
+    log(LOG_HEADER)
+    run = solve_prepared(config, problem, callback=lambda h: log(format_log(h)))
+    log(format_final(run.result))
     path = save_run(run, out)
     r = run.result
     if args.json:
@@ -149,13 +162,33 @@ def solve(args) -> int:
     return 0 if r.converged else RUN_ERROR
 
 
+@contextmanager
+def _source(path):
+    """Problem errors found while building from the file ``path`` name it."""
+    from .gaits import ProblemError
+
+    try:
+        yield
+    except ProblemError as err:
+        raise ProblemError(f"{path}: {err}") from None
+
+
 def compare(args) -> int:
     from .compare import compare as run_all
     from .compare import markdown, rows
     from .config import load_config
     from .files import check_output
+    from .gaits import build_problem
 
     configs = [load_config(path) for path in args.configs]  # every file is checked before solving
+    for path, config in zip(args.configs, configs):
+        with _source(path):
+            build_problem(config)
+    names = [c.name for c in configs]
+    for path, name in zip(args.configs, names):
+        if names.count(name) > 1:
+            others = ", ".join(p for p, n in zip(args.configs, names) if n == name)
+            raise UserError(f"two configurations named {name!r} ({others}) would overwrite each other's results")
     check_output(Path(args.out) / "summary.json")
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
@@ -187,6 +220,25 @@ def report(args) -> int:
         raise UserError(str(err)) from None
     print(markdown(rows(summaries)))
     return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("liftoff")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
 
 
 def _positive_float(text: str) -> float:
@@ -280,6 +332,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
     )
+    p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     commands = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p_solve = commands.add_parser(
@@ -292,7 +345,10 @@ def parser() -> argparse.ArgumentParser:
     p_solve.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
     p_solve.add_argument("--barrier", type=_positive_float, metavar="X", help="override solver.barrier")
     p_solve.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
+    p_solve.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")
+    p_solve.add_argument("--tol", type=_positive_float, metavar="X", help="override solver.tol (on the KKT error)")
     p_solve.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
+    p_solve.add_argument("--quiet", action="store_true", help="no iteration log: only the outcome")
     p_solve.add_argument(
         "--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)"
     )

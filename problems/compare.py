@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from . import plots
-from .files import atomic
+from .files import OutputError, atomic
 from .runs import load_run, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -35,16 +35,22 @@ COLUMNS = (
 
 def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None) -> list:
     """Solve each config for each barrier and formulation (stages evaluated by ``backend``, by
-    default each config's); return the summaries."""
+    default each config's); return the summaries. ``out_dir`` may hold results files of this
+    comparison only (they are overwritten): the report draws every results file in it, so
+    :class:`problems.files.OutputError` refuses others before anything is solved."""
     out_dir = Path(out_dir)
+    cases = [(config, form, eps) for config in configs for eps in barriers for form in formulations]
+    paths = [out_dir / f"{config.name}_{form}_{eps:g}.npz" for config, form, eps in cases]
+    others = sorted(p.name for p in out_dir.glob("*.npz") if p not in paths)
+    if others:
+        listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
-    for config in configs:
-        for eps in barriers:
-            for form in formulations:
-                run = solve_config(config, form, eps, backend=backend)
-                save_run(run, out_dir / f"{config.name}_{form}_{eps:g}.npz")
-                if progress is not None:
-                    progress(summary(run))
+    for (config, form, eps), path in zip(cases, paths):
+        run = solve_config(config, form, eps, backend=backend)
+        save_run(run, path)
+        if progress is not None:
+            progress(summary(run))
     return report(out_dir)
 
 

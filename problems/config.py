@@ -92,19 +92,20 @@ class InitialState:
 class Baumgarte:
     """Contact-acceleration target ``-2 alpha pdot - beta^2 p`` (seed 004 eq. 5)."""
 
-    alpha: float = 25.0  # >= 0, velocity gain
-    beta: float = 25.0  # >= 0, square root of the position gain
+    alpha: float = 25.0  # in [0, 1e3], velocity gain
+    beta: float = 25.0  # in [0, 1e3], square root of the position gain
 
     def __post_init__(self):
         _convert_fields(self)
         _at_least(self, ("alpha", "beta"), 0)
+        _at_most(self, ("alpha", "beta"), 1e3)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Contacts:
     feet: tuple[str, ...]  # required, non-empty, no duplicates: the contact frames (URDF frame names)
     reference: str = "LOCAL_WORLD_ALIGNED"  # LOCAL | WORLD | LOCAL_WORLD_ALIGNED: frame of the contact force variables
-    friction: float = 0.7  # > 0, coefficient of the polyhedral friction cones
+    friction: float = 0.7  # in (0, 10], coefficient of the polyhedral friction cones
     baumgarte: Baumgarte = field(default_factory=Baumgarte)  # contact stabilization gains
 
     def __post_init__(self):
@@ -113,6 +114,7 @@ class Contacts:
         _no_duplicates(self.feet, "feet")
         _one_of(self.reference, REFERENCES, "reference")
         _at_least(self, ("friction",), 0, strict=True)
+        _at_most(self, ("friction",), 10)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,9 +125,9 @@ class Phase:
     phase gave knots). A phase built in Python with both must have them agree."""
 
     contact: tuple[str, ...]  # required (may be empty: a flight phase): the feet in contact, each one of contacts.feet
-    knots: int | None = None  # >= 1, number of contact stages of the phase
-    duration: float | None = None  # > 0, or its duration in seconds: round(duration / gait.dt) knots
-    step_length: float | None = None  # overrides gait.step_length for the feet that swing in this phase
+    knots: int | None = None  # in [1, 1e5], number of contact stages of the phase
+    duration: float | None = None  # in (0, 1e3], or its duration in seconds: round(duration / gait.dt) knots
+    step_length: float | None = None  # |.| <= 2, overrides gait.step_length for the feet that swing in this phase
 
     _exactly_one_of: ClassVar = ("knots", "duration")  # checked on the keys given in YAML or a dict
 
@@ -136,23 +138,31 @@ class Phase:
         _check(given, "", "exactly one of 'knots' or 'duration'", "neither", show=False)
         _at_least(self, ("knots",), 1)
         _at_least(self, ("duration",), 0, strict=True)
+        _at_most(self, ("knots",), 100_000)
+        _at_most(self, ("duration",), 1e3)
+        _at_most(self, ("step_length",), 2.0, magnitude=True)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Gait:
-    dt: float  # required, > 0: time step of the contact stages (s)
-    horizon: int  # required, >= 1: number N of contact stages; the phases' knots sum to it
+    dt: float  # required, in (0, 1]: time step of the contact stages (s)
+    horizon: int  # required, in [1, 1e5]: number N of contact stages; the phases' knots sum to it
     phases: tuple[Phase, ...]  # required, non-empty: the contact schedule, in order
-    step_length: float = 0.0  # forward (x) displacement of a foot over each of its swings (m)
-    step_height: float = 0.0  # >= 0, apex of a swing foot above its start (m)
-    jump_length: float = 0.0  # forward displacement of every foot over a flight phase (m)
-    jump_height: float = 0.0  # >= 0, apex of the CoM above its start during a flight phase (m)
+    step_length: float = 0.0  # |.| <= 2, forward (x) displacement of a foot over each of its swings (m)
+    step_height: float = 0.0  # in [0, 1], apex of a swing foot above its start (m)
+    jump_length: float = 0.0  # |.| <= 5, forward displacement of every foot over a flight phase (m)
+    jump_height: float = 0.0  # in [0, 2], apex of the CoM above its start during a flight phase (m)
 
     def __post_init__(self):
         _convert_fields(self)
         _at_least(self, ("dt",), 0, strict=True)
         _at_least(self, ("horizon",), 1)
         _at_least(self, ("step_height", "jump_height"), 0)
+        _at_most(self, ("dt", "step_height"), 1.0)
+        _at_most(self, ("horizon",), 100_000)
+        _at_most(self, ("jump_height",), 2.0)
+        _at_most(self, ("step_length",), 2.0, magnitude=True)
+        _at_most(self, ("jump_length",), 5.0, magnitude=True)
         _check(len(self.phases) > 0, "phases", "a non-empty list of phases", self.phases)
         phases = tuple(_with_knots(phase, self.dt, f"phases[{i}]") for i, phase in enumerate(self.phases))
         object.__setattr__(self, "phases", phases)
@@ -169,7 +179,7 @@ class Gait:
 
 @dataclass(frozen=True, kw_only=True)
 class StateWeights:
-    """Weights of the state regularization, per block of the state error (all >= 0)."""
+    """Weights of the state regularization, per block of the state error (all in [0, 1e12])."""
 
     base_position: float = 0.0
     base_orientation: float = 2.5e5
@@ -180,6 +190,7 @@ class StateWeights:
     def __post_init__(self):
         _convert_fields(self)
         _at_least(self, [f.name for f in dataclasses.fields(self)], 0)
+        _at_most(self, [f.name for f in dataclasses.fields(self)], 1e12)
 
 
 def _impulse_state_weights() -> StateWeights:
@@ -190,7 +201,7 @@ def _impulse_state_weights() -> StateWeights:
 
 @dataclass(frozen=True, kw_only=True)
 class Costs:
-    """Cost weights (all >= 0)."""
+    """Cost weights (all in [0, 1e12])."""
 
     state: StateWeights = field(default_factory=StateWeights)  # at the contact stages
     terminal_state: StateWeights = field(default_factory=StateWeights)  # at the terminal stage
@@ -205,17 +216,18 @@ class Costs:
     def __post_init__(self):
         _convert_fields(self)
         _at_least(self, ("control", "swing_foot", "com", "touchdown"), 0)
+        _at_most(self, ("control", "swing_foot", "com", "touchdown"), 1e12)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Solver:
     formulation: str = "lifted"  # lifted | nonlifted
     backend: str = "compiled"  # compiled | numpy: how stages are evaluated (compiled kernels, or numpy; same results)
-    barrier: float = 0.1  # > 0, interior-point barrier parameter
+    barrier: float = 0.1  # in (0, 1e3], interior-point barrier parameter
     barrier_decrease: bool = False  # decrease the barrier as the iterations converge
-    barrier_min: float = 1e-4  # > 0, the smallest barrier when it decreases
-    max_iterations: int = 100  # >= 0
-    tol: float = 1e-5  # > 0, on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits is about 1e-6)
+    barrier_min: float = 1e-4  # in (0, 1e3], the smallest barrier when it decreases
+    max_iterations: int = 100  # in [0, 1e6]
+    tol: float = 1e-5  # in (0, 1e3], on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits: 1e-6)
     line_search: bool = False  # filter line search (else full Newton steps)
 
     def __post_init__(self):
@@ -224,6 +236,8 @@ class Solver:
         _one_of(self.backend, BACKENDS, "backend")
         _at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
         _at_least(self, ("max_iterations",), 0)
+        _at_most(self, ("barrier", "barrier_min", "tol"), 1e3)
+        _at_most(self, ("max_iterations",), 1_000_000)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -454,6 +468,17 @@ def _at_least(obj, names, bound: float, strict: bool = False) -> None:
             _check(
                 value > bound if strict else value >= bound, name, f"{kind} {'>' if strict else '>='} {bound:g}", value
             )
+
+
+def _at_most(obj, names, bound: float, magnitude: bool = False) -> None:
+    """Each field of ``names`` (unless None) is ``<= bound`` (in absolute value if ``magnitude``):
+    values beyond any physical use, which would pass as numbers and end as a divergence."""
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            kind = "an integer" if isinstance(value, int) else "a number"
+            ok = abs(value) <= bound if magnitude else value <= bound
+            _check(ok, name, f"{kind} {'of magnitude ' if magnitude else ''}<= {bound:g}", value)
 
 
 def _one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> None:

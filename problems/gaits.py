@@ -20,6 +20,7 @@ import numpy as np
 
 import dynamics
 from dynamics import Contact
+from dynamics.model import close_names
 from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
 from ocp.problem import OCP, ContactStage, ImpulseStage
 
@@ -53,6 +54,8 @@ def initial_state(config, model):
         raise ProblemError(f"initial_state.q: {config.robot} needs {model.nq} values, got {q.size}")
     if v.shape != (model.nv,):
         raise ProblemError(f"initial_state.v: {config.robot} needs {model.nv} values, got {v.size}")
+    if model.has_free_flyer and not np.linalg.norm(q[3:7]) > 1e-9:
+        raise ProblemError(f"initial_state.q: the base orientation q[3:7] is a zero quaternion, got {q[3:7].tolist()}")
     return dynamics.integrate(model, q, np.zeros(model.nv)), v  # normalizes the quaternion
 
 
@@ -106,7 +109,9 @@ def build_problem(config) -> OCP:
         raise ProblemError(f"robot: gaits need a floating base; {config.robot} is fixed")
     for foot in config.contacts.feet:
         if foot not in model.frame_names:
-            raise ProblemError(f"contacts.feet: {config.robot} has no frame {foot!r}")
+            close = close_names(foot, model.frame_names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ProblemError(f"contacts.feet: {config.robot} has no frame {foot!r}{hint}")
     q0, v0 = initial_state(config, model)
     nv, feet, gait, costs = model.nv, config.contacts.feet, config.gait, config.costs
     start = {f: dynamics.frame_placement(model, q0, f)[1] for f in feet}

@@ -42,12 +42,11 @@ def solver_options(config) -> Options:
     return Options(**{k: v for k, v in asdict(config.solver).items() if k not in ("formulation", "backend")})
 
 
-def prepare(config, formulation=None, barrier=None, backend=None):
-    """``(config, problem)``: ``config`` with ``formulation``, ``barrier`` and ``backend``
-    overriding its solver section, and its OCP in that formulation."""
-    changes = {
-        k: v for k, v in (("formulation", formulation), ("barrier", barrier), ("backend", backend)) if v is not None
-    }
+def prepare(config, **overrides):
+    """``(config, problem)``: ``config`` with ``overrides`` of its solver section (fields of
+    :class:`problems.config.Solver`; ``None`` keeps the config's), and its OCP in that
+    formulation."""
+    changes = {k: v for k, v in overrides.items() if v is not None}
     config = with_solver(config, **changes) if changes else config
     return config, Formulation(build_problem(config), config.solver.formulation, config.solver.backend)
 
@@ -55,7 +54,8 @@ def prepare(config, formulation=None, barrier=None, backend=None):
 def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None, backend=None) -> Run:
     """Build and solve ``config``; ``formulation``, ``barrier`` and ``backend`` override its
     solver section."""
-    return solve_prepared(*prepare(config, formulation, barrier, backend), callback=callback, warm_start=warm_start)
+    prepared = prepare(config, formulation=formulation, barrier=barrier, backend=backend)
+    return solve_prepared(*prepared, callback=callback, warm_start=warm_start)
 
 
 def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:

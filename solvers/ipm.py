@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .riccati import RiccatiError, riccati
+from .riccati import RiccatiError, compile_riccati, riccati
 
 
 class Problem(Protocol):
@@ -125,6 +125,12 @@ def format_log(h: IterationLog) -> str:
     )
 
 
+def format_final(result: Result) -> str:
+    """The log row of the final iterate: its cost and KKT error, no step taken from it."""
+    r = result
+    return f"{r.iterations:4d} {r.cost:14.6e} {r.kkt_error:11.4e} {r.barrier:8.1e} {'-':>8} {'-':>8} {'-':>9}"
+
+
 def solve(problem: Problem, options: Options = Options(), warm_start=None, callback=None) -> Result:
     """Run the interior point on ``problem`` from its initial iterate (or ``warm_start``: a
     previous :class:`Result` or iterate). ``callback(IterationLog)`` sees every iteration."""
@@ -133,6 +139,8 @@ def solve(problem: Problem, options: Options = Options(), warm_start=None, callb
 
 
 def _solve(problem, options, warm_start, callback):
+    if problem.backend == "compiled":
+        compile_riccati()  # on first use, before any timing
     start = time.perf_counter()
     eps = options.barrier
     iterate = problem.initial_iterate(eps) if warm_start is None else getattr(warm_start, "iterate", warm_start)

@@ -104,6 +104,11 @@ def _cho_solve(L, X):
 _SOURCE = Path(__file__).with_name("riccati.c")
 
 
+def compile_riccati() -> bool:
+    """Load (compiling on first use) the compiled recursion; False when it cannot be compiled."""
+    return _library() is not None
+
+
 def _library():
     from dynamics.codegen import compiled_library
 

@@ -135,7 +135,7 @@ def test_foot_unknown_to_the_robot_exits_2(tmp_path, capsys):
     assert main(["solve", write(tmp_path, data)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
-    assert "contacts.feet: anymal has no frame 'NOT_A_FRAME'" in err
+    assert f"{tmp_path / 'tiny.yaml'}: contacts.feet: anymal has no frame 'NOT_A_FRAME'" in err
 
 
 @pytest.mark.parametrize(
@@ -182,3 +182,57 @@ def test_console_script(tmp_path):
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["status"] == "max_iterations"
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith("liftoff ")
+
+
+def test_log_header_final_row_and_quiet(tmp_path, capsys):
+    config = write(tmp_path, TINY)
+    assert main(["solve", config, "--out", str(tmp_path / "a.npz")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "7 stages (1 impulse)" in lines[0] and "variables" in lines[0] and "inequalities" in lines[0]
+    assert lines[1].split()[:3] == ["iter", "cost", "kkt"]
+    final = [line for line in lines if line.rstrip().endswith("-")]
+    assert len(final) == 1 and int(final[0].split()[0]) == len(lines) - 5  # header, columns, final, outcome, saved
+    assert main(["solve", config, "--out", str(tmp_path / "b.npz"), "--quiet"]) == 0
+    quiet = capsys.readouterr().out.splitlines()
+    assert len(quiet) == 2 and quiet[0].startswith("converged") and quiet[1].startswith("saved")
+
+
+def test_sizes_count_the_iterate(tmp_path):
+    """Variables, equalities and inequalities as the iterate holds them (knots, u, w, slacks)."""
+    from ocp.formulation import Formulation
+    from problems.config import load_config
+    from problems.gaits import build_problem
+
+    problem = build_problem(load_config(write(tmp_path, TINY)))
+    nx = 2 * problem.model.nv
+    for name in ("lifted", "nonlifted"):
+        form = Formulation(problem, name, "numpy")
+        it = form.initial_iterate(0.1)
+        w = sum(gv.w.size for gv in it.groups) if name == "lifted" else 0
+        expected = {
+            "stages": problem.K,
+            "impulses": sum(stage.kind == "impulse" for stage in problem.stages),
+            "variables": it.q.shape[0] * nx + sum(gv.u.size for gv in it.groups) + w,
+            "equalities": it.q.shape[0] * nx + w,
+            "inequalities": sum(gv.s.size for gv in it.groups),
+        }
+        assert form.sizes() == expected
+
+
+def test_iteration_limit_and_tolerance_from_the_command_line(tmp_path, capsys):
+    config = write(tmp_path, TINY)
+    assert main(["solve", config, "--json", "--max-iterations", "1", "--out", str(tmp_path / "a.npz")]) == 1
+    limited = json.loads(capsys.readouterr().out)
+    assert (limited["status"], limited["iterations"]) == ("max_iterations", 1)
+    assert main(["solve", config, "--json", "--tol", "1e-1", "--out", str(tmp_path / "b.npz")]) == 0
+    loose = json.loads(capsys.readouterr().out)
+    assert main(["solve", config, "--json", "--out", str(tmp_path / "c.npz")]) == 0
+    tight = json.loads(capsys.readouterr().out)
+    assert loose["kkt_error"] <= 1e-1 and loose["iterations"] < tight["iterations"]

@@ -294,6 +294,18 @@ ERRORS = {
     "bad q entry": ("initial_state.q", [0.0, "x"], "initial_state.q[1]", ["expected a finite number", "got 'x'"]),
     "number for q": ("initial_state.q", 1.0, "initial_state.q", ["expected a string or a list of finite numbers"]),
     "bad v name": ("initial_state.v", "still", "initial_state.v", ["'zero' or the nv values", "got 'still'"]),
+    # finite values beyond any physical use (they used to pass and end as a divergence or an overflow)
+    "huge Baumgarte gain": (
+        "contacts.baumgarte.alpha",
+        1e308,
+        "contacts.baumgarte.alpha",
+        ["a number <= 1000", "got 1e+308"],
+    ),
+    "huge time step": ("gait.dt", 1e308, "gait.dt", ["a number <= 1", "got 1e+308"]),
+    "huge step length": ("gait.step_length", -1e308, "gait.step_length", ["a number of magnitude <= 2"]),
+    "huge friction": ("contacts.friction", 1e308, "contacts.friction", ["a number <= 10"]),
+    "huge barrier": ("solver.barrier", 1e308, "solver.barrier", ["a number <= 1000"]),
+    "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
 }
 
 

@@ -1,0 +1,93 @@
+"""``liftoff compare`` and ``report`` on tiny gaits: what they write, and the errors found
+before anything is solved (every file checked, names that would collide, a folder holding
+another comparison); problem errors that name the file and suggest a frame."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from test_cli_solve import TINY
+from test_config import edit
+
+from problems.cli import main
+
+
+def write(folder, data, name):
+    path = folder / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    return err
+
+
+def test_compare_writes_the_table_figures_and_results_and_report_redraws_them(tmp_path, capsys):
+    configs = [write(tmp_path, {**TINY, "name": n}, f"{n}.yaml") for n in ("first", "second")]
+    out = tmp_path / "cmp"
+    assert main(["compare", *configs, "--barrier", "0.1", "--out", str(out), "--json"]) == 0
+    summaries = json.loads(capsys.readouterr().out)
+    assert sorted((s["name"], s["formulation"]) for s in summaries) == sorted(
+        (n, f) for n in ("first", "second") for f in ("lifted", "nonlifted")
+    )
+    assert all(s["status"] == "converged" for s in summaries)
+    written = sorted(p.name for p in out.iterdir())
+    for name in ("table.md", "table.csv", "summary.json", "kkt.png", "time.png", "forces_first.png"):
+        assert name in written
+    assert len([n for n in written if n.endswith(".npz")]) == 4
+    assert not [n for n in written if n.startswith(".")]  # no temporary left
+    (out / "kkt.png").unlink()
+    assert main(["report", str(out)]) == 0
+    assert (out / "kkt.png").is_file()
+    assert "| first | lifted |" in capsys.readouterr().out.replace("  ", " ")
+
+
+def test_every_file_is_checked_before_anything_is_solved(tmp_path, capsys):
+    good = write(tmp_path, TINY, "good.yaml")
+    phases = [{"contact": ["NOT_A_FRAME"], "knots": 6}]
+    bad = write(tmp_path, edit(edit(TINY, "contacts.feet", ["NOT_A_FRAME"]), "gait.phases", phases), "bad.yaml")
+    out = tmp_path / "cmp"
+    assert main(["compare", good, bad, "--out", str(out)]) == 2
+    assert f"{bad}: contacts.feet: anymal has no frame 'NOT_A_FRAME'" in one_error_line(capsys)
+    assert not out.exists()
+
+
+def test_configurations_with_one_name_are_refused(tmp_path, capsys):
+    a, b = write(tmp_path, TINY, "a.yaml"), write(tmp_path, {**TINY, "name": "a"}, "b.yaml")
+    assert main(["compare", a, b, "--out", str(tmp_path / "cmp")]) == 2
+    assert "two configurations named 'a'" in one_error_line(capsys)
+
+
+def test_a_folder_of_another_comparison_is_refused(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    out.mkdir()
+    (out / "walk_lifted_0.1.npz").write_bytes(b"")
+    assert main(["compare", write(tmp_path, TINY, "tiny.yaml"), "--out", str(out)]) == 2
+    assert "holds results of another comparison (walk_lifted_0.1.npz)" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (
+            edit(
+                {**TINY, "robot": "solo12", "contacts": {"feet": ["LF_FOOT"]}},
+                "gait.phases",
+                [{"contact": ["LF_FOOT"], "knots": 6}],
+            ),
+            "contacts.feet: solo12 has no frame 'LF_FOOT'; did you mean FL_FOOT",
+        ),
+        (
+            {**TINY, "initial_state": {"q": [0.0] * 19}},
+            "initial_state.q: the base orientation q[3:7] is a zero quaternion",
+        ),
+    ],
+)
+def test_problem_errors_name_the_file(tmp_path, capsys, data, message):
+    path = write(tmp_path, data, "x.yaml")
+    assert main(["solve", path]) == 2
+    assert f"{path}: {message}" in one_error_line(capsys)
