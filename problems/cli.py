@@ -499,6 +499,13 @@ def _error(message: str, status: int) -> int:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # also while the libraries are still importing
+        return _error("interrupted", 130)
+
+
+def _main(argv) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
     from dynamics import (
@@ -526,8 +533,6 @@ def main(argv=None) -> int:
         ReadError,
     ) as err:
         return _error(err.args[0] if isinstance(err, KeyError) and err.args else str(err), USAGE_ERROR)
-    except KeyboardInterrupt:
-        return _error("interrupted", 130)
     except BrokenPipeError:  # output piped into `head` and the like
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return RUN_ERROR

@@ -44,3 +44,14 @@ def test_solve_benchmark_without_its_extra_says_how_to_install_it(capsys, monkey
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1
     assert 'pip install -e ".[bench]"' in err
+
+
+def test_an_interrupt_while_starting_is_one_line(capsys, monkeypatch):
+    import dynamics
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dynamics, "retain_freed_memory", interrupted)  # the start-up, before any command runs
+    assert main(["info", "anymal"]) == 130
+    assert capsys.readouterr().err == "liftoff: error: interrupted\n"
