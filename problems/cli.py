@@ -5,6 +5,7 @@
     liftoff --version
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json]
     liftoff report DIR
+    liftoff schema
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
@@ -171,6 +172,13 @@ def _source(path):
         yield
     except ProblemError as err:
         raise ProblemError(f"{path}: {err}") from None
+
+
+def schema(args) -> int:
+    from .schema import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return 0
 
 
 def compare(args) -> int:
@@ -388,6 +396,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p_rep.add_argument("dir", metavar="DIR", help="a folder written by liftoff compare")
     p_rep.set_defaults(run=report)
+
+    p_schema = commands.add_parser(
+        "schema",
+        help="the JSON Schema of a configuration file, for editors",
+        description="Print the JSON Schema of the gait configuration (from problems/config.py). Save it and start a "
+        "YAML file with '# yaml-language-server: $schema=PATH' to get completion and checks in editors.",
+    )
+    p_schema.set_defaults(run=schema)
 
     p_info = commands.add_parser(
         "info", help="describe a robot model", description="Load a robot and describe its model."

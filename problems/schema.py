@@ -1,0 +1,89 @@
+"""A JSON Schema of the gait configuration, for editors (``liftoff schema``).
+
+Made from the dataclasses of :mod:`problems.config`, the one place the schema is written: each
+field's type gives its JSON type, its default makes it optional, the comment beside it becomes
+its description, and the closed lists of names (robots, formulations, backends, reference
+frames, limits) become enumerations. Value ranges stay in the comments: the loader checks
+them, with the key path in its message. A YAML file opts in with the first line
+``# yaml-language-server: $schema=PATH``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import types
+import typing
+
+import dynamics
+
+from . import config as cfg
+
+ENUMS = {  # (section, field): the allowed names
+    ("GaitConfig", "robot"): tuple(dynamics.ROBOTS),
+    ("Contacts", "reference"): cfg.REFERENCES,
+    ("Solver", "formulation"): cfg.FORMULATIONS,
+    ("Solver", "backend"): cfg.BACKENDS,
+}
+NUMBER = {"anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"}]}
+
+
+def json_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of a gait configuration file."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "liftoff gait configuration",
+        **_section(cfg.GaitConfig),
+    }
+
+
+def _comments(cls) -> dict:
+    """``{field: comment}`` from the source lines ``name: type = default  # comment``."""
+    out = {}
+    for line in inspect.getsource(cls).splitlines():
+        match = re.match(r"\s+(\w+):[^#]*#\s*(.+)$", line)
+        if match:
+            out[match.group(1)] = match.group(2).strip()
+    return out
+
+
+def _section(cls) -> dict:
+    hints, comments = typing.get_type_hints(cls), _comments(cls)
+    properties, required = {}, []
+    for f in dataclasses.fields(cls):
+        if f.name.startswith("_"):
+            continue
+        prop = _type(hints[f.name], ENUMS.get((cls.__name__, f.name)))
+        if f.name == "limits":
+            prop["items"] = {"enum": list(cfg.LIMITS)}
+        if f.name in comments:
+            prop["description"] = comments[f.name]
+        properties[f.name] = prop
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    out = {"type": "object", "properties": properties, "additionalProperties": False}
+    if cls.__doc__ and not cls.__doc__.startswith(cls.__name__ + "("):
+        out["description"] = " ".join(cls.__doc__.split())
+    return {**out, "required": required} if required else out
+
+
+def _type(tp, enum=None) -> dict:
+    if dataclasses.is_dataclass(tp):
+        return _section(tp)
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_type(arm) for arm in args]}
+    if origin is tuple:
+        return {"type": "array", "items": _type(args[0])}
+    if tp is type(None):
+        return {"type": "null"}
+    if tp is str:
+        return {"enum": list(enum)} if enum else {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return dict(NUMBER)
+    raise TypeError(f"no JSON type for {tp!r}")
