@@ -3,7 +3,7 @@
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
                   [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff schema
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
@@ -182,6 +182,8 @@ def schema(args) -> int:
 
 
 def compare(args) -> int:
+    from tqdm import tqdm
+
     from .compare import compare as run_all
     from .compare import markdown, rows
     from .config import load_config
@@ -200,16 +202,22 @@ def compare(args) -> int:
     check_output(Path(args.out) / "summary.json")
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
+    runs = len(configs) * len(args.barrier) * len(formulations)
+    # a bar on stderr (the solves take minutes)
+    quiet = True if args.quiet or args.json else None  # None: on a terminal only
+    bar = tqdm(total=runs, unit="solve", file=sys.stderr, disable=quiet, leave=False)
 
     def progress(s):
-        print(
-            f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} "
-            f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s",
-            file=log,
-            flush=True,
-        )
+        if not args.quiet:
+            bar.write(
+                f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} "
+                f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s",
+                file=log,
+            )
+        bar.update(1)
 
-    summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend)
+    with bar:
+        summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend)
     if args.json:
         print(json.dumps(summaries))
     else:
@@ -380,6 +388,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
+    p_cmp.add_argument("--quiet", action="store_true", help="no progress (the table still prints)")
     p_cmp.add_argument(
         "--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)"
     )

@@ -91,3 +91,13 @@ def test_problem_errors_name_the_file(tmp_path, capsys, data, message):
     path = write(tmp_path, data, "x.yaml")
     assert main(["solve", path]) == 2
     assert f"{path}: {message}" in one_error_line(capsys)
+
+
+def test_quiet_compare_prints_only_the_table(tmp_path, capsys):
+    config = write(tmp_path, TINY, "tiny.yaml")
+    argv = ["compare", config, "--barrier", "0.1", "--formulation", "lifted", "--out", str(tmp_path / "q"), "--quiet"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.startswith("|")  # the table first: no line per solve
+    assert "| tiny | lifted |" in captured.out.replace("  ", " ")
