@@ -15,11 +15,27 @@ SUPPORTED_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 
 
 @dataclass(frozen=True)
+class Visual:
+    """A visual element of a link, placed at ``(rotation, translation)`` in the link frame:
+    ``kind`` ``mesh`` (``filename`` as written, ``size`` the scale), ``box`` (``size``),
+    ``cylinder`` (``size = (radius, length)``) or ``sphere`` (``size = (radius,)``); ``rgba``
+    its colour if the URDF gives one."""
+
+    kind: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    size: tuple
+    filename: str = ""
+    rgba: tuple | None = None
+
+
+@dataclass(frozen=True)
 class Link:
     name: str
     mass: float
     com: np.ndarray  # (3,) in the link frame
     inertia: np.ndarray  # (3, 3) about the centre of mass, link axes
+    visuals: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -68,11 +84,41 @@ def _origin(elem, where):
     return rpy_to_rotation(rpy), xyz
 
 
-def _link(elem) -> Link:
+def _visual(elem, where, colors) -> Visual | None:
+    """The visual ``elem`` (``None`` for a geometry the viewer does not draw)."""
+    R, p = _origin(elem, where)
+    geometry = elem.find("geometry")
+    shape = next(iter(geometry), None) if geometry is not None else None
+    material = elem.find("material")
+    rgba = None
+    if material is not None:
+        color = material.find("color")
+        rgba = (
+            tuple(_floats(color.attrib["rgba"], 4, f"{where}/color"))
+            if color is not None
+            else colors.get(material.attrib.get("name"))
+        )
+    if shape is None:
+        return None
+    a = shape.attrib
+    if shape.tag == "mesh":
+        scale = tuple(_floats(a["scale"], 3, f"{where}/mesh@scale")) if "scale" in a else (1.0, 1.0, 1.0)
+        return Visual("mesh", R, p, scale, a["filename"], rgba)
+    if shape.tag == "box":
+        return Visual("box", R, p, tuple(_floats(a["size"], 3, f"{where}/box@size")), rgba=rgba)
+    if shape.tag == "cylinder":
+        return Visual("cylinder", R, p, (float(a["radius"]), float(a["length"])), rgba=rgba)
+    if shape.tag == "sphere":
+        return Visual("sphere", R, p, (float(a["radius"]),), rgba=rgba)
+    return None
+
+
+def _link(elem, colors=None) -> Link:
     name = elem.attrib["name"]
+    visuals = tuple(v for v in (_visual(e, f"link {name}/visual", colors or {}) for e in elem.findall("visual")) if v)
     inertial = elem.find("inertial")
     if inertial is None:
-        return Link(name, 0.0, np.zeros(3), np.zeros((3, 3)))
+        return Link(name, 0.0, np.zeros(3), np.zeros((3, 3)), visuals)
     R, com = _origin(inertial, f"link {name}/inertial")
     mass_elem = inertial.find("mass")
     mass = float(mass_elem.attrib["value"]) if mass_elem is not None else 0.0
@@ -81,7 +127,7 @@ def _link(elem) -> Link:
     if inertia is not None:
         a = {k: float(inertia.attrib.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
         I = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]])
-    return Link(name, mass, com, R @ I @ R.T)
+    return Link(name, mass, com, R @ I @ R.T, visuals)
 
 
 def _joint(elem) -> Joint:
@@ -147,8 +193,13 @@ def parse_urdf_string(text: str) -> Urdf:
 def _robot(root, path: Path) -> Urdf:
     if root.tag != "robot":
         raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
+    colors = {}  # named materials defined at the top level
+    for m in root.findall("material"):
+        color = m.find("color")
+        if color is not None and "name" in m.attrib:
+            colors[m.attrib["name"]] = tuple(_floats(color.attrib["rgba"], 4, f"material {m.attrib['name']}"))
     try:
-        links = {e.attrib["name"]: _link(e) for e in root.findall("link")}
+        links = {e.attrib["name"]: _link(e, colors) for e in root.findall("link")}
         joints = {j.name: j for j in (_joint(e) for e in root.findall("joint"))}
     except (KeyError, ValueError) as err:
         raise ModelError(f"malformed URDF {path}: {err}") from None

@@ -6,6 +6,7 @@
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff schema
+    liftoff view RESULT [--html FILE] [--speed X]
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
@@ -25,6 +26,7 @@ import json
 import math
 import os
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -172,6 +174,21 @@ def _source(path):
         yield
     except ProblemError as err:
         raise ProblemError(f"{path}: {err}") from None
+
+
+def view(args) -> int:
+    from . import viewer
+    from .files import check_output
+
+    run = viewer.load(args.result)
+    if args.html:
+        path = viewer.export_html(run, check_output(args.html), args.speed)
+        print(f"wrote {path} (open it in a browser: the motion plays on a loop)")
+        return 0
+    visualizer = viewer.show(run, args.speed)
+    print(f"the motion plays at {visualizer.url()}; Ctrl-C to stop", flush=True)
+    while True:
+        time.sleep(3600)
 
 
 def schema(args) -> int:
@@ -405,6 +422,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p_rep.add_argument("dir", metavar="DIR", help="a folder written by liftoff compare")
     p_rep.set_defaults(run=report)
+
+    p_view = commands.add_parser(
+        "view",
+        help="watch a results file in a browser (meshcat), or export it as one HTML file",
+        description="Animate a results file (liftoff solve or compare): the robot's meshes, the contact forces "
+        "(red arrows), the friction pyramids of the feet in contact (blue) and the planned swing-foot positions "
+        "(yellow). Live through a local meshcat server, or with --html as a standalone page that plays alone.",
+    )
+    p_view.add_argument("result", metavar="RESULT", help="a results file (.npz)")
+    p_view.add_argument("--html", metavar="FILE", help="write a standalone HTML page instead of serving it")
+    p_view.add_argument("--speed", type=_positive_float, default=1.0, metavar="X", help="playback speed (default 1)")
+    p_view.set_defaults(run=view)
 
     p_schema = commands.add_parser(
         "schema",

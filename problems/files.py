@@ -38,6 +38,12 @@ def check_output(path) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic(path, mode="wb"):
     """An open temporary file beside ``path``, renamed onto ``path`` when the block ends; an
@@ -48,6 +54,7 @@ def atomic(path, mode="wb"):
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as f:
             yield f
+        os.chmod(tmp, 0o666 & ~_umask())  # a temporary file is private; the result is not
         os.replace(tmp, path)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,245 @@
+"""The meshcat viewer of a results file: the motion, live in a browser or as one HTML file.
+
+The scene is a list of meshcat commands (:func:`scene`): the robot's visual meshes as its
+URDF names them (from example-robot-data), each placed at every knot by liftoff's own
+kinematics; the contact force of each foot in contact as an arrow (``FORCE_SCALE`` metres per
+newton, from the foot along the force); the friction pyramid of each foot in contact; the
+planned swing-foot positions as points; a ground plane. One animation holds the motion at the
+knot times (an impulse stage takes no time), played on a loop at ``speed``.
+
+:func:`export_html` writes the scene as a standalone HTML page (meshcat's viewer script and
+the commands, no server); :func:`show` sends it to a meshcat server and prints its address.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import meshcat
+import meshcat.geometry as g
+import numpy as np
+import umsgpack
+from meshcat.animation import Animation
+from meshcat.commands import SetAnimation, SetObject, SetProperty, SetTransform
+from meshcat.path import Path as NodePath
+
+import dynamics
+from dynamics.robots import robot_urdf, robots_dir
+from dynamics.urdf import parse_urdf
+
+from .config import parse_config
+from .files import ReadError, atomic
+from .gaits import foot_plan, initial_state
+from .meshes import read_dae
+
+FPS = 100
+FORCE_SCALE = 1.0 / 300  # m per N: an ANYmal foot standing (about 100 N) draws a third of a metre
+PYRAMID_HEIGHT = 0.12  # m
+REPETITIONS = 10_000  # loops of the animation (meshcat has no endless one)
+CAMERA = [1.1, 0.6, -1.4]  # position of the default camera in meshcat's y-up frame
+MESHES = {".stl": g.StlMeshGeometry, ".obj": g.ObjMeshGeometry}  # and .dae, read into triangles
+
+
+def _node(*names) -> NodePath:
+    return NodePath(("meshcat",) + names)
+
+
+def _transform(R=np.eye(3), p=np.zeros(3)) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, p
+    return T
+
+
+def _material(rgba, **kw):
+    r, gr, b, a = rgba if rgba is not None else (0.7, 0.7, 0.7, 1.0)
+    color = (int(255 * r) << 16) + (int(255 * gr) << 8) + int(255 * b)
+    return g.MeshLambertMaterial(color=color, opacity=float(a), transparent=bool(a < 1), **kw)
+
+
+def _mesh_file(filename: str) -> Path:
+    """A URDF mesh file name (``package://example-robot-data/...`` or a path)."""
+    if filename.startswith("package://"):
+        package, _, inner = filename[len("package://") :].partition("/")
+        return (robots_dir().parent if package == "example-robot-data" else robots_dir()) / inner
+    return Path(filename)
+
+
+def _shape(visual):
+    """``(meshcat geometry, its static transform)`` of a URDF visual."""
+    if visual.kind == "mesh":
+        path = _mesh_file(visual.filename)
+        suffix = path.suffix.lower()
+        if not path.is_file() or suffix not in (*MESHES, ".dae"):
+            return None, None
+        scale = np.diag([*map(float, visual.size), 1.0])
+        if suffix == ".dae":
+            vertices, faces = read_dae(path)
+            return g.TriangularMeshGeometry(vertices.astype(np.float32), faces.astype(np.uint32)), scale
+        return MESHES[suffix].from_file(str(path)), scale
+    if visual.kind == "box":
+        return g.Box([float(x) for x in visual.size]), np.eye(4)
+    if visual.kind == "cylinder":  # meshcat's cylinders lie along y, URDF's along z
+        radius, length = visual.size
+        return g.Cylinder(float(length), float(radius)), _transform(np.array([[1, 0, 0], [0, 0, -1], [0, 1, 0]]))
+    return g.Sphere(float(visual.size[0])), np.eye(4)
+
+
+class _At:
+    """What :meth:`meshcat.animation.Animation.at_frame` needs of a visualizer."""
+
+    path = NodePath(("meshcat",))
+
+
+def _frames(times, speed):
+    """Animation frame of each knot; ``None`` for a knot at the time of the one before."""
+    frames, last = [], None
+    for t in np.asarray(times) / speed:
+        frame = int(round(t * FPS))
+        frames.append(None if frame == last else frame)
+        last = frame
+    return frames
+
+
+def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
+    """The meshcat commands of a results file read by :func:`problems.runs.load_run`
+    (``robot=False``: everything but the robot)."""
+    if not (np.isfinite(speed) and speed > 0):
+        raise ValueError(f"speed must be a number > 0, got {speed!r}")
+    config = parse_config(run["config"])
+    model = dynamics.load(config.robot)
+    q, kinds = run["q"], run["kinds"]
+    frames = _frames(run["times"], speed)
+    animation = Animation(default_framerate=FPS)
+    commands = [SetObject(g.Box([4.0, 4.0, 0.01]), _material((0.55, 0.6, 0.55, 1.0)), _node("ground"))]
+    commands.append(SetTransform(_transform(p=np.array([0.0, 0.0, -0.005])), _node("ground")))
+
+    def animate(node, k, **what):
+        if frames[k] is None:
+            return
+        with animation.at_frame(_At, frames[k]) as frame:
+            if "transform" in what:
+                frame[node].set_transform(what["transform"])
+            if "visible" in what:
+                frame[node].set_property("visible", "boolean", bool(what["visible"]))
+            if "scale" in what:
+                frame[node].set_property("scale", "vector3", [1.0, float(what["scale"]), 1.0])
+
+    for link in parse_urdf(robot_urdf(config.robot)).links.values() if robot else ():
+        if not link.visuals or link.name not in model.frame_names:
+            continue
+        R, p = dynamics.frame_placement(model, q, link.name)
+        for i, visual in enumerate(link.visuals):
+            geometry, static = _shape(visual)
+            if geometry is None:
+                continue
+            node = ("robot", link.name, str(i))
+            commands += [SetObject(geometry, _material(visual.rgba), _node(*node, "shape"))]
+            commands += [SetTransform(static, _node(*node, "shape"))]
+            for k in range(len(q)):
+                T = _transform(R[k] @ visual.rotation, R[k] @ visual.translation + p[k])
+                animate("/".join(node), k, transform=T)
+
+    mu = config.contacts.friction / np.sqrt(2.0)
+    h, w = PYRAMID_HEIGHT, mu * PYRAMID_HEIGHT
+    corners = np.array([[0, 0, 0], [w, w, h], [-w, w, h], [-w, -w, h], [w, -w, h]], dtype=float)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]])
+    for foot, force in run["forces"].items():
+        _, p = dynamics.frame_placement(model, q[:-1], foot)
+        commands += [SetObject(g.Cylinder(1.0, 0.008), _material((0.9, 0.2, 0.1, 1.0)), _node("forces", foot, "arrow"))]
+        commands += [SetTransform(_transform(p=np.array([0.0, 0.5, 0.0])), _node("forces", foot, "arrow"))]
+        pyramid = g.TriangularMeshGeometry(corners, faces)
+        commands += [SetObject(pyramid, _material((0.2, 0.4, 0.9, 0.35)), _node("cones", foot))]
+        for k in range(len(q) - 1):
+            magnitude = float(np.linalg.norm(force[k]))
+            on = kinds[k] == "contact" and magnitude > 0
+            axis = force[k] / magnitude if on else np.array([0.0, 0.0, 1.0])
+            animate(f"forces/{foot}", k, transform=_transform(_rotation_from_y(axis), p[k]), visible=on)
+            animate(f"forces/{foot}", k, scale=max(magnitude * FORCE_SCALE, 1e-6))
+            animate(f"cones/{foot}", k, transform=_transform(p=p[k]), visible=on)
+    commands += _swing_references(config, model)
+    commands.append(SetProperty("position", CAMERA, NodePath(("Cameras", "default", "rotated", "<object>"))))
+    commands.append(SetAnimation(animation, play=True, repetitions=REPETITIONS))
+    return commands
+
+
+def _rotation_from_y(axis):
+    """A rotation taking the y axis to the unit ``axis``."""
+    y = np.array([0.0, 1.0, 0.0])
+    v, c = np.cross(y, axis), float(np.dot(y, axis))
+    if c < -1 + 1e-12:
+        return np.diag([1.0, -1.0, -1.0])
+    K = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
+    return np.eye(3) + K + K @ K / (1 + c)
+
+
+def _swing_references(config, model) -> list:
+    """The planned swing-foot positions, as points (:func:`problems.gaits.foot_plan`)."""
+    q0, _ = initial_state(config, model)
+    start = {f: dynamics.frame_placement(model, q0, f)[1] for f in config.contacts.feet}
+    _, swing = foot_plan(config, start)
+    points = np.array([p for phase in swing for refs in phase.values() for p in refs]).reshape(-1, 3)
+    if not len(points):
+        return []
+    geometry = g.PointsGeometry(points.T, color=np.tile([[1.0], [0.8], [0.0]], len(points)))
+    return [SetObject(g.Points(geometry, g.PointsMaterial(size=0.012)), path=_node("swing_references"))]
+
+
+def _encoded(commands) -> list:
+    return [base64.b64encode(umsgpack.packb(c.lower())).decode("ascii") for c in commands]
+
+
+_PAGE = """<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>{title}</title>
+<style>body {{ margin: 0; }} #viewer {{ width: 100vw; height: 100vh; overflow: hidden; }}</style></head>
+<body><div id="viewer"></div>
+<script>{viewer}</script>
+<script>
+var viewer = new MeshCat.Viewer(document.getElementById("viewer"));
+for (const command of {commands}) {{
+  try {{
+    viewer.handle_command_bytearray(Uint8Array.from(atob(command), c => c.charCodeAt(0)));
+  }} catch (error) {{
+    console.error("liftoff: a scene command failed:", error);
+  }}
+}}
+</script>
+</body>
+</html>
+"""
+
+
+def html(run: dict, speed: float = 1.0, robot: bool = True) -> str:
+    """A standalone HTML page of the scene: meshcat's viewer script and the commands."""
+    script = (Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js").read_text(encoding="utf-8")
+    title = f"liftoff: {run['summary'].get('name', '')}"
+    return _PAGE.format(title=title, viewer=script, commands=json.dumps(_encoded(scene(run, speed, robot))))
+
+
+def export_html(run: dict, path, speed: float = 1.0, robot: bool = True) -> Path:
+    """Write :func:`html` to ``path`` whole (a temporary file renamed into place)."""
+    text = html(run, speed, robot)
+    with atomic(path, "w") as f:
+        f.write(text)
+    return Path(path)
+
+
+def show(run: dict, speed: float = 1.0):
+    """Send the scene to a new meshcat server (its address is printed) and return the
+    :class:`meshcat.Visualizer`."""
+    visualizer = meshcat.Visualizer()
+    for command in scene(run, speed):
+        visualizer.window.send(command)
+    return visualizer
+
+
+def load(path) -> dict:
+    """A results file for viewing (:func:`problems.runs.load_run`)."""
+    from .runs import load_run
+
+    run = load_run(path)
+    if "q" not in run or "config" not in run:
+        raise ReadError(f"{path}: a results file without the motion")
+    return run

@@ -1,0 +1,86 @@
+"""The viewer's standalone HTML of the trot and the jump, opened in headless Chromium: the robot
+is drawn (the page with it differs from the page without it where the robot stands) and it
+moves (where it is drawn changes between two moments); the live viewer serves the scene."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from problems import viewer
+from problems.cli import main
+from problems.config import load_config
+from problems.runs import save_run, solve_config
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+SIZE = (480, 360)
+MOMENTS = (400, 1000)  # ms of page time at which the screenshots are taken
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.fail("the viewer test opens the HTML in headless Chromium: apt-get install chromium (.ci/run does)")
+
+
+def screenshot(page: Path, ms: int) -> np.ndarray:
+    png = page.with_name(f"{page.stem}_{ms}.png")
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader"]
+    command += ["--enable-unsafe-swiftshader", f"--window-size={SIZE[0]},{SIZE[1]}", f"--virtual-time-budget={ms}"]
+    subprocess.run([*command, f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=180, check=True)
+    return np.asarray(Image.open(png).convert("RGB"), dtype=int)
+
+
+def drawn(a, b):
+    """Pixels where two screenshots differ."""
+    return np.abs(a - b).max(axis=2) > 24
+
+
+@pytest.fixture(scope="module", params=["trot", "jump"])
+def pages(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    run = solve_config(load_config(CONFIGS / f"anymal_{request.param}.yaml"))
+    assert run.result.converged
+    path = save_run(run, folder / "run.npz")
+    loaded = viewer.load(path)
+    robot = viewer.export_html(loaded, folder / "robot.html")
+    return path, robot, viewer.export_html(loaded, folder / "empty.html", robot=False)
+
+
+def test_the_exported_page_shows_the_robot_moving(pages):
+    _, robot, empty = pages
+    masks = []
+    for ms in MOMENTS:
+        with_robot, without = screenshot(robot, ms), screenshot(empty, ms)
+        mask = drawn(with_robot, without)
+        assert mask.mean() > 0.01, f"the robot covers {100 * mask.mean():.2f}% of the image at {ms} ms"
+        masks.append(mask)
+    moved = masks[0] ^ masks[1]
+    assert moved.sum() > 0.1 * masks[0].sum(), "the robot did not move between the two moments"
+
+
+def test_view_writes_the_page_and_refuses_a_bad_file(pages, tmp_path, capsys):
+    result, _, _ = pages
+    out = tmp_path / "view.html"
+    assert main(["view", str(result), "--html", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "MeshCat.Viewer" in text and len(text) > 1e6
+    (tmp_path / "bad.npz").write_bytes(b"not a results file")
+    assert main(["view", str(tmp_path / "bad.npz"), "--html", str(out)]) == 2
+    assert "bad.npz: not a readable liftoff results file" in capsys.readouterr().err
+
+
+def test_live_viewer_serves_the_scene(pages):
+    result, _, _ = pages
+    visualizer = viewer.show(viewer.load(result))
+    try:
+        assert visualizer.url().startswith("http://127.0.0.1:")
+        assert "MeshCat.Viewer" in visualizer.static_html()  # the server holds the scene
+    finally:
+        visualizer.window.server_proc.kill()
