@@ -33,6 +33,7 @@ from .lqr import LQR, TerminalLQR
 from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
+INITS = ("static", "zero_torque")
 
 
 class NonFiniteError(FloatingPointError):
@@ -117,9 +118,12 @@ class Formulation:
     :func:`dynamics.impulse_dynamics` (non-lifted, numpy backend; the compiled one solves the
     KKT system of the dynamics, the matrix that the condensing factors next)."""
 
-    def __init__(self, ocp, name="lifted", backend="compiled", dynamics_options=None, quiet=False):
+    def __init__(self, ocp, name="lifted", backend="compiled", dynamics_options=None, quiet=False, init="static"):
         if name not in FORMULATIONS:
             raise ValueError(f"unknown formulation {name!r}; expected one of {FORMULATIONS}")
+        if init not in INITS:
+            raise ValueError(f"unknown initial guess {init!r}; expected one of {INITS}")
+        self.init = init
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
         self.ocp, self.name = ocp, name
@@ -153,17 +157,30 @@ class Formulation:
         return dict(stages=K, impulses=impulses, variables=variables, equalities=equalities, inequalities=inequalities)
 
     def initial_iterate(self, eps) -> Iterate:
-        """Every knot at the initial state, no motion;
-        each contact stage in static equilibrium (least-squares ``S u + J^T f = g(q)``) with
-        ``a = 0``; no impulse; slacks and duals on the central path of ``eps``. The stages of a
-        group are then alike: one is computed and repeated."""
+        """Every knot at the initial state, no motion, no impulse, slacks and duals on the
+        central path of ``eps``; the controls and forces by ``init`` (the stages of a group
+        are then alike: one is computed and repeated):
+
+        - ``static``: each contact stage in static equilibrium (least-squares ``S u + J^T f =
+          g(q)``) with ``a = 0``;
+        - ``zero_torque``: ``u = 0``, ``a = 0`` and a quarter of the robot's weight on the
+          normal row of each contact (seed 004's start, that of the authors' code); the
+          non-lifted formulation replaces ``(a, f)`` by the dynamics at ``u = 0``, a falling
+          robot."""
         model, K, nv = self.model, self.ocp.K, self.model.nv
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
         gravity = dynamics.generalized_gravity(model, self.ocp.q0)
         groups = []
         for group in self.groups:
             m = sum(c.dim for c in group.contacts)
-            if group.kind == "contact":
+            if group.kind == "contact" and self.init == "zero_torque":
+                u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
+                offset = nv
+                for c in group.contacts:
+                    if 2 in c.rows:  # the normal (z) row
+                        w[0, offset + c.rows.index(2)] = model.mass * np.linalg.norm(model.gravity) / 4
+                    offset += c.dim
+            elif group.kind == "contact":
                 contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
                 J = dynamics.contact_jacobian(model, q0, contacts) if contacts else np.zeros((1, 0, nv))
                 static = np.concatenate((self.S[None], np.swapaxes(J, 1, 2)), axis=2)

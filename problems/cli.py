@@ -1,9 +1,10 @@
 """The ``liftoff`` command line.
 
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
-                  [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
+                  [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--backend ...] [--out DIR] [--json] [--quiet]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...] [--out DIR]
+                    [--json] [--quiet]
     liftoff report DIR
     liftoff schema
     liftoff view RESULT [--html FILE] [--speed X]
@@ -133,7 +134,7 @@ def solve(args) -> int:
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
     config = load_config(args.config)  # user errors raise here
-    overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "max_iterations", "tol")}
+    overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "init", "max_iterations", "tol")}
     with _source(args.config):
         config, problem = prepare(config, **overrides)
     out = check_output(args.out or default_path(config))  # before the solve, not after
@@ -219,7 +220,8 @@ def compare(args) -> int:
     check_output(Path(args.out) / "summary.json")
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
-    runs = len(configs) * len(args.barrier) * len(formulations)
+    inits = tuple(dict.fromkeys(args.init)) if args.init else None
+    runs = len(configs) * len(args.barrier) * len(formulations) * (len(inits) if inits else 1)
     # a bar on stderr (the solves take minutes)
     quiet = True if args.quiet or args.json else None  # None: on a terminal only
     bar = tqdm(total=runs, unit="solve", file=sys.stderr, disable=quiet, leave=False)
@@ -227,14 +229,14 @@ def compare(args) -> int:
     def progress(s):
         if not args.quiet:
             bar.write(
-                f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['status']:>14} "
+                f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['init']:>11} {s['status']:>14} "
                 f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s",
                 file=log,
             )
         bar.update(1)
 
     with bar:
-        summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend)
+        summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend, inits)
     if args.json:
         print(json.dumps(summaries))
     else:
@@ -378,6 +380,7 @@ def parser() -> argparse.ArgumentParser:
     p_solve.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
     p_solve.add_argument("--barrier", type=_positive_float, metavar="X", help="override solver.barrier")
     p_solve.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
+    p_solve.add_argument("--init", choices=("static", "zero_torque"), help="override solver.init (the initial guess)")
     p_solve.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")
     p_solve.add_argument("--tol", type=_positive_float, metavar="X", help="override solver.tol (on the KKT error)")
     p_solve.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
@@ -406,6 +409,9 @@ def parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_cmp.add_argument("--quiet", action="store_true", help="no progress (the table still prints)")
+    p_cmp.add_argument(
+        "--init", choices=("static", "zero_torque"), nargs="+", help="initial guesses (default: each config's)"
+    )
     p_cmp.add_argument(
         "--out", default="results/compare", metavar="DIR", help="output folder (default: results/compare)"
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import plots
 from .files import OutputError, atomic
-from .runs import load_run, save_run, solve_config, summary
+from .runs import load_run, run_name, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
 BARRIERS = (1e-1, 1e-4)
@@ -23,6 +23,7 @@ COLUMNS = (
     "gait",
     "formulation",
     "barrier",
+    "init",
     "status",
     "iterations",
     "ms_per_iteration",
@@ -33,21 +34,30 @@ COLUMNS = (
 )
 
 
-def compare(configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None) -> list:
-    """Solve each config for each barrier and formulation (stages evaluated by ``backend``, by
-    default each config's); return the summaries. ``out_dir`` may hold results files of this
-    comparison only (they are overwritten): the report draws every results file in it, so
+def compare(
+    configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None, inits=None
+) -> list:
+    """Solve each config for each barrier, formulation and initial guess of ``inits`` (by
+    default each config's), stages evaluated by ``backend`` (by default each config's); return
+    the summaries. ``out_dir`` may hold results files of this comparison only (they are
+    overwritten): the report draws every results file in it, so
     :class:`problems.files.OutputError` refuses others before anything is solved."""
     out_dir = Path(out_dir)
-    cases = [(config, form, eps) for config in configs for eps in barriers for form in formulations]
-    paths = [out_dir / f"{config.name}_{form}_{eps:g}.npz" for config, form, eps in cases]
+    cases = [
+        (config, form, eps, init)
+        for config in configs
+        for init in (inits or (config.solver.init,))
+        for eps in barriers
+        for form in formulations
+    ]
+    paths = [out_dir / f"{run_name(config.name, form, eps, init)}.npz" for config, form, eps, init in cases]
     others = sorted(p.name for p in out_dir.glob("*.npz") if p not in paths)
     if others:
         listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
-    for (config, form, eps), path in zip(cases, paths):
-        run = solve_config(config, form, eps, backend=backend)
+    for (config, form, eps, init), path in zip(cases, paths):
+        run = solve_config(config, form, eps, backend=backend, init=init)
         save_run(run, path)
         if progress is not None:
             progress(summary(run))
@@ -60,6 +70,7 @@ def rows(summaries) -> list:
             "gait": s["name"],
             "formulation": s["formulation"],
             "barrier": s["barrier"],
+            "init": s.get("init", "static"),
             "status": s["status"],
             "iterations": s["iterations"],
             "ms_per_iteration": round(1e3 * s["time_per_iteration_s"], 1),
@@ -94,6 +105,7 @@ def report(out_dir) -> list:
         key=lambda r: (
             order[r["summary"]["name"]],
             -r["summary"]["barrier"],
+            r["summary"].get("init", "static"),
             FORMULATIONS.index(r["summary"]["formulation"]),
         )
     )

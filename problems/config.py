@@ -50,6 +50,7 @@ REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")
 FORMULATIONS = ("lifted", "nonlifted")
 BACKENDS = ("compiled", "numpy")
+INITS = ("static", "zero_torque")
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
 
 
@@ -223,6 +224,7 @@ class Costs:
 class Solver:
     formulation: str = "lifted"  # lifted | nonlifted
     backend: str = "compiled"  # compiled | numpy: how stages are evaluated (compiled kernels, or numpy; same results)
+    init: str = "static"  # static | zero_torque: the initial guess (ocp.formulation.Formulation.initial_iterate)
     barrier: float = 0.1  # in (0, 1e3], interior-point barrier parameter
     barrier_decrease: bool = False  # decrease the barrier as the iterations converge
     barrier_min: float = 1e-4  # in (0, 1e3], the smallest barrier when it decreases
@@ -234,6 +236,7 @@ class Solver:
         _convert_fields(self)
         _one_of(self.formulation, FORMULATIONS, "formulation")
         _one_of(self.backend, BACKENDS, "backend")
+        _one_of(self.init, INITS, "init")
         _at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
         _at_least(self, ("max_iterations",), 0)
         _at_most(self, ("barrier", "barrier_min", "tol"), 1e3)

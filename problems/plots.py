@@ -21,6 +21,7 @@ from .files import atomic
 
 STYLES = {"lifted": "-", "nonlifted": "--"}
 COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange"}
+INIT_COLORS = {"lifted": "tab:green", "nonlifted": "tab:red"}  # runs from the zero-torque start
 
 
 def _by_gait(runs):
@@ -38,7 +39,10 @@ def kkt_figure(runs, path):
         s = r["summary"]
         ax = axes[barriers.index(s["barrier"]), gaits.index(s["name"])]
         kkt = np.array(s["kkt"] + [s["kkt_error"]])
-        ax.semilogy(kkt, STYLES[s["formulation"]], color=COLORS[s["formulation"]], label=s["formulation"])
+        init = s.get("init", "static")
+        label = s["formulation"] + ("" if init == "static" else f", {init} start")
+        color = COLORS[s["formulation"]] if init == "static" else INIT_COLORS[s["formulation"]]
+        ax.semilogy(kkt, STYLES[s["formulation"]], color=color, label=label)
     for i, eps in enumerate(barriers):
         for j, gait in enumerate(gaits):
             ax = axes[i, j]

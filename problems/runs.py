@@ -39,7 +39,7 @@ class Run:
 def solver_options(config) -> Options:
     """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation
     and the backend, which belong to the problem)."""
-    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in ("formulation", "backend")})
+    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in ("formulation", "backend", "init")})
 
 
 def prepare(config, **overrides):
@@ -48,13 +48,16 @@ def prepare(config, **overrides):
     formulation."""
     changes = {k: v for k, v in overrides.items() if v is not None}
     config = with_solver(config, **changes) if changes else config
-    return config, Formulation(build_problem(config), config.solver.formulation, config.solver.backend)
+    s = config.solver
+    return config, Formulation(build_problem(config), s.formulation, s.backend, init=s.init)
 
 
-def solve_config(config, formulation=None, barrier=None, callback=None, warm_start=None, backend=None) -> Run:
-    """Build and solve ``config``; ``formulation``, ``barrier`` and ``backend`` override its
-    solver section."""
-    prepared = prepare(config, formulation=formulation, barrier=barrier, backend=backend)
+def solve_config(
+    config, formulation=None, barrier=None, callback=None, warm_start=None, backend=None, init=None
+) -> Run:
+    """Build and solve ``config``; ``formulation``, ``barrier``, ``backend`` and ``init``
+    override its solver section."""
+    prepared = prepare(config, formulation=formulation, barrier=barrier, backend=backend, init=init)
     return solve_prepared(*prepared, callback=callback, warm_start=warm_start)
 
 
@@ -67,7 +70,8 @@ def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
 def summary(run: Run) -> dict:
     """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation."""
     r = run.result
-    out = {"name": run.config.name, "formulation": run.config.solver.formulation, "backend": run.backend}
+    s = run.config.solver
+    out = {"name": run.config.name, "formulation": s.formulation, "backend": run.backend, "init": s.init}
     out.update(r.summary())
     n = max(len(r.history), 1)
     out["time_per_iteration_s"] = sum(h.time for h in r.history) / n
@@ -113,4 +117,9 @@ def _load_run(path) -> dict:
 
 def default_path(config) -> Path:
     s = config.solver
-    return Path("results") / f"{config.name}_{s.formulation}_{s.barrier:g}.npz"
+    return Path("results") / f"{run_name(config.name, s.formulation, s.barrier, s.init)}.npz"
+
+
+def run_name(name, formulation, barrier, init="static") -> str:
+    """``NAME_FORMULATION_BARRIER``, and ``_INIT`` for a start other than the static one."""
+    return f"{name}_{formulation}_{barrier:g}" + ("" if init == "static" else f"_{init}")

@@ -101,3 +101,16 @@ def test_quiet_compare_prints_only_the_table(tmp_path, capsys):
     assert captured.err == ""
     assert captured.out.startswith("|")  # the table first: no line per solve
     assert "| tiny | lifted |" in captured.out.replace("  ", " ")
+
+
+def test_compare_runs_each_start(tmp_path, capsys):
+    config = write(tmp_path, TINY, "tiny.yaml")
+    out = tmp_path / "starts"
+    argv = ["compare", config, "--barrier", "0.1", "--formulation", "nonlifted", "--init", "static", "zero_torque"]
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    summaries = json.loads(capsys.readouterr().out)
+    assert sorted(s["init"] for s in summaries) == ["static", "zero_torque"]
+    assert sorted(p.name for p in out.glob("*.npz")) == ["tiny_nonlifted_0.1.npz", "tiny_nonlifted_0.1_zero_torque.npz"]
+    assert "| zero_torque |" in (out / "table.md").read_text().replace("  ", " ")
+    by_start = {s["init"]: s for s in summaries}
+    assert abs(by_start["static"]["cost"] - by_start["zero_torque"]["cost"]) <= 1e-6 * by_start["static"]["cost"]

@@ -180,7 +180,7 @@ def test_with_solver_replaces_solver_fields_and_validates(data):
     with pytest.raises(ConfigError, match=r"^solver\.barrier: expected a number > 0, got 0\.0$"):
         with_solver(config, barrier=0)
     with pytest.raises(
-        ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, backend, barrier,"
+        ConfigError, match=r"^solver: unknown key 'barier' \(expected one of: formulation, backend, init, barrier,"
     ):
         with_solver(config, barier=1e-3)
     with pytest.raises(ConfigError, match=r"^solver\.backend: expected compiled or numpy, got 'c'$"):
@@ -306,6 +306,7 @@ ERRORS = {
     "huge friction": ("contacts.friction", 1e308, "contacts.friction", ["a number <= 10"]),
     "huge barrier": ("solver.barrier", 1e308, "solver.barrier", ["a number <= 1000"]),
     "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
+    "unknown start": ("solver.init", "random", "solver.init", ["expected static or zero_torque", "got 'random'"]),
 }
 
 

@@ -341,3 +341,25 @@ def test_bad_stage_input_is_a_clear_error(anymal):
         Formulation(problem, "lifted", "gpu")
     with pytest.raises(ValueError, match="barrier must be"):
         Options(barrier=0.0)
+
+
+def test_zero_torque_start(anymal):
+    """seed 004's start: no torque, no acceleration, a quarter of the weight on each foot in
+    contact, no impulse; the non-lifted formulation then sees the robot falling."""
+    problem = lift_foot_problem(anymal, n_stance=2, n_swing=2, n_land=1)
+    weight = anymal.mass * 9.81
+    for name in ("lifted", "nonlifted"):
+        form = Formulation(problem, name, "numpy", init="zero_torque")
+        it = form.initial_iterate(0.1)
+        for group, gv in zip(form.groups, it.groups):
+            assert not np.any(gv.u) and not np.any(gv.w[:, :18])
+            f = gv.w[:, 18:].reshape(group.size, -1, 3)
+            expected = weight / 4 if group.kind == "contact" else 0.0
+            np.testing.assert_allclose(f[:, :, 2], expected)
+            np.testing.assert_allclose(f[:, :, :2], 0.0)
+        if name == "nonlifted":
+            _, it = form.linearize(it, 0.1)
+            stance = next(gv for group, gv in zip(form.groups, it.groups) if group.kind == "contact")
+            assert np.all(stance.w[:, 2] < -1.0)  # the base accelerates downwards (LOCAL z of a level base)
+    with pytest.raises(ValueError, match="unknown initial guess 'random'"):
+        Formulation(problem, "lifted", "numpy", init="random")
