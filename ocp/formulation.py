@@ -165,15 +165,22 @@ class Formulation:
           g(q)``) with ``a = 0``;
         - ``zero_torque``: ``u = 0``, ``a = 0`` and a quarter of the robot's weight on the
           normal row of each contact (seed 004's start, that of the authors' code); the
-          non-lifted formulation replaces ``(a, f)`` by the dynamics at ``u = 0``, a falling
-          robot."""
+          non-lifted formulation takes ``(a, f)`` from the dynamics at ``u = 0`` instead, a
+          falling robot whose forces violate their cones (the slacks start from those)."""
         model, K, nv = self.model, self.ocp.K, self.model.nv
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
         gravity = dynamics.generalized_gravity(model, self.ocp.q0)
         groups = []
         for group in self.groups:
             m = sum(c.dim for c in group.contacts)
-            if group.kind == "contact" and self.init == "zero_torque":
+            if group.kind == "contact" and self.init == "zero_torque" and self.name == "nonlifted":
+                S = group.size  # every stage: the Baumgarte targets differ
+                qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
+                w = self.stages.dynamics(group, qs, vs, u)  # the slacks start from the violated cones
+                s, z = pdipm.initial_slack_and_dual(self.stages.inequalities(group, qs, vs, u, w[:, nv:]).g, eps)
+                groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
+                continue
+            elif group.kind == "contact" and self.init == "zero_torque":
                 u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
                 offset = nv
                 for c in group.contacts:
