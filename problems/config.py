@@ -51,6 +51,7 @@ LIMITS = ("position", "velocity", "torque")
 FORMULATIONS = ("lifted", "nonlifted")
 BACKENDS = ("compiled", "numpy")
 INITS = ("static", "zero_torque")
+SWING_PROFILES = ("parabola", "triangle")
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
 
 
@@ -153,9 +154,13 @@ class Gait:
     step_height: float = 0.0  # in [0, 1], apex of a swing foot above its start (m)
     jump_length: float = 0.0  # |.| <= 5, forward displacement of every foot over a flight phase (m)
     jump_height: float = 0.0  # in [0, 2], apex of the CoM above its start during a flight phase (m)
+    swing_profile: str = "parabola"  # parabola | triangle: the height of a swing foot over its phase
+    impulse_contacts: str = "all"  # all | landing: the contacts of an impulse stage (seed 004's code: landing)
 
     def __post_init__(self):
         _convert_fields(self)
+        _one_of(self.swing_profile, SWING_PROFILES, "swing_profile")
+        _one_of(self.impulse_contacts, ("all", "landing"), "impulse_contacts")
         _at_least(self, ("dt",), 0, strict=True)
         _at_least(self, ("horizon",), 1)
         _at_least(self, ("step_height", "jump_height"), 0)
@@ -213,6 +218,7 @@ class Costs:
     swing_foot: float = 1e6  # swing-foot position tracking
     com: float = 1e6  # centre-of-mass tracking
     touchdown: float = 1e6  # contact position of the landing feet at impulse stages (quadratic penalty)
+    integrate_dt: bool = False  # weigh the contact stages' costs by dt (1/2 dt w r^2, seed 004's code); not impulses
 
     def __post_init__(self):
         _convert_fields(self)

@@ -2,11 +2,14 @@
 
 The gait is a contact schedule: phases, each with the feet in contact and a number of
 contact stages. A foot that is not in contact in a phase swings: over the phase it moves
-forward by the step length, along ``z = z_start + 4 h s (1 - s)`` (``s`` from 0 to 1 over the
-phase; ``h`` the step height), and lands where the next phase that holds it begins. A phase
-without contacts is a flight: every foot moves by the jump length and the CoM rises by
+forward by the step length, along ``z = z_start + h profile(s)`` (``s`` from 0 to 1 over the
+phase; ``h`` the step height; the profile ``4 s (1 - s)``, or ``1 - |2 s - 1|`` for
+``gait.swing_profile: triangle``), and lands where the next phase that holds it begins. A
+phase without contacts is a flight: every foot moves by the jump length and the CoM rises by
 ``4 h s (1 - s)`` with ``h`` the jump height. A landing is an impulse stage with every foot in
-contact after it; the landing feet's contact position is a quadratic penalty there.
+contact after it (or the landing feet only: ``gait.impulse_contacts: landing``); the landing
+feet's contact position is a quadratic penalty there. ``costs.integrate_dt`` weighs the
+contact stages' costs by the time step.
 
 Costs per contact stage: state regularization toward the standing configuration (its base
 moved with the feet), control, swing-foot positions and the CoM (the start CoM moved by the
@@ -77,6 +80,13 @@ def _parabola(s):
     return 4.0 * s * (1.0 - s)
 
 
+def _triangle(s):
+    return 1.0 - np.abs(2.0 * s - 1.0)
+
+
+PROFILES = {"parabola": _parabola, "triangle": _triangle}  # from 0 at s = 0 to 1 at s = 1/2 and back
+
+
 def foot_plan(config, start):
     """Planned foot positions: ``(stance, swing)`` with ``stance[i][foot]`` the foothold of each
     foot in contact during phase ``i`` and ``swing[i][foot]`` the ``(knots, 3)`` references of
@@ -96,7 +106,8 @@ def foot_plan(config, start):
             if foot in phase.contact:
                 continue
             p0 = where[foot]
-            moving[foot] = p0 + s * np.array([length, 0.0, 0.0]) + _parabola(s) * np.array([0.0, 0.0, height])
+            lift = PROFILES[gait.swing_profile](s) if not flight else _parabola(s)
+            moving[foot] = p0 + s * np.array([length, 0.0, 0.0]) + lift * np.array([0.0, 0.0, height])
             where[foot] = p0 + np.array([length, 0.0, 0.0])
         swing.append(moving)
     return stance, swing
@@ -139,6 +150,7 @@ def build_problem(config) -> OCP:
 
     w_state, w_impulse = state_weights(costs.state, nv), state_weights(costs.impulse_state, nv)
     zero_v, zero_u = np.zeros(nv), np.zeros(nv - 6)
+    scale = gait.dt if costs.integrate_dt else 1.0  # the contact stages' cost weights
     stages = []
     for i, phase in enumerate(gait.phases):
         if i > 0:
@@ -148,12 +160,17 @@ def build_problem(config) -> OCP:
                 terms = (StateCost(q_ref, zero_v, w_impulse, "state"),) + tuple(
                     FramePositionCost(f, stance[i][f], costs.touchdown, f"touchdown_{f}") for f in landing
                 )
-                stages.append(ImpulseStage(contacts(stance[i]), terms))
+                held = landing if gait.impulse_contacts == "landing" else list(stance[i])
+                stages.append(ImpulseStage(contacts({f: stance[i][f] for f in held}), terms))
         for j in range(phase.knots):
             com, q_ref = references(i, j)
-            terms = (StateCost(q_ref, zero_v, w_state, "state"), VariableCost("u", zero_u, costs.control, "control"))
-            terms += tuple(FramePositionCost(f, p[j], costs.swing_foot, f"swing_{f}") for f, p in swing[i].items())
-            terms += (CenterOfMassCost(com, costs.com, "com"),)
+            terms = (
+                StateCost(q_ref, zero_v, scale * w_state, "state"),
+                VariableCost("u", zero_u, scale * costs.control, "control"),
+            )
+            swing_weight = scale * costs.swing_foot
+            terms += tuple(FramePositionCost(f, p[j], swing_weight, f"swing_{f}") for f, p in swing[i].items())
+            terms += (CenterOfMassCost(com, scale * costs.com, "com"),)
             stages.append(ContactStage(contacts(stance[i]), gait.dt, terms))
     _, q_end = references(len(gait.phases) - 1, gait.phases[-1].knots - 1)
     terminal = (StateCost(q_end, zero_v, state_weights(costs.terminal_state, nv), "state"),)

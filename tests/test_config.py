@@ -307,6 +307,9 @@ ERRORS = {
     "huge barrier": ("solver.barrier", 1e308, "solver.barrier", ["a number <= 1000"]),
     "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
     "unknown start": ("solver.init", "random", "solver.init", ["expected static or zero_torque", "got 'random'"]),
+    "unknown swing profile": ("gait.swing_profile", "sine", "gait.swing_profile", ["expected parabola or triangle"]),
+    "unknown impulse contacts": ("gait.impulse_contacts", "some", "gait.impulse_contacts", ["expected all or landing"]),
+    "integrate_dt not a bool": ("costs.integrate_dt", "yes", "costs.integrate_dt", ["expected true or false"]),
 }
 
 

@@ -41,7 +41,10 @@ def mutated(data, path, action, value):
     data = yaml.safe_load(yaml.safe_dump(data))  # a deep copy
     node = data
     for key in path[:-1]:
-        inside = key in node if isinstance(node, dict) else isinstance(key, int) and key < len(node)
+        if isinstance(node, dict):
+            inside = key in node
+        else:
+            inside = isinstance(node, list) and isinstance(key, int) and key < len(node)
         if inside:
             node = node[key]
         else:

@@ -138,6 +138,43 @@ def test_foot_plan_moves_swing_feet_by_one_step_along_a_parabola():
         np.testing.assert_allclose(last[foot], planned[2][foot], atol=1e-15)
 
 
+SWING = [{"contact": ALL, "knots": 2}, {"contact": ["LH_FOOT", "RF_FOOT"], "knots": 4}, {"contact": ALL, "knots": 2}]
+
+
+def test_triangular_swing_profile():
+    """Up then down linearly: half the step height at a quarter of the swing, where the
+    parabola is at three quarters."""
+    start = {f: np.zeros(3) for f in FEET}
+    heights = {}
+    for profile in ("parabola", "triangle"):
+        _, swing = foot_plan(small_config(SWING, horizon=8, swing_profile=profile), start)
+        heights[profile] = swing[1]["LF_FOOT"][:, 2]
+    np.testing.assert_allclose(heights["triangle"], 0.05 * np.array([0.0, 0.5, 1.0, 0.5]), atol=1e-15)
+    np.testing.assert_allclose(heights["parabola"], 0.05 * np.array([0.0, 0.75, 1.0, 0.75]), atol=1e-15)
+
+
+def test_impulse_stages_hold_all_feet_or_the_landing_ones():
+    for held, expected in (("all", ALL), ("landing", ["LF_FOOT", "RH_FOOT"])):
+        ocp = build_problem(small_config(SWING, horizon=8, impulse_contacts=held))
+        (impulse,) = [s for s in ocp.stages if s.kind == "impulse"]
+        assert sorted(frames(impulse)) == sorted(expected)
+        assert sorted(t.name for t in impulse.costs) == ["state", "touchdown_LF_FOOT", "touchdown_RH_FOOT"]
+
+
+def test_costs_integrated_with_dt_weigh_the_contact_stages_only():
+    data = {"robot": "anymal", "contacts": {"feet": list(FEET)}}
+    gait = {"dt": 0.02, "horizon": 8, "step_length": 0.1, "step_height": 0.05, "phases": SWING}
+    plain, integrated = (
+        build_problem(parse_config({**data, "gait": gait, "costs": {"integrate_dt": flag}})) for flag in (False, True)
+    )
+    for a, b in zip(plain.stages, integrated.stages):
+        factor = 0.02 if a.kind == "contact" else 1.0
+        for ta, tb in zip(a.costs, b.costs):
+            expected = factor * np.asarray(ta.weights)
+            np.testing.assert_allclose(np.asarray(tb.weights), expected, rtol=1e-15, err_msg=ta.name)
+    np.testing.assert_array_equal(plain.terminal_costs[0].weights, integrated.terminal_costs[0].weights)
+
+
 # ----------------------------------------------------------------------------- the solved trot
 
 
