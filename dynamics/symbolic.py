@@ -11,7 +11,7 @@ held equal to it by the tests and compiled by :mod:`dynamics.codegen`.
 Derivatives with respect to ``q`` are taken by CasADi's AD along tangent perturbations: a
 configuration is built as :class:`Configuration` ``q (+) dq`` *to first order in dq* (the base
 ``R (1 + [dw]x), p + R dv``, joints ``q_j + dq_j``), which is exact for first derivatives at
-``dq = 0`` (:func:`tangent_jacobian`). The SE(3) logarithm and exponential of the
+``dq = 0``. The SE(3) logarithm and exponential of the
 configuration manifold, whose derivatives have closed forms, are written with those forms
 (:func:`difference`, :func:`difference_jacobians`), as in :mod:`dynamics.manifold`.
 """
@@ -120,14 +120,6 @@ def configuration(model, q, dq=None) -> Configuration:
     return Configuration(q, base)
 
 
-def tangent_jacobian(model, build, q):
-    """``d build(config)/dq`` along tangent perturbations: ``build`` maps a
-    :class:`Configuration` to an SX column; the result is ``(rows, nv)``."""
-    dq = ca.SX.sym("dq", model.nv)
-    expr = build(configuration(model, q, dq))
-    return ca.substitute(ca.jacobian(expr, dq), dq, ca.SX.zeros(model.nv))
-
-
 # ----------------------------------------------------------------------------- kinematics
 
 
@@ -212,25 +204,28 @@ def center_of_mass(model, kin: Kinematics):
 # ----------------------------------------------------------------------------- dynamics
 
 
-def rnea(model, kin: Kinematics, gravity=True, forces=None):
-    """Joint torques (:func:`dynamics.rnea`) from kinematics with ``ov, oa``; ``forces``: a list
-    of ``(joint, world wrench at the origin)`` applied to the bodies."""
+def _world_inertia(model, kin: Kinematics, i):
+    """``(mass, mc, Io)`` of body ``i`` about the world origin
+    (:func:`dynamics.inverse_dynamics.world_inertias`)."""
+    m = float(model.body_mass[i])
+    c = kin.op[i] + kin.oR[i] @ const(model.body_com[i])
+    Io = kin.oR[i] @ const(model.body_inertia[i]) @ kin.oR[i].T + m * (ca.dot(c, c) * ca.SX.eye(3) - c @ c.T)
+    return m, m * c, Io
+
+
+def _rigid_apply(mass, mc, Io, x):
+    return ca.vertcat(mass * x[:3] - cross(mc, x[3:]), cross(mc, x[:3]) + Io @ x[3:])
+
+
+def rnea(model, kin: Kinematics, gravity=True):
+    """Joint torques (:func:`dynamics.rnea`, no external forces) from kinematics with ``ov, oa``;
+    contact forces enter through :func:`generalized_forces`."""
     a0 = ca.vertcat(-const(model.gravity), ca.SX.zeros(3)) if gravity else ca.SX.zeros(6)
     of = []
     for i in range(model.njoints):
-        R, p = kin.oR[i], kin.op[i]
-        m = float(model.body_mass[i])
-        c = p + R @ const(model.body_com[i])
-        Io = R @ const(model.body_inertia[i]) @ R.T + m * (ca.dot(c, c) * ca.SX.eye(3) - c @ c.T)
-        mc = m * c
-
-        def apply(x):
-            return ca.vertcat(m * x[:3] - cross(mc, x[3:]), cross(mc, x[:3]) + Io @ x[3:])
-
-        h = apply(kin.ov[i])
-        of.append(apply(kin.oa[i] + a0) + force_cross(kin.ov[i], h))
-    for j, wrench in forces or ():
-        of[j] = of[j] - wrench
+        inertia = _world_inertia(model, kin, i)
+        h = _rigid_apply(*inertia, kin.ov[i])
+        of.append(_rigid_apply(*inertia, kin.oa[i] + a0) + force_cross(kin.ov[i], h))
     oF = list(of)
     for i in range(model.njoints - 1, -1, -1):
         parent = int(model.parents[i])
@@ -471,10 +466,6 @@ def difference_jacobian_inverse(model, q0, q1):
 # ----------------------------------------------------------------------------- RNEA derivatives
 
 
-def _rigid_apply(mass, mc, Io, x):
-    return ca.vertcat(mass * x[:3] - cross(mc, x[3:]), cross(mc, x[:3]) + Io @ x[3:])
-
-
 def rnea_derivatives(model, kin: Kinematics, gravity=True):
     """``(dtau_dq, dtau_dv, M)`` of :func:`rnea` without external forces, by the world-frame
     analytical derivatives of :func:`dynamics.rnea_derivatives` (the formulas of
@@ -485,14 +476,12 @@ def rnea_derivatives(model, kin: Kinematics, gravity=True):
     oa = [x + a0 for x in kin.oa]
     mass, mc, Io, Z, h, of = [], [], [], [], [], []
     for i in range(n):
-        R, p, m = kin.oR[i], kin.op[i], float(model.body_mass[i])
-        c = p + R @ const(model.body_com[i])
-        Ii = R @ const(model.body_inertia[i]) @ R.T + m * (ca.dot(c, c) * ca.SX.eye(3) - c @ c.T)
+        m, mci, Ii = _world_inertia(model, kin, i)
         v, w = kin.ov[i][:3], kin.ov[i][3:]
-        hi = _rigid_apply(m, m * c, Ii, kin.ov[i])
-        mass.append(m), mc.append(m * c), Io.append(Ii), h.append(hi)
-        of.append(_rigid_apply(m, m * c, Ii, oa[i]) + force_cross(kin.ov[i], hi))
-        Zi = skew(w) @ Ii - (m * c) @ v.T + ca.dot(v, m * c) * ca.SX.eye(3)
+        hi = _rigid_apply(m, mci, Ii, kin.ov[i])
+        mass.append(m), mc.append(mci), Io.append(Ii), h.append(hi)
+        of.append(_rigid_apply(m, mci, Ii, oa[i]) + force_cross(kin.ov[i], hi))
+        Zi = skew(w) @ Ii - mci @ v.T + ca.dot(v, mci) * ca.SX.eye(3)
         Z.append(Zi + Zi.T)
     composite = [list(x) for x in (mass, mc, Io, Z, h, of)]
     for i in range(n - 1, -1, -1):

@@ -19,7 +19,8 @@ import dynamics
 ROWS = 5
 
 
-def _pyramid(mu):
+def pyramid(mu):
+    """The ``(5, 3)`` rows of the cone's inequalities on a world force (module docstring)."""
     m = mu / np.sqrt(2.0)
     return np.array([[0, 0, 1], [-1, 0, m], [1, 0, m], [0, -1, m], [0, 1, m]], dtype=float)
 
@@ -32,7 +33,7 @@ def friction_cones(model, q, f, contacts, mu):
     for c in contacts:
         if c.kind != "3D":
             raise ValueError(f"friction cone on {c.frame!r}: needs a 3D contact, got kind {c.kind!r}")
-    P = _pyramid(mu)
+    P = pyramid(mu)
     S, nc = len(q), len(contacts)
     g = np.zeros((S, ROWS * nc))
     dg_dq = np.zeros((S, ROWS * nc, model.nv))

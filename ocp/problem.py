@@ -106,7 +106,7 @@ class OCP:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
         keys: dict = {}
         for k, stage in enumerate(self.stages):
-            key = (stage.kind, tuple(_contact_key(c) for c in stage.contacts), tuple(_term_key(t) for t in stage.costs))
+            key = (stage.kind, tuple(_contact_key(c) for c in stage.contacts), tuple(term_key(t) for t in stage.costs))
             keys.setdefault(key, []).append(k)
         return tuple(_group(self.stages, np.array(index)) for index in keys.values())
 
@@ -143,8 +143,9 @@ def _contact_key(c):
     return (c.frame, c.kind, str(c.reference), c.kp, c.kd, c.frame2, c.placement is None)
 
 
-def _term_key(term):
-    """A term's type and its non-array fields (frame, variable, name)."""
+def term_key(term):
+    """A term's type and its non-array fields (frame, variable, name): what makes two cost
+    terms of different stages the same term."""
     fields = dataclasses.fields(term)
     return (type(term).__name__,) + tuple(
         getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str)

@@ -38,8 +38,9 @@ from dynamics import symbolic as sx
 from dynamics.kinematics import ReferenceFrame
 
 from .costs import CenterOfMassCost, StateCost, VariableCost, broadcast_weights
-from .friction import _pyramid
+from .friction import pyramid
 from .inequalities import limit_rows
+from .problem import term_key
 
 # ----------------------------------------------------------------------------- layout
 
@@ -47,14 +48,6 @@ from .inequalities import limit_rows
 def contact_key(c):
     """What makes two contacts the same slot of a :class:`Layout` (gains and targets are inputs)."""
     return (c.frame, c.kind, str(c.reference), c.frame2)
-
-
-def term_key(term):
-    """A cost term's type and its string fields (frame, variable, name)."""
-    fields = dataclasses.fields(term)
-    return (type(term).__name__,) + tuple(
-        getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str)
-    )
 
 
 @dataclass(frozen=True)
@@ -186,21 +179,17 @@ def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
                 ref = np.concatenate(
                     (np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1
                 )
-                weights = _weights(term.weights, S, n)
+                weights = broadcast_weights(term.weights, (S, n))
         elif term is None:
             ref, weights = np.zeros((S, n)), np.zeros((S, n))
         elif isinstance(term, VariableCost) and term.variable == "f":
             ref, weights = np.zeros((S, n)), np.zeros((S, n))
             ref[:, f_cols] = np.broadcast_to(term.reference, (S, len(f_cols)))
-            weights[:, f_cols] = _weights(term.weights, S, len(f_cols))
+            weights[:, f_cols] = broadcast_weights(term.weights, (S, len(f_cols)))
         else:
-            ref, weights = np.broadcast_to(term.reference, (S, n)), _weights(term.weights, S, n)
+            ref, weights = np.broadcast_to(term.reference, (S, n)), broadcast_weights(term.weights, (S, n))
         blocks += [ref, weights]
     return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
-
-
-def _weights(w, S, n):
-    return broadcast_weights(w, (S, n))
 
 
 # ----------------------------------------------------------------------------- symbolic pieces
@@ -343,7 +332,7 @@ def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
     model = layout.model
     blocks = []
     if layout.friction is not None:
-        P = sx.const(_pyramid(layout.friction))
+        P = sx.const(pyramid(layout.friction))
         for slot, _ in rows:
             if slot.cone is None:
                 continue

@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from dynamics.spatial import rotation_about
+
 
 def read_dae(path) -> tuple:
     """``(vertices (n, 3), faces (m, 3))`` of the COLLADA file ``path``."""
@@ -69,9 +71,8 @@ def _node_matrix(node, ns):
         elif tag == "scale":
             out = out @ np.diag([*values[:3], 1.0])
         elif tag == "rotate":
-            axis, angle = values[:3] / np.linalg.norm(values[:3]), np.radians(values[3])
-            K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-            R = np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+            angle = np.radians(values[3])
+            R = rotation_about(values[:3] / np.linalg.norm(values[:3]), np.cos(angle), np.sin(angle))
             out = out @ np.block([[R, np.zeros((3, 1))], [np.zeros((1, 3)), np.ones((1, 1))]])
     return out
 

@@ -27,6 +27,7 @@ from meshcat.path import Path as NodePath
 
 import dynamics
 from dynamics.robots import robot_urdf, robots_dir
+from dynamics.spatial import rotation_about
 from dynamics.urdf import parse_urdf
 
 from .config import parse_config
@@ -166,12 +167,11 @@ def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
 
 def _rotation_from_y(axis):
     """A rotation taking the y axis to the unit ``axis``."""
-    y = np.array([0.0, 1.0, 0.0])
-    v, c = np.cross(y, axis), float(np.dot(y, axis))
-    if c < -1 + 1e-12:
-        return np.diag([1.0, -1.0, -1.0])
-    K = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-    return np.eye(3) + K + K @ K / (1 + c)
+    v = np.cross([0.0, 1.0, 0.0], axis)
+    sin = float(np.linalg.norm(v))
+    if sin < 1e-12:  # along y, either way: a half turn about x when opposite
+        return np.eye(3) if axis[1] > 0 else np.diag([1.0, -1.0, -1.0])
+    return rotation_about(v / sin, float(axis[1]), sin)
 
 
 def _swing_references(config, model) -> list:

@@ -13,6 +13,7 @@ import pytest
 
 import dynamics
 from dynamics import Contact
+from dynamics.spatial import rotation_about
 from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
 from ocp.formulation import Formulation
 from ocp.kernels import CompiledStages
@@ -139,8 +140,7 @@ def random_contact(model, rng, frame, q):
 def _small_rotation(rng):
     w = 0.1 * rng.standard_normal(3)
     theta = np.linalg.norm(w)
-    K = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]]) / theta
-    return np.eye(3) + np.sin(theta) * K + (1 - np.cos(theta)) * K @ K
+    return rotation_about(w / theta, np.cos(theta), np.sin(theta))
 
 
 def random_ocp(name, rng):
