@@ -52,6 +52,8 @@ FORMULATIONS = ("lifted", "nonlifted")
 BACKENDS = ("compiled", "numpy")
 INITS = ("static", "zero_torque")
 SWING_PROFILES = ("parabola", "triangle")
+COM_REFERENCES = ("standing", "feet")
+PHASE_KINDS = ("stance", "swing", "rising", "falling", "landed")  # problems.gaits.phase_kind
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
 
 
@@ -156,10 +158,12 @@ class Gait:
     jump_height: float = 0.0  # in [0, 2], apex of the CoM above its start during a flight phase (m)
     swing_profile: str = "parabola"  # parabola | triangle: the height of a swing foot over its phase
     impulse_contacts: str = "all"  # all | landing: the contacts of an impulse stage (seed 004's code: landing)
+    com_reference: str = "standing"  # standing | feet: the CoM reference's origin (problems.gaits.build_problem)
 
     def __post_init__(self):
         _convert_fields(self)
         _one_of(self.swing_profile, SWING_PROFILES, "swing_profile")
+        _one_of(self.com_reference, COM_REFERENCES, "com_reference")
         _one_of(self.impulse_contacts, ("all", "landing"), "impulse_contacts")
         _at_least(self, ("dt",), 0, strict=True)
         _at_least(self, ("horizon",), 1)
@@ -219,9 +223,15 @@ class Costs:
     com: float = 1e6  # centre-of-mass tracking
     touchdown: float = 1e6  # contact position of the landing feet at impulse stages (quadratic penalty)
     integrate_dt: bool = False  # weigh the contact stages' costs by dt (1/2 dt w r^2, seed 004's code); not impulses
+    com_phases: tuple[str, ...] = PHASE_KINDS  # the kinds of phase whose contact stages carry the CoM cost
+    swing_foot_phases: tuple[str, ...] = PHASE_KINDS  # ... the swing-foot costs (a foot in the air has one)
 
     def __post_init__(self):
         _convert_fields(self)
+        for name in ("com_phases", "swing_foot_phases"):
+            for i, kind in enumerate(getattr(self, name)):
+                _one_of(kind, PHASE_KINDS, f"{name}[{i}]", what="phase kind")
+            _no_duplicates(getattr(self, name), name)
         _at_least(self, ("control", "swing_foot", "com", "touchdown"), 0)
         _at_most(self, ("control", "swing_foot", "com", "touchdown"), 1e12)
 

@@ -6,15 +6,19 @@ forward by the step length, along ``z = z_start + h profile(s)`` (``s`` from 0 t
 phase; ``h`` the step height; the profile ``4 s (1 - s)``, or ``1 - |2 s - 1|`` for
 ``gait.swing_profile: triangle``), and lands where the next phase that holds it begins. A
 phase without contacts is a flight: every foot moves by the jump length and the CoM rises by
-``4 h s (1 - s)`` with ``h`` the jump height. A landing is an impulse stage with every foot in
+``h profile(s)`` with ``h`` the jump height. A landing is an impulse stage with every foot in
 contact after it (or the landing feet only: ``gait.impulse_contacts: landing``); the landing
 feet's contact position is a quadratic penalty there. ``costs.integrate_dt`` weighs the
 contact stages' costs by the time step.
 
 Costs per contact stage: state regularization toward the standing configuration (its base
-moved with the feet), control, swing-foot positions and the CoM (the start CoM moved by the
-mean displacement of the planned feet). Contacts are 3D points with Baumgarte gains
-``kp = beta^2``, ``kd = 2 alpha`` (seed 004 eq. 5) toward the planned footholds.
+moved with the feet), control, swing-foot positions and the CoM. The CoM reference moves with
+the mean displacement of the planned feet (and rises in a flight) from an origin: the
+standing CoM (``gait.com_reference: standing``) or the centroid of the feet in x, y at the
+standing CoM height (``feet``, seed 004's code). The swing-foot and CoM costs act on the
+stages of the phase kinds listed in ``costs.swing_foot_phases`` and ``costs.com_phases``
+(:func:`phase_kind`). Contacts are 3D points with Baumgarte gains ``kp = beta^2``,
+``kd = 2 alpha`` (seed 004 eq. 5) toward the planned footholds.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ def foot_plan(config, start):
     gait = config.gait
     where = dict(start)
     stance, swing = [], []
+    lift = PROFILES[gait.swing_profile]
     for phase in gait.phases:
         n = phase.knots
         s = np.arange(n)[:, None] / n
@@ -106,11 +111,22 @@ def foot_plan(config, start):
             if foot in phase.contact:
                 continue
             p0 = where[foot]
-            lift = PROFILES[gait.swing_profile](s) if not flight else _parabola(s)
-            moving[foot] = p0 + s * np.array([length, 0.0, 0.0]) + lift * np.array([0.0, 0.0, height])
+            moving[foot] = p0 + s * np.array([length, 0.0, 0.0]) + lift(s) * np.array([0.0, 0.0, height])
             where[foot] = p0 + np.array([length, 0.0, 0.0])
         swing.append(moving)
     return stance, swing
+
+
+def phase_kind(phases, feet, i: int, j: int) -> str:
+    """The kind of knot ``j`` of phase ``i``: ``swing`` (some feet in the air), ``rising`` or
+    ``falling`` (the first or second half of a flight), ``landed`` (every foot on the ground
+    right after a flight) or ``stance`` (every foot on the ground otherwise)."""
+    phase = phases[i]
+    if not phase.contact:
+        return "rising" if j < phase.knots / 2 else "falling"
+    if len(phase.contact) < len(feet):
+        return "swing"
+    return "landed" if i > 0 and not phases[i - 1].contact else "stance"
 
 
 def build_problem(config) -> OCP:
@@ -127,6 +143,8 @@ def build_problem(config) -> OCP:
     nv, feet, gait, costs = model.nv, config.contacts.feet, config.gait, config.costs
     start = {f: dynamics.frame_placement(model, q0, f)[1] for f in feet}
     com0 = dynamics.center_of_mass(model, q0)
+    if gait.com_reference == "feet":
+        com0[:2] = np.mean([start[f][:2] for f in feet], axis=0)
     stance, swing = foot_plan(config, start)
     alpha, beta = config.contacts.baumgarte.alpha, config.contacts.baumgarte.beta
 
@@ -142,7 +160,7 @@ def build_problem(config) -> OCP:
         now = {**stance[i], **{f: p[j] for f, p in swing[i].items()}}
         shift = np.mean([now[f] - start[f] for f in feet], axis=0)
         flight = not gait.phases[i].contact
-        lift = gait.jump_height * _parabola(j / gait.phases[i].knots) if flight else 0.0
+        lift = gait.jump_height * PROFILES[gait.swing_profile](j / gait.phases[i].knots) if flight else 0.0
         com = com0 + np.array([shift[0], shift[1], lift])
         q_ref = q0.copy()
         q_ref[:2] += shift[:2]
@@ -168,9 +186,12 @@ def build_problem(config) -> OCP:
                 StateCost(q_ref, zero_v, scale * w_state, "state"),
                 VariableCost("u", zero_u, scale * costs.control, "control"),
             )
-            swing_weight = scale * costs.swing_foot
-            terms += tuple(FramePositionCost(f, p[j], swing_weight, f"swing_{f}") for f, p in swing[i].items())
-            terms += (CenterOfMassCost(com, scale * costs.com, "com"),)
+            kind = phase_kind(gait.phases, feet, i, j)
+            if kind in costs.swing_foot_phases:
+                swing_weight = scale * costs.swing_foot
+                terms += tuple(FramePositionCost(f, p[j], swing_weight, f"swing_{f}") for f, p in swing[i].items())
+            if kind in costs.com_phases:
+                terms += (CenterOfMassCost(com, scale * costs.com, "com"),)
             stages.append(ContactStage(contacts(stance[i]), gait.dt, terms))
     _, q_end = references(len(gait.phases) - 1, gait.phases[-1].knots - 1)
     terminal = (StateCost(q_end, zero_v, state_weights(costs.terminal_state, nv), "state"),)

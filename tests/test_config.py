@@ -310,6 +310,15 @@ ERRORS = {
     "unknown swing profile": ("gait.swing_profile", "sine", "gait.swing_profile", ["expected parabola or triangle"]),
     "unknown impulse contacts": ("gait.impulse_contacts", "some", "gait.impulse_contacts", ["expected all or landing"]),
     "integrate_dt not a bool": ("costs.integrate_dt", "yes", "costs.integrate_dt", ["expected true or false"]),
+    "unknown CoM origin": ("gait.com_reference", "base", "gait.com_reference", ["expected standing or feet"]),
+    "unknown phase kind": (
+        "costs.com_phases",
+        ["swing", "flight"],
+        "costs.com_phases[1]",
+        ["unknown phase kind 'flight'", "stance, swing, rising, falling, landed"],
+    ),
+    "phase kind twice": ("costs.swing_foot_phases", ["swing", "swing"], "costs.swing_foot_phases[1]", ["twice"]),
+    "phase kinds not a list": ("costs.com_phases", "swing", "costs.com_phases", ["expected a list of strings"]),
 }
 
 
