@@ -3,8 +3,8 @@
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
                   [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...] [--out DIR]
-                    [--json] [--quiet]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...]
+                    [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff schema
     liftoff view RESULT [--html FILE] [--speed X]
@@ -204,11 +204,13 @@ def compare(args) -> int:
 
     from .compare import compare as run_all
     from .compare import markdown, rows
-    from .config import load_config
+    from .config import load_config, with_solver
     from .files import check_output
     from .gaits import build_problem
 
     configs = [load_config(path) for path in args.configs]  # every file is checked before solving
+    if args.max_iterations is not None:
+        configs = [with_solver(c, max_iterations=args.max_iterations) for c in configs]
     for path, config in zip(args.configs, configs):
         with _source(path):
             build_problem(config)
@@ -408,6 +410,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
+    p_cmp.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")
     p_cmp.add_argument("--quiet", action="store_true", help="no progress (the table still prints)")
     p_cmp.add_argument(
         "--init", choices=("static", "zero_torque"), nargs="+", help="initial guesses (default: each config's)"

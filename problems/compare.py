@@ -3,8 +3,9 @@
 :func:`compare` solves, saves each run's results file in the output folder and calls
 :func:`report`, which reads the results files back and writes the figures of
 :mod:`problems.plots` and the table (``table.md``, ``table.csv``, ``summary.json``) of
-iterations, time per iteration, total time, final cost and status. ``report`` alone redraws
-everything from a folder of results files without solving again.
+iterations, the lifted/non-lifted iteration ratio, time per iteration, total time, final
+cost and status. ``report`` alone redraws everything from a folder of results files without
+solving again.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ COLUMNS = (
     "init",
     "status",
     "iterations",
+    "iteration_ratio",
     "ms_per_iteration",
     "total_s",
     "cost",
@@ -64,6 +66,23 @@ def compare(
     return report(out_dir)
 
 
+def iteration_ratios(summaries) -> list:
+    """Per summary, lifted iterations / non-lifted iterations of its (gait, barrier, start), or
+    ``None`` when the pair is incomplete or either run did not converge."""
+    converged = {
+        (s["name"], s["barrier"], s.get("init", "static"), s["formulation"]): s["iterations"]
+        for s in summaries
+        if s["status"] == "converged"
+    }
+
+    def ratio(s):
+        key = (s["name"], s["barrier"], s.get("init", "static"))
+        lifted, nonlifted = converged.get((*key, "lifted")), converged.get((*key, "nonlifted"))
+        return round(lifted / nonlifted, 2) if lifted is not None and nonlifted else None
+
+    return [ratio(s) for s in summaries]
+
+
 def rows(summaries) -> list:
     return [
         {
@@ -73,13 +92,14 @@ def rows(summaries) -> list:
             "init": s.get("init", "static"),
             "status": s["status"],
             "iterations": s["iterations"],
+            "iteration_ratio": "" if ratio is None else ratio,
             "ms_per_iteration": round(1e3 * s["time_per_iteration_s"], 1),
             "total_s": round(s["solve_time_s"], 2),
             "cost": s["cost"],
             "kkt_error": s["kkt_error"],
             "max_violation": s["max_constraint_violation"],
         }
-        for s in summaries
+        for s, ratio in zip(summaries, iteration_ratios(summaries))
     ]
 
 
@@ -87,7 +107,9 @@ def markdown(table) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in table:
         cells = [
-            f"{row[c]:.6g}" if isinstance(row[c], float) and c not in ("ms_per_iteration", "total_s") else str(row[c])
+            f"{row[c]:.6g}"
+            if isinstance(row[c], float) and c not in ("iteration_ratio", "ms_per_iteration", "total_s")
+            else str(row[c])
             for c in COLUMNS
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -4,6 +4,7 @@ another comparison); problem errors that name the file and suggest a frame."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from test_cli_solve import TINY
 from test_config import edit
 
 from problems.cli import main
+from problems.compare import iteration_ratios
 
 
 def write(folder, data, name):
@@ -114,3 +116,39 @@ def test_compare_runs_each_start(tmp_path, capsys):
     assert "| zero_torque |" in (out / "table.md").read_text().replace("  ", " ")
     by_start = {s["init"]: s for s in summaries}
     assert abs(by_start["static"]["cost"] - by_start["zero_torque"]["cost"]) <= 1e-6 * by_start["static"]["cost"]
+
+
+def test_the_iteration_ratio_pairs_lifted_with_nonlifted_runs_of_one_gait_barrier_and_start():
+    def run(name, form, barrier, iterations, init="static", status="converged"):
+        return {"name": name, "formulation": form, "barrier": barrier, "init": init, "iterations": iterations,
+                "status": status}  # fmt: skip
+
+    summaries = [
+        run("walk", "lifted", 1e-4, 20),
+        run("walk", "nonlifted", 1e-4, 50),
+        run("walk", "lifted", 1e-4, 30, init="zero_torque"),
+        run("walk", "nonlifted", 1e-4, 40, init="zero_torque"),
+        run("walk", "lifted", 1e-1, 10),  # no non-lifted partner
+        run("jump", "lifted", 1e-4, 10),
+        run("jump", "nonlifted", 1e-4, 300, status="iteration limit"),
+    ]
+    assert iteration_ratios(summaries) == [0.4, 0.4, 0.75, 0.75, None, None, None]
+
+
+def test_the_table_shows_the_ratio_of_the_solved_pair(tmp_path, capsys):
+    out = tmp_path / "ratio"
+    argv = ["compare", write(tmp_path, TINY, "tiny.yaml"), "--barrier", "0.1", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    iterations = {s["formulation"]: s["iterations"] for s in json.loads(capsys.readouterr().out)}
+    with open(out / "table.csv", newline="") as f:
+        ratios = {row["formulation"]: float(row["iteration_ratio"]) for row in csv.DictReader(f)}
+    expected = round(iterations["lifted"] / iterations["nonlifted"], 2)
+    assert ratios == {"lifted": expected, "nonlifted": expected}
+
+
+def test_max_iterations_overrides_every_configuration(tmp_path, capsys):
+    config = write(tmp_path, TINY, "tiny.yaml")
+    argv = ["compare", config, "--barrier", "0.1", "--max-iterations", "1", "--out", str(tmp_path / "m"), "--json"]
+    assert main(argv) == 1  # not converged in one iteration
+    summaries = json.loads(capsys.readouterr().out)
+    assert [(s["status"], s["iterations"]) for s in summaries] == [("max_iterations", 1)] * 2
