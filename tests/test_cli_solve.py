@@ -93,6 +93,24 @@ def test_overrides_show_in_the_summary_and_the_default_path(tmp_path, capsys, mo
     assert (saved["formulation"], saved["barrier"]) == ("nonlifted", 1e-3)
 
 
+def test_init_from_the_command_line(tmp_path, capsys, monkeypatch):
+    """``--init zero_torque`` starts elsewhere, ends at the same optimum, names its results file."""
+    config = write(tmp_path, TINY)
+    monkeypatch.chdir(tmp_path)
+    summaries = {}
+    for init in ("static", "zero_torque"):
+        assert main(["solve", config, "--json", "--formulation", "nonlifted", "--init", init]) == 0
+        summaries[init] = json.loads(capsys.readouterr().out)
+    assert summaries["zero_torque"]["init"] == "zero_torque"
+    assert summaries["zero_torque"]["results_file"] == str(Path("results") / "tiny_nonlifted_0.1_zero_torque.npz")
+    assert summaries["zero_torque"]["kkt"][0] != summaries["static"]["kkt"][0]  # another start
+    assert summaries["zero_torque"]["cost"] == pytest.approx(summaries["static"]["cost"], rel=1e-6)
+    with pytest.raises(SystemExit) as exit_:
+        main(["solve", config, "--init", "random"])
+    assert exit_.value.code == 2
+    assert "argument --init: invalid choice: 'random'" in capsys.readouterr().err
+
+
 def test_iteration_limit_exits_1(tmp_path, capsys):
     data = edit(TINY, "solver.max_iterations", 1)
     assert main(["solve", write(tmp_path, data), "--json", "--out", str(tmp_path / "x.npz")]) == 1
