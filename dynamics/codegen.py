@@ -45,6 +45,14 @@ class CompileError(RuntimeError):
     """No C compiler, or the compilation of a kernel failed."""
 
 
+_compiling = {"seconds": 0.0}  # time this process spent compiling (and generating) code
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent generating and compiling kernels and libraries."""
+    return _compiling["seconds"]
+
+
 def cache_dir() -> Path:
     """Where compiled kernels are kept (module docstring); ``rm -r`` it to clear the cache."""
     if os.environ.get("LIFTOFF_CACHE"):
@@ -348,4 +356,5 @@ def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
         os.replace(tmp_lib, path)
     if not quiet:
         print(f" done in {time.perf_counter() - start:.1f} s ({what})", file=sys.stderr)
+    _compiling["seconds"] += time.perf_counter() - start
     return lib
