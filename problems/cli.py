@@ -6,6 +6,7 @@
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...]
                     [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
+    liftoff sweep SPEC --out DIR [--workers N] [--scheduler ADDRESS|local] [--json] [--quiet]
     liftoff schema
     liftoff view RESULT [--html FILE] [--speed X]
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
@@ -247,6 +248,38 @@ def compare(args) -> int:
     return 0 if all(s["status"] == "converged" for s in summaries) else RUN_ERROR
 
 
+def sweep(args) -> int:
+    from tqdm import tqdm
+
+    from .files import check_output
+    from .sweep import SchedulerError, run_sweep
+    from .sweep_spec import cases, load_spec
+
+    spec = load_spec(args.spec)
+    total = len(cases(spec))  # every base configuration is read and every case validated first
+    check_output(Path(args.out) / "table.csv")
+    bar = tqdm(total=total, unit="case", file=sys.stderr, disable=True if args.quiet or args.json else None)
+    counts = {}
+
+    def progress(row):
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+        bar.update(1)
+
+    with bar:
+        try:
+            rows = run_sweep(spec, args.out, args.workers, args.scheduler, progress)
+        except SchedulerError as e:
+            raise UserError(str(e)) from None
+        except KeyboardInterrupt:
+            return _error("interrupted; the cases solved so far are kept: rerun the same command to continue", 130)
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        print(f"{len(rows)} cases ({done}); table in {Path(args.out) / 'table.csv'} and table.parquet")
+    return 0 if all(r["status"] == "converged" for r in rows) else RUN_ERROR
+
+
 def report(args) -> int:
     from .compare import markdown, rows
     from .compare import report as redraw
@@ -422,6 +455,27 @@ def parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)"
     )
     p_cmp.set_defaults(run=compare)
+
+    p_sweep = commands.add_parser(
+        "sweep",
+        help="a parameter study: every case of a sweep spec, on a local pool or a Dask cluster",
+        description="Solve every case of a sweep spec (problems/sweep.py: base configs x grid, explicit and "
+        "random cases) and write each case's results file and the table of all cases (table.csv, table.parquet). "
+        "A rerun reuses the cases already solved.",
+    )
+    p_sweep.add_argument("spec", metavar="SPEC", help="YAML sweep spec")
+    p_sweep.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p_sweep.add_argument(
+        "--workers", type=_positive_int, metavar="N", help="worker processes (default: the number of cores)"
+    )
+    p_sweep.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on a Dask cluster: the scheduler's address (tcp://host:8786), or 'local' for a LocalCluster",
+    )
+    p_sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    p_sweep.add_argument("--json", action="store_true", help="print the table's rows as one JSON list on stdout")
+    p_sweep.set_defaults(run=sweep)
 
     p_rep = commands.add_parser(
         "report",

@@ -4,7 +4,8 @@
   lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1);
 - :func:`time_figure`: time per iteration and total time per gait (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
-  bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4).
+  bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
+- :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.sweep`).
 """
 
 from __future__ import annotations
@@ -116,6 +117,33 @@ def forces_figure(run, path):
     fig.suptitle(
         f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9
     )
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def sweep_figure(rows, plot, path, columns=5):
+    """``plot.y`` against ``plot.x`` over the converged rows of a sweep's table, a line per value
+    of ``plot.lines`` and a panel per combination of ``plot.panels`` (a :class:`problems.sweep_spec.Plot`),
+    panels in the table's order, ``columns`` to a row."""
+    rows = [r for r in rows if r["status"] == "converged"]
+    panels = list(dict.fromkeys(tuple(r[k] for k in plot.panels) for r in rows)) or [()]
+    ncols = min(columns, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.8 * nrows), squeeze=False, sharey=True)
+    for ax, panel in zip(axes.flat, panels):
+        inside = [r for r in rows if tuple(r[k] for k in plot.panels) == panel]
+        for line in dict.fromkeys(tuple(r[k] for k in plot.lines) for r in inside):
+            points = sorted((r[plot.x], r[plot.y]) for r in inside if tuple(r[k] for k in plot.lines) == line)
+            x, y = zip(*points)
+            ax.plot(x, y, "o-", label=", ".join(map(str, line)) or plot.y)
+        ax.set_title(", ".join(map(str, panel)), fontsize=9)
+        ax.set_xlabel(plot.x, fontsize=8)
+        ax.grid(True, alpha=0.3)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(plot.y)
+    axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     _save(fig, path)
 
