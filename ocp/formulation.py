@@ -22,6 +22,7 @@ Every stage group (:meth:`ocp.problem.OCP.groups`) is evaluated in one batched p
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -30,6 +31,7 @@ import dynamics
 
 from . import condensing, lifted, pdipm
 from .lqr import LQR, TerminalLQR
+from .problem import term_key
 from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -135,6 +137,26 @@ class Formulation:
             ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet
         )
         self.backend = self.stages.name
+
+    def for_problem(self, ocp) -> Formulation:
+        """This formulation of ``ocp``: an OCP with the structure of this one (its model, the
+        kind, contacts and cost terms of every stage, cones and limits) and other data: initial
+        state, references, Baumgarte targets, time steps. The compiled kernels are kept, so an
+        MPC loop changes problems at the cost of regrouping its stages."""
+        groups = ocp.groups()
+        same = (
+            ocp.model is self.model
+            and ocp.friction == self.ocp.friction
+            and tuple(ocp.limits) == tuple(self.ocp.limits)
+            and [_structure(g) for g in groups] == [_structure(g) for g in self.groups]
+            and [t.name for t in ocp.terminal_costs] == [t.name for t in self.ocp.terminal_costs]
+        )
+        if not same:
+            raise ValueError("the OCP's structure (stages, contacts, cost terms, limits) is not this formulation's")
+        new = copy.copy(self)
+        new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
+        new.stages = self.stages.for_problem(ocp, groups)
+        return new
 
     # ------------------------------------------------------------------ sizes and start
 
@@ -382,6 +404,12 @@ class Formulation:
         forces, impulses = ({frame: d.get(frame, np.zeros((K, 3))) for frame in frames} for d in by_kind.values())
         kinds = np.array([stage.kind for stage in self.ocp.stages])
         return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "impulses": impulses, "kinds": kinds}
+
+
+def _structure(group) -> tuple:
+    """What a group's stages share and which stages they are."""
+    contacts = tuple((c.frame, c.kind, str(c.reference), c.frame2) for c in group.contacts)
+    return group.kind, tuple(group.index), contacts, tuple(term_key(t) for t in group.costs.terms)
 
 
 def _finite(quantity, group, *arrays):

@@ -14,6 +14,7 @@ dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 
@@ -64,7 +65,6 @@ class CompiledStages:
         self.ocp, self.model = ocp, ocp.model
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
-        self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
         key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
         builders = {
@@ -84,12 +84,25 @@ class CompiledStages:
                 )
             else:
                 self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name)
-        self.maps = {int(g.index[0]): self._map(g) for g in ocp.groups()}
         compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
+        self._set_problem(ocp, ocp.groups())
+
+    def _set_problem(self, ocp, groups):
+        """The inputs of ``ocp``'s ``groups`` (its data: references, targets, time steps)."""
+        self.ocp = ocp
+        self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
+        self.maps = {int(g.index[0]): self._map(g) for g in groups}
         self._terminal_static = sym.term_parameters(
             self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int)
         )
+
+    def for_problem(self, ocp, groups) -> CompiledStages:
+        """The same kernels for ``ocp`` (grouped in ``groups``), an OCP of the same structure
+        (the same layout) with other data."""
+        new = copy.copy(self)
+        new._set_problem(ocp, groups)
+        return new
 
     # ------------------------------------------------------------------ layout of a group
 

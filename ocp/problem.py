@@ -18,6 +18,7 @@ evaluated together, with their references and targets stacked along a leading ax
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,14 +147,18 @@ def _contact_key(c):
 def term_key(term):
     """A term's type and its non-array fields (frame, variable, name): what makes two cost
     terms of different stages the same term."""
-    fields = dataclasses.fields(term)
     return (type(term).__name__,) + tuple(
-        getattr(term, f.name) for f in fields if isinstance(getattr(term, f.name), str)
+        value for value in (getattr(term, name) for name in _field_names(type(term))) if isinstance(value, str)
     )
 
 
+@functools.cache
+def _field_names(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def _array_fields(obj):
-    return [f.name for f in dataclasses.fields(obj) if not isinstance(getattr(obj, f.name), str)]
+    return [name for name in _field_names(type(obj)) if not isinstance(getattr(obj, name), str)]
 
 
 def _stack_term(terms, S):
@@ -161,10 +166,11 @@ def _stack_term(terms, S):
     first = terms[0]
 
     def stacked(name):
-        shape = np.shape(np.atleast_1d(getattr(first, name)))
-        return np.stack(
-            [np.broadcast_to(np.atleast_1d(np.asarray(getattr(t, name), dtype=float)), shape) for t in terms]
-        )
+        arrays = [np.atleast_1d(np.asarray(getattr(t, name), dtype=float)) for t in terms]
+        shape = arrays[0].shape
+        if all(a.shape == shape for a in arrays):
+            return np.stack(arrays)
+        return np.stack([np.broadcast_to(a, shape) for a in arrays])
 
     return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(first)})
 

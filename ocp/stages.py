@@ -60,6 +60,7 @@ class Stages(Protocol):
     def dynamics(self, group, q, v, u) -> np.ndarray: ...
     def terminal(self, q, v) -> tuple: ...
     def inequalities(self, group, q, v, u, f) -> tuple: ...
+    def for_problem(self, ocp, groups) -> Stages: ...
 
 
 class NumpyStages:
@@ -80,6 +81,11 @@ class NumpyStages:
 
     def inequalities(self, group, q, v, u, f):
         return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f)
+
+    def for_problem(self, ocp, groups) -> NumpyStages:
+        """The same evaluation for ``ocp`` (grouped in ``groups``), an OCP of the same structure
+        with other data."""
+        return NumpyStages(ocp, self.dynamics_options)
 
     def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
         model, nv = self.model, self.model.nv

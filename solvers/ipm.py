@@ -20,7 +20,7 @@ The solver reads only the problem's containers (a :class:`Problem`); it knows no
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Protocol
 
 import numpy as np
@@ -90,7 +90,9 @@ class IterationLog:
 class Result:
     """``status``: ``converged``, ``max_iterations`` or ``diverged`` (``message`` says where);
     the final ``iterate`` (a warm start for :func:`solve`), its KKT error, cost and largest
-    constraint violation, and the per-iteration ``history``."""
+    constraint violation, the per-iteration ``history``, and the problem's ``linearization`` at
+    the final iterate (its Riccati solution is the next Newton step, and its gains the
+    feedback of an MPC policy; ``None`` if the problem could not be linearized there)."""
 
     status: str
     message: str
@@ -102,6 +104,7 @@ class Result:
     barrier: float
     iterate: object = None
     history: list = field(default_factory=list)
+    linearization: object = None
 
     @property
     def converged(self) -> bool:
@@ -109,7 +112,8 @@ class Result:
 
     def summary(self) -> dict:
         """A JSON-ready dictionary of the status, the history and the final numbers."""
-        out = {k: v for k, v in asdict(self).items() if k not in ("iterate", "history")}
+        skip = ("iterate", "history", "linearization")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
         out["kkt"] = [h.kkt_error for h in self.history]
         out["history"] = [asdict(h) for h in self.history]
         return out
@@ -149,7 +153,8 @@ def _solve(problem, options, warm_start, callback):
 
     def finish(status, message):
         summary = (np.nan, np.nan, np.nan) if lin is None else (lin.kkt_error, lin.cost, lin.constraint_violation)
-        return Result(status, message, len(history), *summary, time.perf_counter() - start, eps, iterate, history)
+        elapsed = time.perf_counter() - start
+        return Result(status, message, len(history), *summary, elapsed, eps, iterate, history, lin)
 
     try:
         lin, iterate = problem.linearize(iterate, eps)
