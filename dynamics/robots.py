@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from functools import lru_cache
 from pathlib import Path
+from xml.etree import ElementTree
 
 from .errors import ModelError
 from .model import Model, build_model
@@ -22,6 +23,14 @@ ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", False),
     "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
     "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", False),
+}
+
+
+# name -> SRDF file (named configurations: group states) inside the robots folder
+SRDF = {
+    "anymal": "anymal_b_simple_description/srdf/anymal.srdf",
+    "talos": "talos_data/srdf/talos.srdf",
+    "talos_full": "talos_data/srdf/talos.srdf",
 }
 
 
@@ -45,6 +54,23 @@ def robot_urdf(name: str) -> Path:
             f"unknown robot {name!r}; known robots: {', '.join(sorted(ROBOTS))} (or give a path to a URDF file)"
         )
     return robots_dir() / ROBOTS[name][0]
+
+
+def named_configuration(robot: str, name: str) -> dict:
+    """The joint positions of the group state ``name`` (e.g. ``"half_sitting"``) of the SRDF
+    of a registry robot: ``{joint name: value}`` for its one-dof joints (the root joint left out)."""
+    if robot not in SRDF:
+        raise ModelError(f"robot {robot!r} has no named configurations (known for: {', '.join(sorted(SRDF))})")
+    root = ElementTree.parse(robots_dir() / SRDF[robot]).getroot()
+    states = {state.get("name"): state for state in root.iter("group_state")}
+    if name not in states:
+        raise ModelError(f"{robot} has no configuration {name!r} (known: {', '.join(sorted(states))})")
+    values = {}
+    for joint in states[name].iter("joint"):
+        numbers = joint.get("value", "").split()
+        if len(numbers) == 1:
+            values[joint.get("name")] = float(numbers[0])
+    return values
 
 
 def load(robot: str | Path, floating_base: bool | None = None, locked_joints=None) -> Model:

@@ -87,9 +87,9 @@ class InitialState:
     v: str | tuple[float, ...] = "zero"  # "zero", or the nv values
 
     def __post_init__(self):
-        _convert_fields(self)
-        _check(self.q != "" and self.q != (), "q", "a configuration name or the nq values", self.q)
-        _check(self.v == "zero" or isinstance(self.v, tuple), "v", "'zero' or the nv values", self.v)
+        convert_fields(self)
+        check(self.q != "" and self.q != (), "q", "a configuration name or the nq values", self.q)
+        check(self.v == "zero" or isinstance(self.v, tuple), "v", "'zero' or the nv values", self.v)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,9 +100,9 @@ class Baumgarte:
     beta: float = 25.0  # in [0, 1e3], square root of the position gain
 
     def __post_init__(self):
-        _convert_fields(self)
-        _at_least(self, ("alpha", "beta"), 0)
-        _at_most(self, ("alpha", "beta"), 1e3)
+        convert_fields(self)
+        at_least(self, ("alpha", "beta"), 0)
+        at_most(self, ("alpha", "beta"), 1e3)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,12 +113,12 @@ class Contacts:
     baumgarte: Baumgarte = field(default_factory=Baumgarte)  # contact stabilization gains
 
     def __post_init__(self):
-        _convert_fields(self)
-        _check(len(self.feet) > 0, "feet", "a non-empty list of frame names", self.feet)
-        _no_duplicates(self.feet, "feet")
-        _one_of(self.reference, REFERENCES, "reference")
-        _at_least(self, ("friction",), 0, strict=True)
-        _at_most(self, ("friction",), 10)
+        convert_fields(self)
+        check(len(self.feet) > 0, "feet", "a non-empty list of frame names", self.feet)
+        no_duplicates(self.feet, "feet")
+        one_of(self.reference, REFERENCES, "reference")
+        at_least(self, ("friction",), 0, strict=True)
+        at_most(self, ("friction",), 10)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,15 +136,15 @@ class Phase:
     _exactly_one_of: ClassVar = ("knots", "duration")  # checked on the keys given in YAML or a dict
 
     def __post_init__(self):
-        _convert_fields(self)
-        _no_duplicates(self.contact, "contact")
+        convert_fields(self)
+        no_duplicates(self.contact, "contact")
         given = self.knots is not None or self.duration is not None
-        _check(given, "", "exactly one of 'knots' or 'duration'", "neither", show=False)
-        _at_least(self, ("knots",), 1)
-        _at_least(self, ("duration",), 0, strict=True)
-        _at_most(self, ("knots",), 100_000)
-        _at_most(self, ("duration",), 1e3)
-        _at_most(self, ("step_length",), 2.0, magnitude=True)
+        check(given, "", "exactly one of 'knots' or 'duration'", "neither", show=False)
+        at_least(self, ("knots",), 1)
+        at_least(self, ("duration",), 0, strict=True)
+        at_most(self, ("knots",), 100_000)
+        at_most(self, ("duration",), 1e3)
+        at_most(self, ("step_length",), 2.0, magnitude=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,24 +161,24 @@ class Gait:
     com_reference: str = "standing"  # standing | feet: the CoM reference's origin (problems.gaits.build_problem)
 
     def __post_init__(self):
-        _convert_fields(self)
-        _one_of(self.swing_profile, SWING_PROFILES, "swing_profile")
-        _one_of(self.com_reference, COM_REFERENCES, "com_reference")
-        _one_of(self.impulse_contacts, ("all", "landing"), "impulse_contacts")
-        _at_least(self, ("dt",), 0, strict=True)
-        _at_least(self, ("horizon",), 1)
-        _at_least(self, ("step_height", "jump_height"), 0)
-        _at_most(self, ("dt", "step_height"), 1.0)
-        _at_most(self, ("horizon",), 100_000)
-        _at_most(self, ("jump_height",), 2.0)
-        _at_most(self, ("step_length",), 2.0, magnitude=True)
-        _at_most(self, ("jump_length",), 5.0, magnitude=True)
-        _check(len(self.phases) > 0, "phases", "a non-empty list of phases", self.phases)
+        convert_fields(self)
+        one_of(self.swing_profile, SWING_PROFILES, "swing_profile")
+        one_of(self.com_reference, COM_REFERENCES, "com_reference")
+        one_of(self.impulse_contacts, ("all", "landing"), "impulse_contacts")
+        at_least(self, ("dt",), 0, strict=True)
+        at_least(self, ("horizon",), 1)
+        at_least(self, ("step_height", "jump_height"), 0)
+        at_most(self, ("dt", "step_height"), 1.0)
+        at_most(self, ("horizon",), 100_000)
+        at_most(self, ("jump_height",), 2.0)
+        at_most(self, ("step_length",), 2.0, magnitude=True)
+        at_most(self, ("jump_length",), 5.0, magnitude=True)
+        check(len(self.phases) > 0, "phases", "a non-empty list of phases", self.phases)
         phases = tuple(_with_knots(phase, self.dt, f"phases[{i}]") for i, phase in enumerate(self.phases))
         object.__setattr__(self, "phases", phases)
         knots = [phase.knots for phase in phases]
         total = " + ".join(map(str, knots))
-        _check(
+        check(
             sum(knots) == self.horizon,
             "phases",
             f"knots summing to gait.horizon = {self.horizon}",
@@ -198,9 +198,9 @@ class StateWeights:
     joint_velocity: float = 1.0
 
     def __post_init__(self):
-        _convert_fields(self)
-        _at_least(self, [f.name for f in dataclasses.fields(self)], 0)
-        _at_most(self, [f.name for f in dataclasses.fields(self)], 1e12)
+        convert_fields(self)
+        at_least(self, [f.name for f in dataclasses.fields(self)], 0)
+        at_most(self, [f.name for f in dataclasses.fields(self)], 1e12)
 
 
 def _impulse_state_weights() -> StateWeights:
@@ -227,13 +227,13 @@ class Costs:
     swing_foot_phases: tuple[str, ...] = PHASE_KINDS  # ... the swing-foot costs (a foot in the air has one)
 
     def __post_init__(self):
-        _convert_fields(self)
+        convert_fields(self)
         for name in ("com_phases", "swing_foot_phases"):
             for i, kind in enumerate(getattr(self, name)):
-                _one_of(kind, PHASE_KINDS, f"{name}[{i}]", what="phase kind")
-            _no_duplicates(getattr(self, name), name)
-        _at_least(self, ("control", "swing_foot", "com", "touchdown"), 0)
-        _at_most(self, ("control", "swing_foot", "com", "touchdown"), 1e12)
+                one_of(kind, PHASE_KINDS, f"{name}[{i}]", what="phase kind")
+            no_duplicates(getattr(self, name), name)
+        at_least(self, ("control", "swing_foot", "com", "touchdown"), 0)
+        at_most(self, ("control", "swing_foot", "com", "touchdown"), 1e12)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,14 +249,14 @@ class Solver:
     line_search: bool = False  # filter line search (else full Newton steps)
 
     def __post_init__(self):
-        _convert_fields(self)
-        _one_of(self.formulation, FORMULATIONS, "formulation")
-        _one_of(self.backend, BACKENDS, "backend")
-        _one_of(self.init, INITS, "init")
-        _at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
-        _at_least(self, ("max_iterations",), 0)
-        _at_most(self, ("barrier", "barrier_min", "tol"), 1e3)
-        _at_most(self, ("max_iterations",), 1_000_000)
+        convert_fields(self)
+        one_of(self.formulation, FORMULATIONS, "formulation")
+        one_of(self.backend, BACKENDS, "backend")
+        one_of(self.init, INITS, "init")
+        at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
+        at_least(self, ("max_iterations",), 0)
+        at_most(self, ("barrier", "barrier_min", "tol"), 1e3)
+        at_most(self, ("max_iterations",), 1_000_000)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -271,14 +271,14 @@ class GaitConfig:
     solver: Solver = field(default_factory=Solver)
 
     def __post_init__(self):
-        _convert_fields(self)
-        _one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
+        convert_fields(self)
+        one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
         for i, limit in enumerate(self.limits):
-            _one_of(limit, LIMITS, f"limits[{i}]", what="limit")
-        _no_duplicates(self.limits, "limits")
+            one_of(limit, LIMITS, f"limits[{i}]", what="limit")
+        no_duplicates(self.limits, "limits")
         for i, phase in enumerate(self.gait.phases):
             for foot in phase.contact:
-                _one_of(foot, self.contacts.feet, f"gait.phases[{i}].contact", what="foot", hint="contacts.feet")
+                one_of(foot, self.contacts.feet, f"gait.phases[{i}].contact", what="foot", hint="contacts.feet")
 
     @property
     def phase_knots(self) -> tuple[int, ...]:
@@ -289,16 +289,18 @@ class GaitConfig:
 # ----------------------------------------------------------------------------- public functions
 
 
-def parse_config(data: dict, source: str = "<config>") -> GaitConfig:
-    """The :class:`GaitConfig` of a dict as read from YAML; errors name ``source``."""
+def parse_config(data: dict, source: str = "<config>", schema=None) -> GaitConfig:
+    """The configuration (a :class:`GaitConfig`, or an instance of the dataclass ``schema``) of
+    a dict as read from YAML; errors name ``source``."""
     try:
-        return _convert(GaitConfig, data, "")
+        return _convert(schema or GaitConfig, data, "")
     except ConfigError as error:
         raise error.at(source) from None
 
 
-def load_config(path) -> GaitConfig:
-    """The :class:`GaitConfig` of a YAML file; ``name`` defaults to the file's stem.
+def load_config(path, schema=None) -> GaitConfig:
+    """The configuration (a :class:`GaitConfig`, or an instance of ``schema``) of a YAML
+    file; ``name`` defaults to the file's stem.
 
     A missing or unreadable file, invalid YAML (duplicate keys included) and an empty
     document are :class:`ConfigError` too.
@@ -316,7 +318,7 @@ def load_config(path) -> GaitConfig:
         raise ConfigError(_yaml_problem(error), source=source) from None
     if data is None:
         raise ConfigError("expected a mapping at the top level, got an empty document", source=source)
-    config = parse_config(data, source)
+    config = parse_config(data, source, schema)
     return config if config.name else dataclasses.replace(config, name=Path(path).stem)
 
 
@@ -407,7 +409,7 @@ def _section(cls, data, path: str):
         raise error.within(path) from None
 
 
-def _convert_fields(obj) -> None:
+def convert_fields(obj) -> None:
     """Convert each field of the frozen dataclass ``obj`` in place to its declared type."""
     hints = _hints(type(obj))
     for f in dataclasses.fields(obj):
@@ -473,23 +475,23 @@ def _join(prefix: str, path: str) -> str:
 # ----------------------------------------------------------------------------- checks
 
 
-def _check(ok: bool, path: str, expected: str, got, show: bool = True) -> None:
+def check(ok: bool, path: str, expected: str, got, show: bool = True) -> None:
     if not ok:
         raise ConfigError(f"expected {expected}, got {_show(got) if show else got}", path)
 
 
-def _at_least(obj, names, bound: float, strict: bool = False) -> None:
+def at_least(obj, names, bound: float, strict: bool = False) -> None:
     """Each field of ``names`` (unless None) is ``> bound`` if ``strict``, else ``>= bound``."""
     for name in names:
         value = getattr(obj, name)
         if value is not None:
             kind = "an integer" if isinstance(value, int) else "a number"
-            _check(
+            check(
                 value > bound if strict else value >= bound, name, f"{kind} {'>' if strict else '>='} {bound:g}", value
             )
 
 
-def _at_most(obj, names, bound: float, magnitude: bool = False) -> None:
+def at_most(obj, names, bound: float, magnitude: bool = False) -> None:
     """Each field of ``names`` (unless None) is ``<= bound`` (in absolute value if ``magnitude``):
     values beyond any physical use, which would pass as numbers and end as a divergence."""
     for name in names:
@@ -497,10 +499,10 @@ def _at_most(obj, names, bound: float, magnitude: bool = False) -> None:
         if value is not None:
             kind = "an integer" if isinstance(value, int) else "a number"
             ok = abs(value) <= bound if magnitude else value <= bound
-            _check(ok, name, f"{kind} {'of magnitude ' if magnitude else ''}<= {bound:g}", value)
+            check(ok, name, f"{kind} {'of magnitude ' if magnitude else ''}<= {bound:g}", value)
 
 
-def _one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> None:
+def one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> None:
     if value not in allowed:
         if what:
             among = f"one of {hint}" if hint else "one of"
@@ -508,7 +510,7 @@ def _one_of(value: str, allowed, path: str, what: str = "", hint: str = "") -> N
         raise ConfigError(f"expected {' or '.join(allowed)}, got {value!r}", path)
 
 
-def _no_duplicates(items: tuple, path: str) -> None:
+def no_duplicates(items: tuple, path: str) -> None:
     for i, item in enumerate(items):
         if item in items[:i]:
             raise ConfigError(f"expected no duplicates, got {item!r} twice", f"{path}[{i}]")
@@ -521,13 +523,11 @@ def _with_knots(phase: Phase, dt: float, path: str) -> Phase:
     ratio = phase.duration / dt
     knots = round(ratio)
     where = _join(path, "duration")
-    _check(knots >= 1, where, f"at least gait.dt = {dt:g}", phase.duration)
-    _check(abs(ratio - knots) <= RELATIVE_TOL * ratio, where, f"a multiple of gait.dt = {dt:g}", phase.duration)
+    check(knots >= 1, where, f"at least gait.dt = {dt:g}", phase.duration)
+    check(abs(ratio - knots) <= RELATIVE_TOL * ratio, where, f"a multiple of gait.dt = {dt:g}", phase.duration)
     if phase.knots is None:
         return dataclasses.replace(phase, knots=knots)
-    _check(
-        phase.knots == knots, _join(path, "knots"), f"duration / gait.dt = {knots} as duration is given", phase.knots
-    )
+    check(phase.knots == knots, _join(path, "knots"), f"duration / gait.dt = {knots} as duration is given", phase.knots)
     return phase
 
 
