@@ -6,6 +6,7 @@
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...]
                     [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
+    liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
     liftoff sweep SPEC --out DIR [--workers N] [--scheduler ADDRESS|local] [--json] [--quiet]
     liftoff schema
     liftoff view RESULT [--html FILE] [--speed X]
@@ -176,6 +177,92 @@ def _source(path):
         yield
     except ProblemError as err:
         raise ProblemError(f"{path}: {err}") from None
+
+
+def mpc(args) -> int:
+    import yaml
+    from tqdm import tqdm
+
+    from .config import ConfigError, load_config
+    from .files import check_output
+    from .mpc import MPCError
+    from .plots import mpc_figures
+    from .polishing import PolishingConfig, TaskError
+    from .polishing_run import load, measures, run, save
+
+    try:
+        config = load_config(args.config, PolishingConfig)
+    except ConfigError as e:
+        try:
+            data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = None  # the error says what is wrong with the file
+        if e.path == "" and isinstance(data, dict) and "task" not in data:
+            raise ConfigError(
+                "expected a polishing task (task: polishing); MPC of the gaits is not built yet", source=args.config
+            ) from None
+        raise
+    out_dir = Path(args.out or Path("results") / f"{config.name}_mpc")
+    results = check_output(out_dir / "run.npz")  # before the run, not after
+    duration = args.duration if args.duration is not None else config.mpc.duration
+    pushes = [_push(text) for text in args.push or ()]
+    bar = tqdm(
+        total=round(duration, 6),
+        unit="s",
+        file=sys.stderr,
+        disable=True if args.quiet or args.json else None,
+        bar_format="{l_bar}{bar}| {n:.2f}/{total:.2f} s simulated [{elapsed}<{remaining}]",
+    )
+    try:
+        with bar:
+            outcome = run(
+                config,
+                duration,
+                pushes,
+                args.mass_scale,
+                args.formulation,
+                progress=lambda t: bar.update(t - bar.n),
+                quiet=args.quiet or args.json,
+            )
+    except TaskError as e:
+        raise UserError(f"{args.config}: {e}") from None
+    except (MPCError, FloatingPointError) as e:
+        return _error(str(e), RUN_ERROR)
+    except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
+        raise UserError(str(e)) from None
+    save(outcome, results)
+    figures = mpc_figures(load(results), out_dir)
+    m = measures(outcome)
+    if args.json:
+        print(json.dumps({**m, "results_file": str(results)}))
+    else:
+        print(
+            f"{config.name}: {m['formulation']} MPC, {m['backend']} stages, {m['duration_s']:g} s simulated\n"
+            f"normal force: RMS error {m['force_rms_error_N']:.3f} N after the first second, "
+            f"minimum {m['min_normal_force_N']:.2f} N{' (CONTACT LOST)' if m['contact_lost'] else ''}\n"
+            f"circle: RMS error {1e3 * m['circle_rms_error_m']:.2f} mm\n"
+            f"updates: median {m['tick_ms_median']:.2f} ms, p95 {m['tick_ms_p95']:.2f} ms, "
+            f"real-time factor {m['real_time_factor']:.2f}\n"
+            f"saved {results} and {', '.join(p.name for p in figures)}"
+        )
+    return RUN_ERROR if m["contact_lost"] else 0
+
+
+def _push(text):
+    """A :class:`problems.plant.Push` from ``FRAME:FX,FY,FZ:T0:DT``."""
+    from .plant import Push
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 4:
+            raise ValueError
+        force = tuple(float(x) for x in parts[1].split(","))
+        return Push(parts[0], force, float(parts[2]), float(parts[3]))
+    except ValueError as e:
+        why = f": {e}" if str(e) else ""
+        raise UserError(
+            f"--push {text}: expected FRAME:FX,FY,FZ:T0:DT (e.g. arm_right_7_link:0,0,-20:3:0.1){why}"
+        ) from None
 
 
 def view(args) -> int:
@@ -455,6 +542,34 @@ def parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the summaries as one JSON list on stdout (progress on stderr)"
     )
     p_cmp.set_defaults(run=compare)
+
+    p_mpc = commands.add_parser(
+        "mpc",
+        help="a polishing task in closed loop: MPC against a simulated plant",
+        description="Run the force-feedback polishing MPC of a configuration (task: polishing) against liftoff's "
+        "simulated plant; write the results file (run.npz), the normal force (force.png), the tool's path "
+        "(path.png) and the update times (ticks.png) to the output folder.",
+    )
+    p_mpc.add_argument("config", metavar="CONFIG", help="YAML polishing configuration")
+    p_mpc.add_argument("--duration", type=_positive_float, metavar="S", help="override mpc.duration (s)")
+    p_mpc.add_argument(
+        "--push",
+        action="append",
+        metavar="FRAME:FX,FY,FZ:T0:DT",
+        help="a force (N, world axes) on FRAME from T0 for DT seconds; repeatable",
+    )
+    p_mpc.add_argument(
+        "--mass-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="X",
+        help="the plant's mass and inertia of plant.scaled_joints' bodies times X (a model mismatch)",
+    )
+    p_mpc.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
+    p_mpc.add_argument("--out", metavar="DIR", help="output folder (default: results/NAME_mpc)")
+    p_mpc.add_argument("--quiet", action="store_true", help="no progress bar")
+    p_mpc.add_argument("--json", action="store_true", help="print the measures as one JSON object")
+    p_mpc.set_defaults(run=mpc)
 
     p_sweep = commands.add_parser(
         "sweep",

@@ -5,6 +5,9 @@
 - :func:`time_figure`: time per iteration and total time per gait (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
   bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
+- :func:`mpc_figures`: a polishing MPC run (:mod:`problems.polishing_run`): the normal force
+  against its target (seed 001 Fig. 2), the tool's path against the circle in the surface
+  plane (Fig. 4), and the histogram of the MPC updates' wall times;
 - :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.sweep`).
 """
 
@@ -119,6 +122,46 @@ def forces_figure(run, path):
     )
     fig.tight_layout()
     _save(fig, path)
+
+
+def mpc_figures(results, out_dir) -> list:
+    """``force.png``, ``path.png`` and ``ticks.png`` of a polishing MPC results file (as read by
+    :func:`problems.polishing_run.load`) in ``out_dir``; returns their paths."""
+    out_dir = Path(out_dir)
+    cfg, m = results["config"], results["measures"]
+    t, force = results["t"], results["force"]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.plot(t, force, color="tab:blue", label="normal force")
+    ax.axhline(cfg["surface"]["force"], color="k", ls="--", lw=1, label="target")
+    for push in m["disturbances"]["pushes"]:
+        ax.axvspan(push["start"], push["start"] + push["duration"], color="tab:red", alpha=0.2, label="push")
+    ax.set(xlabel="time [s]", ylabel="force [N]", title=f"normal force along {cfg['surface']['normal']}")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    paths = [out_dir / "force.png"]
+    _save(fig, paths[-1])
+    axis = "xyz".index(cfg["surface"]["normal"][-1])
+    i, j = (k for k in range(3) if k != axis)
+    tool, ref = results["tool"], results["reference"]
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.plot(1e2 * ref[:, i], 1e2 * ref[:, j], "k--", lw=1, label="reference")
+    ax.plot(1e2 * tool[:, i], 1e2 * tool[:, j], color="tab:blue", lw=1, label="tool")
+    ax.set(xlabel=f"{'xyz'[i]} [cm]", ylabel=f"{'xyz'[j]} [cm]", title="tool in the surface plane", aspect="equal")
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    paths.append(out_dir / "path.png")
+    _save(fig, paths[-1])
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.hist(results["tick_ms"][1:], bins=40, color="tab:blue")
+    ax.axvline(1e3 * cfg["mpc"]["period"], color="k", ls="--", lw=1, label="MPC period")
+    ax.set(xlabel="update wall time [ms]", ylabel="updates", title=f"median {m['tick_ms_median']:.2f} ms")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(out_dir / "ticks.png")
+    _save(fig, paths[-1])
+    return paths
 
 
 def sweep_figure(rows, plot, path, columns=5):

@@ -1,0 +1,304 @@
+"""Polishing with Talos (seed 001 Sec. IV): the task's configuration and its OCP.
+
+The upper body of Talos in MPC: the ``controlled`` joints (torso_1, torso_2, arm_right_1..4
+by default, ``nq = nv = 6``) move, every other joint is locked at the SRDF ``posture``
+(``half_sitting``; joints the posture does not name at 0) and the base is fixed. The tool
+frame (``arm_right_7_link``) presses on a flat surface with a 1D contact along the surface
+normal in LOCAL_WORLD_ALIGNED (the world axes centred on the tool, seed 001's heart frame):
+``surface.normal: z`` for a horizontal table, ``y`` for a vertical board, a sign for the
+other side. The surface passes through the tool's initial position (moved by
+``surface.offset`` along the normal); the contact is bilateral with Baumgarte gains ``kp,
+kd`` toward it.
+
+The cost of each stage (seed 001 eq. 50, without its orientation term and its barrier
+penalties, which are left to the exact limits below):
+
+- state regularization toward the initial state, ``costs.state`` times the per-joint
+  ``position_weights`` and ``velocity_weight``; at the terminal stage ``costs.terminal_state``;
+- normal-force tracking of ``surface.force`` newtons, weight ``costs.force``;
+- tool position tracking of a circle in the surface plane, weight ``costs.tool_position`` on
+  the two in-plane axes: radius ``circle.radius``, angular velocity
+  ``circle.angular_velocity``, starting at the tool's initial position;
+- control regularization around the gravity torques of the initial configuration,
+  ``costs.control``.
+
+The joint position, velocity and torque limits (``limits``) are exact inequalities of the
+interior point. The state is ``(q, v)`` and the control the joint torques: seed 001's torque
+filter (torque as a state) is not part of this model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import dynamics
+from dynamics import Contact
+from dynamics.model import close_names
+from dynamics.robots import named_configuration
+from ocp.costs import FramePositionCost, StateCost, VariableCost
+from ocp.problem import OCP, ContactStage
+
+from .config import LIMITS, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
+
+NORMALS = ("x", "y", "z", "-x", "-y", "-z")
+UPPER_BODY = (
+    "torso_1_joint",
+    "torso_2_joint",
+    "arm_right_1_joint",
+    "arm_right_2_joint",
+    "arm_right_3_joint",
+    "arm_right_4_joint",
+)
+
+
+class TaskError(ValueError):
+    """A polishing configuration that is valid YAML but does not fit the robot."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Surface:
+    normal: str = "z"  # x | y | z | -x | -y | -z: the world axis of the force the surface applies on the tool
+    force: float = 30.0  # in (0, 1e3]: the normal force to exert (N)
+    offset: float = 0.0  # |.| <= 1: the surface's distance from the tool's initial position along the normal (m)
+    kp: float = 5.0  # in [0, 1e4]: Baumgarte position gain of the contact
+    kd: float = 10.0  # in [0, 1e4]: Baumgarte velocity gain
+
+    def __post_init__(self):
+        convert_fields(self)
+        one_of(self.normal, NORMALS, "normal")
+        at_least(self, ("force",), 0, strict=True)
+        at_least(self, ("kp", "kd"), 0)
+        at_most(self, ("force",), 1e3)
+        at_most(self, ("kp", "kd"), 1e4)
+        at_most(self, ("offset",), 1.0, magnitude=True)
+
+    @property
+    def axis(self) -> int:
+        return "xyz".index(self.normal[-1])
+
+    @property
+    def sign(self) -> float:
+        return -1.0 if self.normal.startswith("-") else 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Circle:
+    radius: float = 0.07  # in [0, 1]: of the circle the tool draws on the surface (m)
+    angular_velocity: float = 1.0  # |.| <= 20: along the circle (rad/s)
+    start_angle: float = 0.0  # |.| <= 2 pi: the angle of the tool's initial position on the circle (rad)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("radius",), 0)
+        at_most(self, ("radius",), 1.0)
+        at_most(self, ("angular_velocity",), 20.0, magnitude=True)
+        at_most(self, ("start_angle",), 2 * np.pi, magnitude=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolishingCosts:
+    """Cost weights (all in [0, 1e12])."""
+
+    state: float = 0.01  # state regularization toward the initial state
+    position_weights: tuple[float, ...] = (20.0, 20.0, 10.0, 10.0, 10.0, 10.0)  # per controlled joint
+    velocity_weight: float = 1.0  # per joint velocity
+    terminal_state: float = 1.0  # the state regularization's weight at the terminal stage
+    force: float = 10.0  # normal-force tracking
+    tool_position: float = 20.0  # circle tracking, on the two in-plane axes
+    control: float = 1e-4  # torques, around gravity compensation
+
+    def __post_init__(self):
+        convert_fields(self)
+        names = ("state", "velocity_weight", "terminal_state", "force", "tool_position", "control")
+        at_least(self, names, 0)
+        at_most(self, names, 1e12)
+        check(
+            all(0 <= w <= 1e12 for w in self.position_weights),
+            "position_weights",
+            "weights in [0, 1e12]",
+            self.position_weights,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class MPCSettings:
+    dt: float = 0.01  # in (0, 1]: the OCP's time step (s)
+    horizon: int = 50  # in [1, 1e4]: stages of the OCP
+    period: float = 0.01  # in (0, 1]: time between MPC updates (s), a multiple of dt
+    iterations: int = 1  # in [1, 100]: Newton iterations per update
+    first_iterations: int = 100  # in [1, 1e4]: Newton iterations of the first solve
+    duration: float = 10.0  # in (0, 1e4]: simulated time (s)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("dt", "period", "duration"), 0, strict=True)
+        at_least(self, ("horizon", "iterations", "first_iterations"), 1)
+        at_most(self, ("dt", "period"), 1.0)
+        at_most(self, ("duration",), 1e4)
+        at_most(self, ("horizon", "first_iterations"), 10_000)
+        at_most(self, ("iterations",), 100)
+        shift = self.period / self.dt
+        check(abs(shift - round(shift)) < 1e-9 * shift, "period", f"a multiple of mpc.dt = {self.dt:g}", self.period)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlantSettings:
+    """The simulated plant (:mod:`problems.plant`)."""
+
+    dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
+    torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
+    torque_bias: float = 0.0  # |.| <= 1e3: added to every torque (N m)
+    seed: int = 0  # of the noise
+    scaled_joints: tuple[str, ...] = UPPER_BODY[2:]  # the bodies whose mass --mass-scale multiplies (the arm's)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("dt",), 0, strict=True)
+        at_least(self, ("torque_noise",), 0)
+        at_most(self, ("dt",), 0.1)
+        at_most(self, ("torque_noise",), 1e3)
+        at_most(self, ("torque_bias",), 1e3, magnitude=True)
+        no_duplicates(self.scaled_joints, "scaled_joints")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolishingConfig:
+    name: str = ""  # label for plots; the file stem if empty
+    task: str  # required: polishing
+    robot: str = "talos"  # a robot of dynamics.ROBOTS with named configurations
+    controlled: tuple[str, ...] = UPPER_BODY  # the joints in MPC; the others are locked
+    posture: str = "half_sitting"  # the SRDF configuration of the locked joints and the initial state
+    tool: str = "arm_right_7_link"  # the frame in contact
+    surface: Surface = field(default_factory=Surface)
+    circle: Circle = field(default_factory=Circle)
+    costs: PolishingCosts = field(default_factory=PolishingCosts)
+    limits: tuple[str, ...] = LIMITS  # imposed exactly: a subset of position, velocity, torque
+    solver: Solver = field(default_factory=Solver)
+    mpc: MPCSettings = field(default_factory=MPCSettings)
+    plant: PlantSettings = field(default_factory=PlantSettings)
+
+    def __post_init__(self):
+        convert_fields(self)
+        one_of(self.task, ("polishing",), "task")
+        one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
+        check(len(self.controlled) > 0, "controlled", "a non-empty list of joint names", self.controlled)
+        no_duplicates(self.controlled, "controlled")
+        for i, limit in enumerate(self.limits):
+            one_of(limit, LIMITS, f"limits[{i}]", what="limit")
+        no_duplicates(self.limits, "limits")
+        steps = self.mpc.period / self.plant.dt
+        ok = abs(steps - round(steps)) < 1e-9 * steps
+        check(ok, "plant.dt", f"a divisor of mpc.period = {self.mpc.period:g}", self.plant.dt)
+        n = len(self.controlled)
+        check(
+            len(self.costs.position_weights) == n,
+            "costs.position_weights",
+            f"{n} weights (one per controlled joint)",
+            self.costs.position_weights,
+        )
+
+
+@dataclass(frozen=True)
+class Polishing:
+    """The task made concrete: the reduced ``model``, the initial state ``(q0, v0)``, the tool's
+    initial position ``p0`` and the gravity torques ``u_gravity`` at ``q0``."""
+
+    config: PolishingConfig
+    model: object
+    q0: np.ndarray
+    v0: np.ndarray
+    p0: np.ndarray
+    u_gravity: np.ndarray
+
+    @property
+    def plane(self) -> tuple:
+        """The two world axes of the surface plane, in order (the circle's first and second)."""
+        return tuple(i for i in range(3) if i != self.config.surface.axis)
+
+    def surface_point(self) -> np.ndarray:
+        s = self.config.surface
+        return self.p0 + s.offset * s.sign * np.eye(3)[s.axis]
+
+    def circle(self, t) -> np.ndarray:
+        """The tool's reference positions ``(len(t), 3)`` at times ``t``: on the circle in the
+        surface plane through ``p0``, where it starts at ``t = 0`` at the angle ``start_angle``
+        from the first in-plane axis ``e1`` toward the second ``e2``; the normal coordinate
+        that of the surface."""
+        c = self.config.circle
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        e1, e2 = (np.eye(3)[i] for i in self.plane)
+        angle = c.start_angle + c.angular_velocity * t[:, None]
+        start = np.cos(c.start_angle) * e1 + np.sin(c.start_angle) * e2
+        return self.surface_point() + c.radius * (np.cos(angle) * e1 + np.sin(angle) * e2 - start)
+
+    def contact(self) -> Contact:
+        s = self.config.surface
+        return Contact(
+            self.config.tool, "xyz"[s.axis], "LOCAL_WORLD_ALIGNED", kp=s.kp, kd=s.kd, placement=self.surface_point()
+        )
+
+    def normal_force(self, f) -> np.ndarray:
+        """The force the surface applies along its outward normal, from the contact's force rows."""
+        return self.config.surface.sign * np.asarray(f)[..., 0]
+
+
+def make_task(config: PolishingConfig) -> Polishing:
+    """The reduced model and the initial state of ``config``; :class:`TaskError` for names the
+    robot does not have."""
+    try:
+        posture = named_configuration(config.robot, config.posture)
+    except dynamics.ModelError as e:
+        raise TaskError(f"posture: {e}") from None
+    full = dynamics.load(config.robot, floating_base=False)
+    for joint in config.controlled:
+        if joint not in full.joint_names:
+            close = close_names(joint, full.joint_names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise TaskError(f"controlled: {config.robot} has no joint {joint!r}{hint}")
+    for joint in config.plant.scaled_joints:
+        if joint not in config.controlled:
+            raise TaskError(f"plant.scaled_joints: {joint!r} is not a controlled joint (the others are locked)")
+    locked = {j: posture.get(j, 0.0) for j in full.joint_names if j not in config.controlled}
+    model = dynamics.load(config.robot, floating_base=False, locked_joints=locked)
+    if config.tool not in model.frame_names:
+        close = close_names(config.tool, model.frame_names, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise TaskError(f"tool: {config.robot} has no frame {config.tool!r}{hint}")
+    q0 = np.array([posture.get(j, 0.0) for j in model.joint_names])
+    v0 = np.zeros(model.nv)
+    _, p0 = dynamics.frame_placement(model, q0, config.tool)
+    u_gravity = dynamics.rnea(model, q0, v0, v0)
+    return Polishing(config, model, q0, v0, np.asarray(p0), u_gravity)
+
+
+def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None) -> OCP:
+    """The OCP of the horizon starting at time ``t0`` from ``(q0, v0)`` (default: the task's
+    initial state): ``mpc.horizon`` contact stages of ``mpc.dt`` (module docstring)."""
+    cfg, model = task.config, task.model
+    c, dt, n = cfg.costs, cfg.mpc.dt, cfg.mpc.horizon
+    state_weights = np.concatenate((c.position_weights, np.full(model.nv, c.velocity_weight)))
+    in_plane = np.zeros(3)
+    in_plane[list(task.plane)] = c.tool_position
+    force_ref = np.array([cfg.surface.sign * cfg.surface.force])
+    contact = task.contact()
+    zero_v = np.zeros(model.nv)
+    references = task.circle(t0 + dt * np.arange(n))
+    stages = tuple(
+        ContactStage(
+            (contact,),
+            dt,
+            (
+                StateCost(task.q0, zero_v, c.state * state_weights, "state"),
+                VariableCost("f", force_ref, np.array([c.force]), "force"),
+                FramePositionCost(cfg.tool, references[k], in_plane, "tool"),
+                VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control"),
+            ),
+        )
+        for k in range(n)
+    )
+    terminal = (StateCost(task.q0, zero_v, c.terminal_state * state_weights, "state"),)
+    q0 = task.q0 if q0 is None else q0
+    v0 = task.v0 if v0 is None else v0
+    return OCP(model, q0, v0, stages, terminal, friction=None, limits=cfg.limits)

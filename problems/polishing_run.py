@@ -1,0 +1,162 @@
+"""The polishing task in closed loop: MPC against the simulated plant, its measures and its file.
+
+:func:`run` builds the task of a :class:`problems.polishing.PolishingConfig`, its MPC
+(:class:`problems.mpc.MPC`) and its plant (:class:`problems.plant.Plant`, the same model
+unless a mass scale is given), and runs them for the configured duration. :func:`measures`
+gives what ``liftoff mpc --json`` prints:
+
+- ``force_rms_error_N``: the RMS of the normal force minus its target after the first second
+  (the whole run if shorter than 2 s: after its first half);
+- ``circle_rms_error_m``: the RMS distance, in the surface plane, of the tool from the circle
+  reference at the same time, over the same window;
+- ``min_normal_force_N`` and ``contact_lost`` (a negative normal force: the bilateral contact
+  of the plant pulled the tool);
+- ``force_settling_s``: from the end of the last push (or from the start), the time after which
+  the normal force stays within ``FORCE_BAND_N`` of its target;
+- ``tick_ms_median``, ``tick_ms_p95``: wall time of the MPC updates (the first solve left out);
+- ``real_time_factor``: simulated time over the wall time of the controller (updates and
+  policy evaluations; the plant's simulation not counted).
+
+A results file (``.npz``) holds the plant-rate ``t, q, v, u``, the normal force, the tool
+position and its reference, the per-update ``tick_t, tick_ms, tick_iterations, tick_kkt``,
+and the measures and configuration as JSON strings.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+import dynamics
+from solvers.ipm import Options
+
+from .config import to_dict
+from .files import ReadError, atomic
+from .mpc import MPC
+from .plant import Disturbances, Plant, closed_loop, scaled_model
+from .polishing import build_ocp, make_task
+
+FORCE_BAND_N = 5.0
+
+
+@dataclass(frozen=True)
+class PolishingRun:
+    """A closed-loop run: its configuration, task, plant-rate arrays (``t, q, v, u, force,
+    tool, reference``), the MPC's ticks, the controller's wall time, the formulation, the
+    backend and the disturbances applied."""
+
+    config: object
+    task: object
+    arrays: dict
+    ticks: list
+    control_seconds: float
+    formulation: str
+    backend: str
+    disturbances: dict
+
+
+def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, progress=None, quiet=False):
+    """Run the polishing MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``)
+    with ``pushes`` (:class:`problems.plant.Push`) and the plant's scaled bodies' mass and
+    inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
+    task = make_task(config)
+    m, s, p = config.mpc, config.solver, config.plant
+    name = formulation or s.formulation
+    options = Options(
+        barrier=s.barrier,
+        tol=s.tol,
+        line_search=s.line_search,
+        barrier_decrease=s.barrier_decrease,
+        barrier_min=s.barrier_min,
+    )
+    mpc = MPC(
+        lambda t, q, v: build_ocp(task, t, q, v),
+        name,
+        s.backend,
+        options,
+        m.iterations,
+        m.first_iterations,
+        int(round(m.period / m.dt)),
+        quiet=quiet,
+    )
+    model = scaled_model(task.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else task.model
+    disturbances = Disturbances(tuple(pushes), p.torque_noise, p.torque_bias, p.seed)
+    plant = Plant(model, (task.contact(),), p.dt, disturbances)
+    duration = m.duration if duration is None else duration
+    log = closed_loop(mpc, plant, task.q0, task.v0, duration, m.period, progress)
+    arrays = log.arrays()
+    arrays["force"] = task.normal_force(arrays.pop("f"))
+    arrays["tool"] = dynamics.frame_placement(task.model, arrays["q"], config.tool)[1]
+    arrays["reference"] = task.circle(arrays["t"])
+    applied = {
+        "pushes": [
+            {"frame": x.frame, "force": list(map(float, x.force)), "start": x.start, "duration": x.duration}
+            for x in pushes
+        ],
+        "mass_scale": mass_scale,
+    }
+    return PolishingRun(config, task, arrays, log.ticks, log.control_seconds, name, mpc.formulation.backend, applied)
+
+
+def measures(r: PolishingRun) -> dict:
+    """The closed loop's measures (module docstring)."""
+    a, cfg = r.arrays, r.config
+    t, duration = a["t"], a["t"][-1] + cfg.plant.dt
+    window = t >= (1.0 if duration >= 2.0 else duration / 2)
+    plane = list(r.task.plane)
+    force_error = a["force"][window] - cfg.surface.force
+    circle_error = np.linalg.norm((a["tool"] - a["reference"])[window][:, plane], axis=1)
+    ticks_ms = 1e3 * np.array([tick.seconds for tick in r.ticks[1:]] or [np.nan])
+    since = max((p["start"] + p["duration"] for p in r.disturbances["pushes"]), default=0.0)
+    outside = np.flatnonzero((t >= since) & (np.abs(a["force"] - cfg.surface.force) > FORCE_BAND_N))
+    settled = since if len(outside) == 0 else t[outside[-1]] + cfg.plant.dt
+    return {
+        "status": "completed",
+        "formulation": r.formulation,
+        "backend": r.backend,
+        "duration_s": float(duration),
+        "force_rms_error_N": float(np.sqrt(np.mean(force_error**2))),
+        "circle_rms_error_m": float(np.sqrt(np.mean(circle_error**2))),
+        "min_normal_force_N": float(np.min(a["force"])),
+        "contact_lost": bool(np.any(a["force"] < 0)),
+        "force_settling_s": float(settled - since),
+        "tick_ms_median": float(np.median(ticks_ms)),
+        "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
+        "real_time_factor": float(duration / r.control_seconds),
+        "updates": len(r.ticks),
+        "update_iterations": int(sum(tick.iterations for tick in r.ticks[1:])),
+        "disturbances": r.disturbances,
+    }
+
+
+def save(r: PolishingRun, path) -> None:
+    """Write the results file ``path`` whole (module docstring)."""
+    ticks = {
+        "tick_t": [x.t for x in r.ticks],
+        "tick_ms": [1e3 * x.seconds for x in r.ticks],
+        "tick_iterations": [x.iterations for x in r.ticks],
+        "tick_kkt": [x.kkt_error for x in r.ticks],
+    }
+    with atomic(path) as out:
+        np.savez_compressed(
+            out,
+            **r.arrays,
+            **{k: np.asarray(v) for k, v in ticks.items()},
+            measures=json.dumps(measures(r)),
+            config=json.dumps(to_dict(r.config)),
+        )
+
+
+def load(path) -> dict:
+    """A results file as a dict of arrays, with ``measures`` and ``config`` as dicts;
+    :class:`problems.files.ReadError` for a file that is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            out = {k: data[k] for k in data.files if k not in ("measures", "config")}
+            out["measures"], out["config"] = json.loads(str(data["measures"])), json.loads(str(data["config"]))
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ReadError(f"{path}: not a readable liftoff MPC results file ({e})") from None
+    return out
