@@ -1,7 +1,8 @@
 """Costs as sums of named, weighted residuals, with Gauss-Newton Hessians.
 
-A term has a residual ``r(z)`` of the stage variables ``z = (q, v, u, a, f)`` (tangent
-direction ``y = (dq, dv, du, da, df)``, the layout of :mod:`ocp.lifted`) and weights ``w``;
+A term has a residual ``r(z)`` of the stage variables ``z = (q, v, tau, u, a, f)`` (tangent
+direction ``y = (dq, dv, dtau, du, da, df)``, the layout of :mod:`ocp.lifted`; ``tau`` the torque
+state of a filtered OCP, empty otherwise) and weights ``w``;
 its cost is ``1/2 r^T diag(w) r`` (weights per residual, or per stage and residual), its
 Gauss-Newton Hessian ``R^T diag(w) R`` and gradient ``R^T diag(w) r`` with ``R = dr/dy``.
 References may vary over the stages (a leading axis). Terms are switched off by leaving them
@@ -16,26 +17,33 @@ import numpy as np
 
 import dynamics
 
+BLOCKS = ("q", "v", "tau", "u", "a", "f")  # the variables in the order of y
+
 
 @dataclass(frozen=True)
 class StageVariables:
-    """Stacked variables of ``S`` stages of one kind (``u, a, f`` may be empty arrays)."""
+    """Stacked variables of ``S`` stages of one kind (``u, a, f, tau`` may be empty arrays)."""
 
     q: np.ndarray
     v: np.ndarray
     u: np.ndarray
     a: np.ndarray
     f: np.ndarray
+    tau: np.ndarray | None = None  # the torque state (filtered OCPs); None: empty
+
+    def __post_init__(self):
+        if self.tau is None:
+            object.__setattr__(self, "tau", np.zeros((len(self.q), 0)))
 
     @property
     def sizes(self):
-        """Tangent sizes of ``(dq, dv, du, da, df)``."""
+        """Tangent sizes of ``(dq, dv, dtau, du, da, df)``."""
         nv = self.v.shape[1]
-        return (nv, nv, self.u.shape[1], self.a.shape[1], self.f.shape[1])
+        return (nv, nv, self.tau.shape[1], self.u.shape[1], self.a.shape[1], self.f.shape[1])
 
     def block(self, name):
-        """The columns of ``y`` holding ``name`` (one of ``q, v, u, a, f``)."""
-        i = "qvuaf".index(name)
+        """The columns of ``y`` holding ``name`` (one of ``q, v, tau, u, a, f``)."""
+        i = BLOCKS.index(name)
         start = int(np.sum(self.sizes[:i]))
         return slice(start, start + self.sizes[i])
 
@@ -81,8 +89,8 @@ class StateCost:
 
 @dataclass(frozen=True)
 class VariableCost:
-    """``r = x - x_ref`` for one of the variables ``u`` (control), ``a`` (acceleration) or
-    ``f`` (contact forces, in their contacts' frames)."""
+    """``r = x - x_ref`` for one of the variables ``u`` (control), ``a`` (acceleration), ``f``
+    (contact forces, in their contacts' frames) or ``tau`` (the torque state of a filtered OCP)."""
 
     variable: str
     reference: np.ndarray

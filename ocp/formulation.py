@@ -1,6 +1,7 @@
 """Newton steps of an :class:`ocp.problem.OCP` in the lifted or the non-lifted formulation.
 
-Both formulations share the knots ``x_k = (q_k, v_k)``, the costates ``lam_k`` (``lam_0``
+Both formulations share the knots ``x_k = (q_k, v_k)`` (``(q_k, v_k, tau_k)`` with a torque
+filter, :class:`ocp.problem.OCP`), the costates ``lam_k`` (``lam_0``
 for the initial state, ``lam_{k+1}`` for the state equation of stage ``k``) and, per stage,
 the control ``u``, the contact variables ``w = (a, f)`` (impulse: ``(dv, Lambda)``) and the
 slacks ``s`` and duals ``z`` of its inequalities. They differ in how ``w`` is fixed:
@@ -60,13 +61,15 @@ class GroupVariables:
 
 @dataclass(frozen=True)
 class Iterate:
-    """A primal-dual point: knots ``q (K+1, nq)``, ``v (K+1, nv)``, costates ``lam (K+1, 2 nv)``
-    and the variables of each stage group."""
+    """A primal-dual point: knots ``q (K+1, nq)``, ``v (K+1, nv)``, costates ``lam (K+1, nx)``,
+    the variables of each stage group, and the torque-state knots ``tau (K+1, ntau)`` (empty
+    without a torque filter)."""
 
     q: np.ndarray
     v: np.ndarray
     lam: np.ndarray
     groups: tuple
+    tau: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ class Linearization:
 
 @dataclass(frozen=True)
 class Direction:
-    """Newton direction: ``dx (K+1, 2 nv)``, the new costates ``lam``, and per group
+    """Newton direction: ``dx (K+1, nx)``, the new costates ``lam``, and per group
     ``(du, dw, beta_new, ds, dz)``."""
 
     dx: np.ndarray
@@ -146,6 +149,7 @@ class Formulation:
         groups = ocp.groups()
         same = (
             ocp.model is self.model
+            and ocp.ntau == self.ocp.ntau
             and ocp.friction == self.ocp.friction
             and tuple(ocp.limits) == tuple(self.ocp.limits)
             and [_structure(g) for g in groups] == [_structure(g) for g in self.groups]
@@ -165,13 +169,13 @@ class Formulation:
         and ``w`` when lifted), ``equalities`` (initial state, state equations, and the local
         equalities when lifted) and ``inequalities``."""
         nv, K, lifted = self.model.nv, self.ocp.K, self.name == "lifted"
-        variables = equalities = (K + 1) * 2 * nv
+        variables = equalities = (K + 1) * self.ocp.nx
         inequalities = 0
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
         for group in self.groups:
             m = sum(c.dim for c in group.contacts)
             nu = self.ocp.nu if group.kind == "contact" else 0
-            g = self.stages.inequalities(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m))).g
+            g = self.stages.inequalities(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m)), self._tau0(1)).g
             variables += group.size * (nu + (nv + m if lifted else 0))
             equalities += group.size * (nv + m if lifted else 0)
             inequalities += group.size * g.shape[1]
@@ -192,14 +196,17 @@ class Formulation:
         model, K, nv = self.model, self.ocp.K, self.model.nv
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
         gravity = dynamics.generalized_gravity(model, self.ocp.q0)
+        filtered = self.ocp.torque_filter is not None
         groups = []
         for group in self.groups:
             m = sum(c.dim for c in group.contacts)
             if group.kind == "contact" and self.init == "zero_torque" and self.name == "nonlifted":
                 S = group.size  # every stage: the Baumgarte targets differ
                 qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
-                w = self.stages.dynamics(group, qs, vs, u)  # the slacks start from the violated cones
-                s, z = pdipm.initial_slack_and_dual(self.stages.inequalities(group, qs, vs, u, w[:, nv:]).g, eps)
+                taus = self._tau0(S)
+                w = self.stages.dynamics(group, qs, vs, taus if filtered else u)  # the cones start violated
+                g = self.stages.inequalities(group, qs, vs, u, w[:, nv:], taus).g
+                s, z = pdipm.initial_slack_and_dual(g, eps)
                 groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
                 continue
             elif group.kind == "contact" and self.init == "zero_torque":
@@ -217,18 +224,28 @@ class Formulation:
                 u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
             else:
                 u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
-            g = self.stages.inequalities(group, q0, v0, u, w[:, nv:]).g
+            g = self.stages.inequalities(group, q0, v0, u, w[:, nv:], self._tau0(1)).g
             s, z = pdipm.initial_slack_and_dual(g, eps)
             u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
             groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
         q, v = np.repeat(q0, K + 1, axis=0), np.repeat(v0, K + 1, axis=0)
-        return Iterate(q, v, np.zeros((K + 1, 2 * nv)), tuple(groups))
+        tau = np.repeat(self.ocp.tau0[None], K + 1, axis=0)  # (K+1, 0) without a filter
+        return Iterate(q, v, np.zeros((K + 1, self.ocp.nx)), tuple(groups), tau)
+
+    def _tau0(self, n):
+        """The initial torque state repeated ``n`` times, or None without a torque filter."""
+        return None if self.ocp.torque_filter is None else np.repeat(self.ocp.tau0[None], n, axis=0)
+
+    def _taus(self, it: Iterate, index):
+        """The torque states of knots ``index`` of ``it``, or None without a torque filter."""
+        return None if self.ocp.torque_filter is None else it.tau[index]
 
     def reset_slacks(self, it: Iterate, eps) -> Iterate:
         """The same primal point with slacks and duals put back on the central path of ``eps``."""
         groups = []
         for group, gv in zip(self.groups, it.groups):
-            g = self.stages.inequalities(group, it.q[group.index], it.v[group.index], gv.u, gv.w[:, self.model.nv :]).g
+            idx, f = group.index, gv.w[:, self.model.nv :]
+            g = self.stages.inequalities(group, it.q[idx], it.v[idx], gv.u, f, self._taus(it, idx)).g
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(gv, s=s, z=z))
         return replace(it, groups=tuple(groups))
@@ -243,7 +260,7 @@ class Formulation:
             bad = ~np.all(np.isfinite(x), axis=1)
             if np.any(bad):
                 raise NonFiniteError(name, int(np.argmax(bad)), "knot")
-        nx, nm = 2 * model.nv, self.ocp.nu
+        nx, nm = self.ocp.nx, self.ocp.nu
         lqr, steps, groups = LQR.zeros(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
@@ -264,9 +281,10 @@ class Formulation:
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
             violation, l1 = max(violation, terms[2]), l1 + terms[3]
-        cost_T, H_T, g_T = self.stages.terminal(it.q[K], it.v[K])
+        cost_T, H_T, g_T = self.stages.terminal(it.q[K], it.v[K], self._taus(it, K))
         cost += cost_T
-        dx0 = np.concatenate((dynamics.difference(model, it.q[0], self.ocp.q0), self.ocp.v0 - it.v[0]))
+        dq0 = dynamics.difference(model, it.q[0], self.ocp.q0)
+        dx0 = np.concatenate((dq0, self.ocp.v0 - it.v[0], self.ocp.tau0 - it.tau[0]))
         squares += float(np.sum((g_T - it.lam[K]) ** 2)) + float(np.sum(dx0**2))
         violation, l1 = max(violation, float(np.max(np.abs(dx0)))), l1 + float(np.sum(np.abs(dx0)))
         if not np.isfinite(squares + cost):
@@ -287,13 +305,12 @@ class Formulation:
     def _linearize_group(self, group, gv, it, eps):
         """One group's condensed blocks, its step data and ``(squared KKT residual, cost,
         max constraint violation, l1 norm of the equality residuals)``."""
-        nv = self.model.nv
-        nx, idx = 2 * nv, group.index
-        q, v = it.q[idx], it.v[idx]
-        if self.name == "nonlifted":  # w is the dynamics of (q, v, u)
-            gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u))
+        nx, idx = self.ocp.nx, group.index
+        q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
+        if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
+            gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
             _finite("contact dynamics", group, gv.w)
-        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1])
+        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1], tau, self._taus(it, idx + 1))
         nz = nx + gv.u.shape[1]
         r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
         grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
@@ -357,7 +374,8 @@ class Formulation:
     def step(self, it: Iterate, d: Direction, alpha_p, alpha_d) -> Iterate:
         nv = self.model.nv
         q = dynamics.integrate(self.model, it.q, alpha_p * d.dx[:, :nv])
-        v = it.v + alpha_p * d.dx[:, nv:]
+        v = it.v + alpha_p * d.dx[:, nv : 2 * nv]
+        tau = it.tau + alpha_p * d.dx[:, 2 * nv :]
         groups = tuple(
             GroupVariables(
                 gv.u + alpha_p * du,
@@ -368,12 +386,13 @@ class Formulation:
             )
             for gv, (du, dw, beta, ds, dz) in zip(it.groups, d.groups)
         )
-        return Iterate(q, v, it.lam + alpha_d * (d.lam - it.lam), groups)
+        return Iterate(q, v, it.lam + alpha_d * (d.lam - it.lam), groups, tau)
 
     # ------------------------------------------------------------------ results
 
     def trajectories(self, it: Iterate) -> dict:
-        """The solution by stage: ``q, v (K+1, .)``; ``u (K, nu)`` (zero at impulse stages);
+        """The solution by stage: ``q, v, tau (K+1, .)`` (``tau`` empty without a torque filter);
+        ``u (K, nu)`` (zero at impulse stages);
         ``a (K, nv)`` (``dv`` at impulse stages); ``f``, a list of each stage's ``(m,)`` contact
         forces (impulses) in their contacts' frames; ``forces``, ``{frame: (K, 3)}`` the
         translational force [N] of each contact frame in the world axes at contact stages (zero
@@ -403,7 +422,17 @@ class Formulation:
         frames = list(dict.fromkeys([*by_kind["contact"], *by_kind["impulse"]]))
         forces, impulses = ({frame: d.get(frame, np.zeros((K, 3))) for frame in frames} for d in by_kind.values())
         kinds = np.array([stage.kind for stage in self.ocp.stages])
-        return {"q": it.q, "v": it.v, "u": u, "a": a, "f": f, "forces": forces, "impulses": impulses, "kinds": kinds}
+        return {
+            "q": it.q,
+            "v": it.v,
+            "tau": it.tau,
+            "u": u,
+            "a": a,
+            "f": f,
+            "forces": forces,
+            "impulses": impulses,
+            "kinds": kinds,
+        }
 
 
 def _structure(group) -> tuple:

@@ -3,7 +3,8 @@
 At contact stages: the friction cone (:mod:`ocp.friction`) of every 3D contact force, in the
 order of the stage's contacts, then for each imposed limit (``position``, ``velocity``,
 ``torque``, in the order given) the rows ``x - lower`` and then ``upper - x`` of the actuated
-joints with finite limits. Impulses are not constrained (as in seed 004): the standing
+joints with finite limits (the torque limits bound the torque state ``tau`` of a filtered OCP,
+which sits in ``y`` where the controls sit otherwise). Impulses are not constrained (as in seed 004): the standing
 feet's impulses sit at the apex of their cones, where the cone rows are degenerate and the
 interior point stalls.
 """
@@ -91,12 +92,15 @@ def limit_rows(model, limits):
     return out
 
 
-def inequalities(model, friction, limits, group, q, v, u, f) -> Inequalities:
-    """The :class:`Inequalities` of the stages of ``group`` at ``y = (dq, dv, du, dw)`` (none at
-    impulse stages); ``limits`` from :func:`limit_rows`."""
+def inequalities(model, friction, limits, group, q, v, u, f, tau=None) -> Inequalities:
+    """The :class:`Inequalities` of the stages of ``group`` at ``y = (dq, dv, dtau, du, dw)``
+    (none at impulse stages); ``limits`` from :func:`limit_rows`; ``tau`` the torque state of a
+    filtered OCP (None: none)."""
     S, nv, nu = len(q), model.nv, u.shape[1]
     m = f.shape[1]
-    ny = 2 * nv + nu + nv + m
+    ntau = 0 if tau is None else tau.shape[1]
+    nx = 2 * nv + ntau
+    ny = nx + nu + nv + m
     if group.kind != "contact":
         return Inequalities(np.zeros((S, 0)), np.zeros((S, 0, ny)), np.zeros((0, ny)))
     blocks, G = [], np.zeros((S, 0, ny))
@@ -107,9 +111,9 @@ def inequalities(model, friction, limits, group, q, v, u, f) -> Inequalities:
         g, dg_dq, dg_df = friction_cones(model, q, f[:, cols], [group.contacts[i] for i in cones], friction)
         G = np.zeros((S, g.shape[1], ny))
         G[:, :, :nv] = dg_dq
-        G[:, :, 2 * nv + nu + nv + cols] = dg_df
+        G[:, :, nx + nu + nv + cols] = dg_df
         blocks.append(g)
-    values = {"position": q, "velocity": v, "torque": u}
+    values = {"position": q, "velocity": v, "torque": u if tau is None else tau}
     for name, (rows, bound) in limits.items():
         x = values[name][:, rows[0]]
         blocks += [x - bound[0], bound[1] - x]

@@ -108,10 +108,11 @@ class CompiledStages:
 
     def _map(self, group) -> GroupMap:
         lay, nv, S = self.layout, self.model.nv, group.size
+        nx = 2 * nv + lay.ntau
         slots = [lay.slot(c) for c in group.contacts]
         f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
         nu = lay.nu if group.kind == "contact" else 0
-        nf = 2 * nv + nu + nv  # the first force column of y
+        nf = nx + nu + nv  # the first force column of y
         y = np.concatenate((np.arange(nf), nf + f_cols))
         rows = np.concatenate((np.arange(nv), nv + f_cols))
         full = len(f_cols) == lay.m and np.array_equal(f_cols, np.arange(lay.m))
@@ -123,7 +124,8 @@ class CompiledStages:
         contact_inputs = np.concatenate(contact_inputs, axis=1) if contact_inputs else np.zeros((S, 0))
         if group.kind == "contact":
             terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
-            static = np.concatenate((group.dt[:, None], contact_inputs, terms), axis=1)
+            gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
+            static = np.concatenate((group.dt[:, None], gain, contact_inputs, terms), axis=1)
             cones = [lay.slot(c).cone for c in group.contacts if lay.slot(c).cone is not None]
             cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
             bounds = bound_rows(lay.limits, nv, nu, len(y))
@@ -134,10 +136,10 @@ class CompiledStages:
         take = {
             "H": (y[:, None] * ny + y).ravel(),
             "C": (rows[:, None] * ny + y).ravel(),
-            "A": (np.arange(2 * nv)[:, None] * ny + y).ravel(),
+            "A": (np.arange(nx)[:, None] * ny + y).ravel(),
             "G": (cones[:, None] * ny + y).ravel(),
         }
-        supports = self._supports(group.kind, y, cones, 2 * nv + nu)
+        supports = self._supports(group.kind, y, cones, nx + nu)
         return GroupMap(
             f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, contact_inputs
         )
@@ -147,7 +149,7 @@ class CompiledStages:
         rows and the columns of ``A_w`` of a group (``y``: its columns, ``nz``: the size of
         ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
         outputs and the columns its cone rows touch (their barrier terms join ``H``)."""
-        kernel, nx = self.kernels[kind], 2 * self.model.nv
+        kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         n = int(round(np.sqrt(kernel.sizes[2])))  # y of the layout
         H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
         H[kernel.patterns[2]], A[kernel.patterns[6]] = True, True
@@ -165,8 +167,8 @@ class CompiledStages:
 
     # ------------------------------------------------------------------ evaluation
 
-    def inequalities(self, group, q, v, u, f):
-        return self._reference.inequalities(group, q, v, u, f)
+    def inequalities(self, group, q, v, u, f, tau=None):
+        return self._reference.inequalities(group, q, v, u, f, tau)
 
     def _call(self, kind, x):
         start = time.perf_counter()
@@ -174,18 +176,20 @@ class CompiledStages:
         self.kernel_seconds += time.perf_counter() - start
         return out
 
-    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
+    def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
         f_all = np.zeros((S, lay.m))
         f_all[:, gm.f_cols] = w[:, nv:]
+        taus = (np.zeros((S, 0)),) * 2 if tau is None else (tau, tau_next)
         if group.kind == "contact":
-            x = np.concatenate((q, v, w[:, :nv], f_all, u, q_next, v_next, gm.static), axis=1)
+            x = np.concatenate((q, v, w[:, :nv], f_all, u, q_next, v_next, *taus, gm.static), axis=1)
             nu = lay.nu
         else:
-            x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, gm.static), axis=1)
+            x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, *taus, gm.static), axis=1)
             nu = 0
-        nx, nw, ny = 2 * nv, nv + lay.m, 2 * nv + nu + nv + lay.m
+        nx = 2 * nv + lay.ntau
+        nw, ny = nv + lay.m, nx + nu + nv + lay.m
         out = self._call(group.kind, x)
         cost, b = out[0][:, 0], out[5]
         if gm.y is None:
@@ -210,9 +214,10 @@ class CompiledStages:
             G = np.take(out[8], gm.take["G"], axis=1).reshape(S, len(gm.cones), H.shape[1])
         return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds), gm.supports)
 
-    def dynamics(self, group, q, v, u):
-        """``w`` of the forward (impulse) dynamics: the solution of their KKT system
-        ``[[M, -J^T], [J, 0]] w = (S u - h, r)`` (impulses: ``(0, -J v)``) from the forward kernel.
+    def dynamics(self, group, q, v, torque):
+        """``w`` of the forward (impulse) dynamics under the actuated joints' ``torque``: the
+        solution of their KKT system ``[[M, -J^T], [J, 0]] w = (S torque - h, r)`` (impulses:
+        ``(0, -J v)``) from the forward kernel.
         It is the proximal one of the numpy backend when ``J`` has full rank; otherwise the
         condensing that follows fails in either backend (``Cw`` is this matrix)."""
         gm = self.maps[int(group.index[0])]
@@ -224,14 +229,15 @@ class CompiledStages:
         J = J.reshape(S, lay.m, nv)[:, gm.f_cols]
         K[:, :nv, nv:], K[:, nv:, :nv] = -np.swapaxes(J, 1, 2), J
         if group.kind == "contact":
-            rhs = np.concatenate((u @ self.S.T - h, r[:, gm.f_cols]), axis=1)
+            rhs = np.concatenate((torque @ self.S.T - h, r[:, gm.f_cols]), axis=1)
         else:
             rhs = np.concatenate((np.zeros((S, nv)), -vel[:, gm.f_cols]), axis=1)
         return np.linalg.solve(K, rhs[..., None])[..., 0]
 
-    def terminal(self, q, v):
-        nx = 2 * self.model.nv
-        cost, g, H = self._call("terminal", np.concatenate((q, v, self._terminal_static[0]))[None])
+    def terminal(self, q, v, tau=None):
+        nx = 2 * self.model.nv + self.layout.ntau
+        tau = np.zeros(0) if tau is None else tau
+        cost, g, H = self._call("terminal", np.concatenate((q, v, tau, self._terminal_static[0]))[None])
         return float(cost[0, 0]), H[0].reshape(nx, nx), g[0]
 
 

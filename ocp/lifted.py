@@ -2,12 +2,16 @@
 
 State ``x = (q, v)``, tangent ``dx = (dq, dv)``. A contact stage of time step ``dt`` has the
 control ``u`` (torques of the actuated joints, ``S u`` in joint space) and the lifted
-variables ``w = (a, f)``; an impulse stage has no control and ``w = (dv, Lambda)``.
+variables ``w = (a, f)``; an impulse stage has no control and ``w = (dv, Lambda)``. With a
+torque filter (:class:`ocp.problem.OCP`) the state is ``x = (q, v, tau)``, the joints receive
+``S tau`` and ``u`` is the filter's input; ``y = (dq, dv, dtau, du, dw)`` in either case
+(``dtau`` empty without a filter).
 
-State equation (seed 004 eq. 3, 10), written as residuals
+State equation (seed 004 eq. 3, 10; seed 001 eq. 49), written as residuals
 
     F_q = (q_i (-) q_{i+1}) + dt v_i      (impulse: without dt v_i)
     F_v = v_i + dt a_i - v_{i+1}           (impulse: v_i + dv_i - v_{i+1})
+    F_tau = g tau_i + (1 - g) u_i - tau_{i+1}   (impulse: tau_i - tau_{i+1}; g the filter's gain)
 
 and solved for the next state at first order: ``dq_{i+1} = -D^-1 (F_q + D_q dq_i + dt dv_i)``
 with ``D, D_q`` the Jacobians of ``q_i (-) q_{i+1}`` with respect to ``q_{i+1}`` and ``q_i``
@@ -15,7 +19,7 @@ with ``D, D_q`` the Jacobians of ``q_i (-) q_{i+1}`` with respect to ``q_{i+1}``
 
 Local equalities, eliminated by :mod:`ocp.condensing`:
 
-    contact: ID(q, v, a, f) - S u = 0  (eq. 16-17),   alpha(q, v, a) = 0  (eq. 5)
+    contact: ID(q, v, a, f) - S u = 0  (eq. 16-17; S tau with a filter),   alpha(q, v, a) = 0  (eq. 5)
     impulse: M(q) dv - J^T Lambda = 0  (eq. 9),       J (v + dv) = 0      (eq. 12)
 
 whose Jacobian in ``w`` is ``[[M, -J^T], [J, 0]]`` (eq. 23). Everything is batched over the
@@ -36,45 +40,63 @@ def actuation(model) -> np.ndarray:
     return np.eye(model.nv)[:, 6:] if model.has_free_flyer else np.eye(model.nv)
 
 
-def state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw):
-    """The linearized state equation ``dx_{i+1} = A y + b`` of stages with ``y = (dq, dv, du,
-    dw)``, ``w = (w_v, ...)`` (module docstring). Contact stages: ``w_v = a`` and the time step
-    ``dt (S,)``; impulse stages: ``w_v = dv`` and ``dt = None`` (no time elapses)."""
+def state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw, filtered=None):
+    """The linearized state equation ``dx_{i+1} = A y + b`` of stages with ``y = (dq, dv, dtau,
+    du, dw)``, ``w = (w_v, ...)`` (module docstring). Contact stages: ``w_v = a`` and the time
+    step ``dt (S,)``; impulse stages: ``w_v = dv`` and ``dt = None`` (no time elapses).
+    ``filtered``: ``(tau, tau_next, u, gain)`` of a torque filter (``gain (S,)``, None at
+    impulse stages), or None."""
     nv, S = model.nv, len(q)
     impulse = dt is None
     h = np.zeros((S, 1)) if impulse else np.broadcast_to(np.asarray(dt, dtype=float), (S,))[:, None]
     F_q = dynamics.difference(model, q_next, q) + h * v
     D, D_q = dynamics.difference_jacobians(model, q_next, q)  # d/dq_{i+1}, d/dq_i
     D_inv = np.linalg.inv(D)
-    nx = 2 * nv
+    ntau = 0 if filtered is None else filtered[0].shape[1]
+    nx = 2 * nv + ntau
     eye = np.eye(nv)
     A = np.zeros((S, nx, nx + nu + nw))
     A[:, :nv, :nv] = -D_inv @ D_q
-    A[:, :nv, nv:nx] = -D_inv * h[:, :, None]
-    A[:, nv:, nv:nx] = eye
-    A[:, nv:, nx + nu : nx + nu + nv] = eye if impulse else h[:, :, None] * eye
+    A[:, :nv, nv : 2 * nv] = -D_inv * h[:, :, None]
+    A[:, nv : 2 * nv, nv : 2 * nv] = eye
+    A[:, nv : 2 * nv, nx + nu : nx + nu + nv] = eye if impulse else h[:, :, None] * eye
     w_step = w_v if impulse else h * w_v
-    b = np.concatenate((-np.einsum("sij,sj->si", D_inv, F_q), v + w_step - v_next), axis=1)
-    return A, b
+    b = [-np.einsum("sij,sj->si", D_inv, F_q), v + w_step - v_next]
+    if filtered is not None:
+        tau, tau_next, u, gain = filtered
+        keep = np.ones((S, 1)) if impulse else np.asarray(gain, dtype=float).reshape(S, 1)
+        A[:, 2 * nv :, 2 * nv : nx] = keep[:, :, None] * np.eye(ntau)
+        if not impulse:
+            A[:, 2 * nv :, nx : nx + nu] = (1 - keep)[:, :, None] * np.eye(ntau)
+        b.append(keep * tau + (0 if impulse else (1 - keep) * u) - tau_next)
+    return A, np.concatenate(b, axis=1)
 
 
-def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g) -> LiftedStages:
+def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g, filtered=None) -> LiftedStages:
     """Lifted contact stages at ``(q, v, a, f, u)`` (arrays with a leading stage axis) toward
-    ``(q_next, v_next)``, with the cost ``H, g`` in ``y = (dq, dv, du, da, df)``."""
+    ``(q_next, v_next)``, with the cost ``H, g`` in ``y = (dq, dv, dtau, du, da, df)``;
+    ``filtered``: ``(tau, tau_next, gain)`` of a torque filter, or None."""
     nv = model.nv
     Sel = actuation(model)
     nu, m = Sel.shape[1], f.shape[1]
     S = len(q)
-    nx, ny = 2 * nv, 2 * nv + nu + nv + m
-    A, b = state_equation(model, q, v, a, q_next, v_next, dt, nu, nv + m)
+    ntau = 0 if filtered is None else nu
+    nx = 2 * nv + ntau
+    ny = nx + nu + nv + m
+    state = None if filtered is None else (filtered[0], filtered[1], u, filtered[2])
+    A, b = state_equation(model, q, v, a, q_next, v_next, dt, nu, nv + m, state)
     (ID, dID_dq, dID_dv, dID_da, dID_df), (alpha, dal_dq, dal_dv, dal_da) = _contact_equalities(
         model, contacts, q, v, a, f
     )
     C = np.zeros((S, nv + m, ny))
-    C[:, :nv] = np.concatenate((dID_dq, dID_dv, np.broadcast_to(-Sel, (S, nv, nu)), dID_da, dID_df), axis=2)
-    C[:, nv:, :nx] = np.concatenate((dal_dq, dal_dv), axis=2)
+    C[:, :nv, :nv], C[:, :nv, nv : 2 * nv] = dID_dq, dID_dv
+    torque = slice(2 * nv, nx) if filtered is not None else slice(nx, nx + nu)  # the columns of S's input
+    C[:, :nv, torque] = -Sel
+    C[:, :nv, nx + nu :] = np.concatenate((dID_da, dID_df), axis=2)
+    C[:, nv:, : 2 * nv] = np.concatenate((dal_dq, dal_dv), axis=2)
     C[:, nv:, nx + nu : nx + nu + nv] = dal_da
-    c = np.concatenate((ID - u @ Sel.T, alpha), axis=1)
+    applied = u if filtered is None else filtered[0]
+    c = np.concatenate((ID - applied @ Sel.T, alpha), axis=1)
     return LiftedStages(nx, nu, H, g, C, c, A, b)
 
 
@@ -96,18 +118,22 @@ def _contact_equalities(model, contacts, q, v, a, f):
     )
 
 
-def impulse_stages(model, contacts, q, v, dv, impulse, q_next, v_next, H, g) -> LiftedStages:
-    """Lifted impulse stages at ``(q, v, dv, Lambda)``, cost ``H, g`` in ``y = (dq, dv, ddv, dLambda)``."""
+def impulse_stages(model, contacts, q, v, dv, impulse, q_next, v_next, H, g, filtered=None) -> LiftedStages:
+    """Lifted impulse stages at ``(q, v, dv, Lambda)``, cost ``H, g`` in ``y = (dq, dv, dtau,
+    ddv, dLambda)``; ``filtered``: ``(tau, tau_next)`` of a torque filter (held), or None."""
     nv = model.nv
     m = impulse.shape[1]
     S = len(q)
-    nx, ny = 2 * nv, 3 * nv + m
-    A, b = state_equation(model, q, v, dv, q_next, v_next, None, 0, nv + m)
+    ntau = 0 if filtered is None else filtered[0].shape[1]
+    nx = 2 * nv + ntau
+    ny = nx + nv + m
+    state = None if filtered is None else (*filtered, None, None)
+    A, b = state_equation(model, q, v, dv, q_next, v_next, None, 0, nv + m, state)
     dE_dq, dE_ddv, dE_dimpulse = dynamics.impulse_inverse_dynamics_derivatives(model, q, dv, impulse, contacts)
     dV_dq, J = dynamics.contact_velocity_derivatives(model, q, v + dv, contacts)
     C = np.zeros((S, nv + m, ny))
     C[:, :nv, :nv], C[:, :nv, nx : nx + nv], C[:, :nv, nx + nv :] = dE_dq, dE_ddv, dE_dimpulse
-    C[:, nv:, :nv], C[:, nv:, nv:nx], C[:, nv:, nx : nx + nv] = dV_dq, J, J
+    C[:, nv:, :nv], C[:, nv:, nv : 2 * nv], C[:, nv:, nx : nx + nv] = dV_dq, J, J
     c = np.concatenate(
         (
             dynamics.impulse_inverse_dynamics(model, q, dv, impulse, contacts),

@@ -6,8 +6,14 @@ Knots ``x_0 .. x_K`` with ``x = (q, v)`` are joined by stages, in time order:
 - :class:`ImpulseStage` at a touchdown (no time elapses): variables ``(q, v, dv, Lambda)``,
   with the contacts active right after the impact (landing and standing feet alike);
 
-and a terminal cost on ``x_K``. Each stage carries its own cost terms (:mod:`ocp.costs`,
-references for that stage) and contacts (Baumgarte targets for that stage). Inequalities:
+and a terminal cost on ``x_K``. With a ``torque_filter`` (seed 001 eq. 46-49) the joint
+torques ``tau`` are part of the state, ``x = (q, v, tau)``, and the control ``u`` is the
+unfiltered torque ``w`` of the first-order filter ``tau_dot = omega0 (w - tau)``, ``omega0 =
+2 pi f_c``, discretized with a zero-order hold: ``tau_{k+1} = g tau_k + (1 - g) u_k`` with
+``g = exp(-omega0 dt)`` over a contact stage, ``tau_{k+1} = tau_k`` over an impulse.
+
+Each stage carries its own cost terms (:mod:`ocp.costs`, references for that stage) and
+contacts (Baumgarte targets for that stage). Inequalities:
 the friction cone of every 3D contact force in the world frame (:mod:`ocp.friction`) and the
 URDF's joint position, velocity and torque limits on the actuated joints of contact stages.
 
@@ -57,7 +63,10 @@ class ImpulseStage:
 class OCP:
     """The problem: ``model``, initial state ``(q0, v0)``, ``stages`` in time order,
     ``terminal_costs`` on ``x_K``, the friction coefficient of the cones (``None``: no cones)
-    and which URDF ``limits`` are imposed (a subset of ``position, velocity, torque``)."""
+    and which URDF ``limits`` are imposed (a subset of ``position, velocity, torque``; with a
+    filter the torque limits bound ``tau``). ``torque_filter``: the filter's cut-off
+    frequency ``f_c`` [Hz] (module docstring; ``None``: the torques are the controls), with
+    the initial torques ``tau0`` (default zero)."""
 
     model: object
     q0: np.ndarray
@@ -66,11 +75,17 @@ class OCP:
     terminal_costs: tuple = ()
     friction: float | None = 0.7
     limits: tuple = LIMITS
+    torque_filter: float | None = None
+    tau0: np.ndarray | None = None
 
     def __post_init__(self):
         model = self.model
         object.__setattr__(self, "q0", _vector(self.q0, model.nq, "q0"))
         object.__setattr__(self, "v0", _vector(self.v0, model.nv, "v0"))
+        if self.torque_filter is not None and not (np.isfinite(self.torque_filter) and self.torque_filter > 0):
+            raise ValueError(f"torque filter cut-off must be a frequency > 0 (Hz), got {self.torque_filter!r}")
+        tau0 = np.zeros(self.ntau) if self.tau0 is None else self.tau0
+        object.__setattr__(self, "tau0", _vector(tau0, self.ntau, "tau0"))
         object.__setattr__(self, "stages", tuple(self.stages))
         if not self.stages:
             raise ValueError("an OCP needs at least one stage")
@@ -97,6 +112,20 @@ class OCP:
     @property
     def nu(self) -> int:
         return self.model.nv - 6 if self.model.has_free_flyer else self.model.nv
+
+    @property
+    def ntau(self) -> int:
+        """The size of the torque state: ``nu`` with a torque filter, else 0."""
+        return 0 if self.torque_filter is None else self.nu
+
+    @property
+    def nx(self) -> int:
+        """The size of the state's tangent ``(dq, dv, dtau)``."""
+        return 2 * self.model.nv + self.ntau
+
+    def filter_gain(self, dt):
+        """``g = exp(-2 pi f_c dt)`` of the torque filter over time steps ``dt`` (module docstring)."""
+        return np.exp(-2 * np.pi * self.torque_filter * np.asarray(dt, dtype=float))
 
     def times(self) -> np.ndarray:
         """The time of each knot (an impulse stage takes no time)."""

@@ -1,8 +1,9 @@
 """Stage evaluation: what a Newton step reads from the stages of one group, by one of two backends.
 
 A backend evaluates, for all stages of a :class:`ocp.problem.StageGroup` at once, the pieces of
-seed 004's stage problems at ``(q, v, u, w)`` toward ``(q_next, v_next)``, in the group's
-own layout ``y = (dq, dv, du, dw)`` (:mod:`ocp.lifted`):
+seed 004's stage problems at ``(q, v, u, w)`` toward ``(q_next, v_next)`` (and the torque
+states ``tau, tau_next`` of a filtered OCP), in the group's own layout ``y = (dq, dv, dtau,
+du, dw)`` (:mod:`ocp.lifted`):
 
 - the cost per stage and its Gauss-Newton ``H, g`` (:mod:`ocp.costs`);
 - the local equalities ``c`` and their Jacobian ``C`` (lifted: ``ID - S u``, ``alpha`` at contact
@@ -56,10 +57,10 @@ class Stages(Protocol):
 
     name: str
 
-    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval: ...
-    def dynamics(self, group, q, v, u) -> np.ndarray: ...
-    def terminal(self, q, v) -> tuple: ...
-    def inequalities(self, group, q, v, u, f) -> tuple: ...
+    def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval: ...
+    def dynamics(self, group, q, v, torque) -> np.ndarray: ...
+    def terminal(self, q, v, tau=None) -> tuple: ...
+    def inequalities(self, group, q, v, u, f, tau=None) -> tuple: ...
     def for_problem(self, ocp, groups) -> Stages: ...
 
 
@@ -79,42 +80,46 @@ class NumpyStages:
         self.terminal_cost = ocp.terminal()
         self.dynamics_options = dict(dynamics_options or {})
 
-    def inequalities(self, group, q, v, u, f):
-        return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f)
+    def inequalities(self, group, q, v, u, f, tau=None):
+        return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f, tau)
 
     def for_problem(self, ocp, groups) -> NumpyStages:
         """The same evaluation for ``ocp`` (grouped in ``groups``), an OCP of the same structure
         with other data."""
         return NumpyStages(ocp, self.dynamics_options)
 
-    def evaluate(self, group, q, v, u, w, q_next, v_next) -> StageEval:
+    def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:
         model, nv = self.model, self.model.nv
         a, f = w[:, :nv], w[:, nv:]
-        z = StageVariables(q, v, u, a, f)
+        z = StageVariables(q, v, u, a, f, tau)
         H, g = group.costs.gauss_newton(model, z)
         cost = sum(group.costs.evaluate(model, z).values(), np.zeros(group.size))
         if group.kind == "contact":
-            st = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, u, q_next, v_next, H, g)
+            filtered = None if tau is None else (tau, tau_next, self.ocp.filter_gain(group.dt))
+            st = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, u, q_next, v_next, H, g, filtered)
+            ineq = self.inequalities(group, q, v, u, f, tau)
         else:
-            st = lifted.impulse_stages(model, group.contacts, q, v, a, f, q_next, v_next, H, g)
-        return StageEval(cost, H, g, st.c, st.C, st.b, st.A, self.inequalities(group, q, v, u, f))
+            filtered = None if tau is None else (tau, tau_next)
+            st = lifted.impulse_stages(model, group.contacts, q, v, a, f, q_next, v_next, H, g, filtered)
+            ineq = self.inequalities(group, q, v, u, f, tau)
+        return StageEval(cost, H, g, st.c, st.C, st.b, st.A, ineq)
 
-    def dynamics(self, group, q, v, u):
-        """``w``: ``(a, f)`` of the constrained forward dynamics (a flight: the ABA), or ``(dv,
-        Lambda)`` of the impulse dynamics."""
+    def dynamics(self, group, q, v, torque):
+        """``w``: ``(a, f)`` of the constrained forward dynamics under the actuated joints'
+        ``torque`` (a flight: the ABA), or ``(dv, Lambda)`` of the impulse dynamics."""
         model, opts = self.model, self.dynamics_options
         if group.kind == "contact" and not group.contacts:
-            return dynamics.aba(model, q, v, u @ self.S.T)
+            return dynamics.aba(model, q, v, torque @ self.S.T)
         if group.kind == "contact":
             return np.concatenate(
-                dynamics.constrained_dynamics(model, q, v, u @ self.S.T, group.contacts, **opts), axis=1
+                dynamics.constrained_dynamics(model, q, v, torque @ self.S.T, group.contacts, **opts), axis=1
             )
         v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
         return np.concatenate((v_plus - v, impulse), axis=1)
 
-    def terminal(self, q, v):
-        """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv)``."""
-        zT = StageVariables(q[None], v[None], *(np.zeros((1, 0)),) * 3)
+    def terminal(self, q, v, tau=None):
+        """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv, dtau)``."""
+        zT = StageVariables(q[None], v[None], *(np.zeros((1, 0)),) * 3, None if tau is None else tau[None])
         H, g = self.terminal_cost.gauss_newton(self.model, zT)
         cost = sum(float(np.sum(c)) for c in self.terminal_cost.evaluate(self.model, zT).values())
         return cost, H[0], g[0]

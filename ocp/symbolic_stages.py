@@ -6,16 +6,20 @@ row offset in the stacked forces ``f_all``, the forces of contacts inactive at a
 zero) and the union of its cost terms (a term absent from a stage gets zero weights). Each
 stage kind then has one function of a flat input row:
 
-- **contact**: ``(q, v, a, f_all, u, q_next, v_next | dt, contact gains and targets, term
-  parameters)`` -> ``(cost, g, H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in
-  ``y = (dq, dv, du, da, df_all)``, the local equalities ``ID - S u``, ``alpha`` (seed 004
-  eq. 16-17, 5), the state equation (eq. 3) and the inequalities (friction cones of every 3D
-  contact, eq. 36, then the joint limits) with the Jacobian ``G`` of the cones;
-- **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next | term parameters)`` -> ``(cost, g, H,
-  c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
+- **contact**: ``(q, v, a, f_all, u, q_next, v_next, tau, tau_next | dt, filter gain, contact
+  gains and targets, term parameters)`` -> ``(cost, g, H, c, C, b, A, g_in, G)``: the
+  Gauss-Newton cost in ``y = (dq, dv, dtau, du, da, df_all)``, the local equalities ``ID - S u``
+  (``ID - S tau`` with a torque filter), ``alpha`` (seed 004 eq. 16-17, 5), the state equation
+  (eq. 3; seed 001 eq. 49) and the inequalities (friction cones of every 3D contact, eq. 36,
+  then the joint limits) with the Jacobian ``G`` of the cones;
+- **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next, tau, tau_next | term parameters)`` ->
+  ``(cost, g, H, c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
 - **forward**: ``(q, v | contact gains and targets)`` -> ``(M, h, J_all, r_all, J_all v)``: what
   the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T f``, ``J a = r``;
-- **terminal**: ``(q, v | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv)``.
+- **terminal**: ``(q, v, tau | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv, dtau)``.
+
+The torque state ``tau`` (and the filter gain) are empty inputs without a torque filter
+(:class:`ocp.problem.OCP`).
 
 Each function has one input row and its outputs in the order listed, matrices flattened row
 by row. A stage of a group reads its own rows and columns out of
@@ -77,6 +81,7 @@ class Layout:
     terminal_terms: tuple
     friction: float | None
     limits: dict  # ocp.inequalities.limit_rows
+    ntau: int = 0  # the size of the torque state (0: no torque filter)
 
     @property
     def m(self):
@@ -103,6 +108,7 @@ class Layout:
                 [term_key(t) for t in terms] for terms in (self.contact_terms, self.impulse_terms, self.terminal_terms)
             ],
             "friction": self.friction,
+            "ntau": self.ntau,
             "limits": {k: [np.asarray(x) for x in (*rows, *bounds)] for k, (rows, bounds) in self.limits.items()},
         }
 
@@ -138,6 +144,7 @@ def layout(ocp) -> Layout:
         ordered("terminal"),
         ocp.friction,
         limit_rows(ocp.model, ocp.limits),
+        ocp.ntau,
     )
 
 
@@ -154,7 +161,7 @@ def term_size(layout: Layout, term) -> int:
 
 def _residual_size(layout, term):
     if isinstance(term, VariableCost):
-        return {"u": layout.nu, "a": layout.model.nv, "f": layout.m}[term.variable]
+        return {"u": layout.nu, "a": layout.model.nv, "f": layout.m, "tau": layout.ntau}[term.variable]
     if isinstance(term, StateCost):
         return 2 * layout.model.nv
     return 3
@@ -299,21 +306,28 @@ def _gauss_newton(residuals, variables):
     return cost, g, H
 
 
-def _state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw):
-    """:func:`ocp.lifted.state_equation` of one stage (``dt = None``: an impulse stage)."""
-    nv = model.nv
-    nx = 2 * nv
+def _state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw, tau, tau_next, u=None, gain=None):
+    """:func:`ocp.lifted.state_equation` of one stage (``dt = None``: an impulse stage), with
+    the torque state ``tau`` (empty without a filter) filtered with ``gain`` (held at impulses)."""
+    nv, ntau = model.nv, tau.numel()
+    nx = 2 * nv + ntau
     h = 0 if dt is None else dt
     F_q = sx.difference(model, q_next, q) + h * v
     _, D_q = sx.difference_jacobians(model, q_next, q)
     D_inv = sx.difference_jacobian_inverse(model, q_next, q)
     A = ca.SX.zeros(nx, nx + nu + nw)
     A[:nv, :nv] = -D_inv @ D_q
-    A[:nv, nv:nx] = -h * D_inv
-    A[nv:, nv:nx] = ca.SX.eye(nv)
-    A[nv:, nx + nu : nx + nu + nv] = (1 if dt is None else h) * ca.SX.eye(nv)
-    b = ca.vertcat(-D_inv @ F_q, v + (w_v if dt is None else h * w_v) - v_next)
-    return A, b
+    A[:nv, nv : 2 * nv] = -h * D_inv
+    A[nv : 2 * nv, nv : 2 * nv] = ca.SX.eye(nv)
+    A[nv : 2 * nv, nx + nu : nx + nu + nv] = (1 if dt is None else h) * ca.SX.eye(nv)
+    b = [-D_inv @ F_q, v + (w_v if dt is None else h * w_v) - v_next]
+    if ntau:
+        keep = 1 if dt is None else gain
+        A[2 * nv :, 2 * nv : nx] = keep * ca.SX.eye(ntau)
+        if dt is not None:
+            A[2 * nv :, nx : nx + nu] = (1 - keep) * ca.SX.eye(ntau)
+        b.append(keep * tau + (0 if dt is None else (1 - keep) * u) - tau_next)
+    return A, ca.vertcat(*b)
 
 
 def _rows(x):
@@ -325,10 +339,10 @@ def _at_zero(variables, *exprs):
     return [ca.substitute(e, variables.dq, ca.SX.zeros(variables.dq.numel())) for e in exprs]
 
 
-def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
+def _inequalities(layout, rows, cfg_kin, q, v, torque, variables):
     """Friction cones of the 3D contact slots (world forces, eq. 36) then the joint limits, as
     :func:`ocp.inequalities.inequalities` orders them, and the Jacobian of the cones (that of
-    the limits is constant); ``q`` moved along ``dq``."""
+    the limits is constant); ``q`` moved along ``dq``; ``torque`` what the torque limits bound."""
     model = layout.model
     blocks = []
     if layout.friction is not None:
@@ -342,7 +356,7 @@ def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
                 f = R @ f
             blocks.append(P @ f)
     cones = ca.vertcat(*blocks) if blocks else ca.SX.zeros(0)
-    values = {"position": q, "velocity": v, "torque": u}
+    values = {"position": q, "velocity": v, "torque": torque}
     for name, ((cols, _), (lower, upper)) in layout.limits.items():
         x = ca.vertcat(*[values[name][int(i)] for i in cols]) if len(cols) else ca.SX.zeros(0)
         blocks += [x - sx.const(lower), sx.const(upper) - x]
@@ -355,22 +369,25 @@ def _inequalities(layout, rows, cfg_kin, q, v, u, variables):
 
 def contact_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the contact stage (module docstring)."""
-    model, m, nu = layout.model, layout.m, layout.nu
+    model, m, nu, ntau = layout.model, layout.m, layout.nu, layout.ntau
     nq, nv = model.nq, model.nv
-    sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "dt": 1}
+    sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
+    sizes |= {"dt": 1, "gain": 1 if ntau else 0}
     sizes |= _contact_inputs(layout) | _term_inputs(layout, layout.contact_terms)
     x = _Inputs(sizes)
-    q, v, a, f, u = x["q"], x["v"], x["a"], x["f"], x["u"]
-    var = _Variables(model, v=v, u=u, a=a, f=f)
+    q, v, a, f, u, tau = x["q"], x["v"], x["a"], x["f"], x["u"], x["tau"]
+    var = _Variables(model, v=v, tau=tau, u=u, a=a, f=f)
+    applied = tau if ntau else u  # what the actuated joints receive
     cfg = sx.configuration(model, q, var.dq)
     kin = sx.forward(model, cfg, v, a)
     rows = _contacts(layout, kin, f, x)
     tau_f = sx.generalized_forces(model, kin, _wrenches(rows))  # J^T f
     kin0 = sx.forward(model, sx.configuration(model, q), v, a)
     dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
-    ID = sx.rnea(model, kin0) - tau_f - ca.vertcat(ca.SX.zeros(nv - nu), u)
+    ID = sx.rnea(model, kin0) - tau_f - ca.vertcat(ca.SX.zeros(nv - nu), applied)
     selection = ca.horzcat(ca.SX.zeros(nu, nv - nu), ca.SX.eye(nu)).T
-    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dtau_dv, -selection, M, -ca.jacobian(tau_f, f))
+    d_tau, d_u = (-selection, ca.SX.zeros(nv, nu)) if ntau else (ca.SX.zeros(nv, 0), -selection)
+    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dtau_dv, d_tau, d_u, M, -ca.jacobian(tau_f, f))
     alpha = []
     for i, (slot, r) in enumerate(rows):
         kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
@@ -379,23 +396,23 @@ def contact_function(layout: Layout) -> ca.Function:
     c = ca.vertcat(ID, alpha)
     C = ca.vertcat(C_ID, ca.jacobian(alpha, var.y))
     q_moved = sx.configuration(model, q, var.dq).q
-    g_in, G = _inequalities(layout, rows, kin, q_moved, v, u, var)
+    g_in, G = _inequalities(layout, rows, kin, q_moved, v, applied, var)
     cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
     c, C, g_in, G, cost, g, H = _at_zero(var, c, C, g_in, G, cost, g, H)
-    A, b = _state_equation(model, q, v, a, x["q_next"], x["v_next"], x["dt"], nu, nv + m)
+    A, b = _state_equation(
+        model, q, v, a, x["q_next"], x["v_next"], x["dt"], nu, nv + m, tau, x["tau_next"], u, x["gain"]
+    )
     return ca.Function("contact", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G)])
 
 
 def impulse_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the impulse stage (module docstring)."""
-    model, m = layout.model, layout.m
+    model, m, ntau = layout.model, layout.m, layout.ntau
     nq, nv = model.nq, model.nv
-    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv} | _term_inputs(
-        layout, layout.impulse_terms
-    )
-    x = _Inputs(sizes)
+    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
+    x = _Inputs(sizes | _term_inputs(layout, layout.impulse_terms))
     q, v, dv, impulse = x["q"], x["v"], x["dv"], x["f"]
-    var = _Variables(model, v=v, dv=dv, f=impulse)
+    var = _Variables(model, v=v, tau=x["tau"], dv=dv, f=impulse)
     cfg = sx.configuration(model, q, var.dq)
     zero = ca.SX.zeros(nv)
     kin = sx.forward(model, cfg, zero, dv)
@@ -403,7 +420,7 @@ def impulse_function(layout: Layout) -> ca.Function:
     kin0 = sx.forward(model, sx.configuration(model, q), zero, dv)
     dM_dq, _, M = sx.rnea_derivatives(model, kin0, gravity=False)
     E = sx.rnea(model, kin0, gravity=False) - tau_f
-    C_E = ca.horzcat(dM_dq - ca.jacobian(tau_f, var.dq), ca.SX.zeros(nv, nv), M, -ca.jacobian(tau_f, impulse))
+    C_E = ca.horzcat(dM_dq - ca.jacobian(tau_f, var.dq), ca.SX.zeros(nv, nv + ntau), M, -ca.jacobian(tau_f, impulse))
     after = ca.vertcat(
         *[r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)] + [ca.SX.zeros(0)]
     )
@@ -411,7 +428,7 @@ def impulse_function(layout: Layout) -> ca.Function:
     C = ca.vertcat(C_E, ca.jacobian(after, var.y))
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
     c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
-    A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m)
+    A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m, x["tau"], x["tau_next"])
     return ca.Function("impulse", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A)])
 
 
@@ -441,10 +458,10 @@ def forward_function(layout: Layout) -> ca.Function:
 def terminal_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the terminal cost (module docstring)."""
     model = layout.model
-    sizes = {"q": model.nq, "v": model.nv} | _term_inputs(layout, layout.terminal_terms)
+    sizes = {"q": model.nq, "v": model.nv, "tau": layout.ntau} | _term_inputs(layout, layout.terminal_terms)
     x = _Inputs(sizes)
     q, v = x["q"], x["v"]
-    var = _Variables(model, v=v, u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
+    var = _Variables(model, v=v, tau=x["tau"], u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
     cfg = sx.configuration(model, q, var.dq)
     cost, g, H = _at_zero(var, *_gauss_newton(_residuals(layout, layout.terminal_terms, x, cfg, q, v, var), var))
     return ca.Function("terminal", [x.x], [cost, g, _rows(H)])

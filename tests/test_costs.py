@@ -19,12 +19,14 @@ def setting():
         u=rng.standard_normal((S, 12)),
         a=rng.standard_normal((S, nv)),
         f=rng.standard_normal((S, 12)),
+        tau=rng.standard_normal((S, 12)),
     )
     terms = (
         StateCost(
             dynamics.random_configuration(model, rng, S), rng.standard_normal((S, nv)), rng.uniform(0.5, 2, 2 * nv)
         ),
         VariableCost("u", rng.standard_normal(12), 0.1, "control"),
+        VariableCost("tau", rng.standard_normal(12), 0.3, "torque state"),
         VariableCost("a", np.zeros(nv), 1e-3, "acceleration"),
         VariableCost("f", rng.standard_normal((S, 12)), 1e-2, "force"),
         FramePositionCost("LF_FOOT", rng.standard_normal(3), [1.0, 2.0, 3.0], "swing foot"),
@@ -34,11 +36,9 @@ def setting():
 
 
 def perturbed(model, z, y):
-    """``z (+) y`` with ``y = (dq, dv, du, da, df)``."""
-    parts = np.split(y, np.cumsum(z.sizes)[:-1], axis=1)
-    return StageVariables(
-        dynamics.integrate(model, z.q, parts[0]), z.v + parts[1], z.u + parts[2], z.a + parts[3], z.f + parts[4]
-    )
+    """``z (+) y`` with ``y = (dq, dv, dtau, du, da, df)``."""
+    dq, dv, dtau, du, da, df = np.split(y, np.cumsum(z.sizes)[:-1], axis=1)
+    return StageVariables(dynamics.integrate(model, z.q, dq), z.v + dv, z.u + du, z.a + da, z.f + df, z.tau + dtau)
 
 
 def test_residual_jacobians_match_finite_differences(setting):
@@ -80,7 +80,15 @@ def test_gauss_newton_gradient_is_the_cost_gradient(setting):
     np.testing.assert_allclose(g, fd, atol=1e-5 * max(1, np.abs(fd).max()))
     np.testing.assert_allclose(H, np.swapaxes(H, 1, 2), rtol=0, atol=1e-12 * np.abs(H).max())
     assert np.all(np.linalg.eigvalsh(H) > -1e-9)
-    assert set(costs.evaluate(model, z)) == {"state", "control", "acceleration", "force", "swing foot", "com"}
+    assert set(costs.evaluate(model, z)) == {
+        "state",
+        "control",
+        "torque state",
+        "acceleration",
+        "force",
+        "swing foot",
+        "com",
+    }
 
 
 def test_negative_weights_are_rejected(setting):

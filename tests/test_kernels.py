@@ -54,27 +54,34 @@ def compare_groups(ocp, compiled, rng):
     reference = NumpyStages(ocp)
     nv, compared = ocp.model.nv, 0
     q, v = random_point(ocp, rng)
+    tau = 10 * rng.standard_normal((ocp.K + 1, ocp.ntau))  # the torque state of a filtered OCP
+
+    def taus(index):
+        return tau[index] if ocp.ntau else None
+
     for group in ocp.groups():
         idx, S = group.index, group.size
         m = sum(c.dim for c in group.contacts)
         nu = ocp.nu if group.kind == "contact" else 0
         u, w = 10 * rng.standard_normal((S, nu)), 10 * rng.standard_normal((S, nv + m))
-        args = (group, q[idx], v[idx], u, w, q[idx + 1], v[idx + 1])
+        args = (group, q[idx], v[idx], u, w, q[idx + 1], v[idx + 1], taus(idx), taus(idx + 1))
         ref, got = reference.evaluate(*args), compiled.evaluate(*args)
         for name in FIELDS:
             assert_close(getattr(ref, name), getattr(got, name), what=f"{group.kind} stage {idx[0]}: {name}")
         assert_close(ref.ineq.g, got.ineq.g, what=f"{group.kind} stage {idx[0]}: inequalities")
         assert_close(ref.ineq.jacobian(), got.ineq.jacobian(), what=f"{group.kind} stage {idx[0]}: their Jacobian")
-        assert_outside_supports_zero(ref, got.supports, 2 * nv + nu)
+        nz = ocp.nx + nu
+        assert_outside_supports_zero(ref, got.supports, nz)
         if "forward" in compiled.kernels:
-            nz = 2 * nv + nu
             M, J = ref.C[:, :nv, nz : nz + nv], ref.C[:, nv:, nz : nz + nv]
             delassus = J @ np.linalg.solve(M, np.swapaxes(J, 1, 2))
             regular = np.linalg.eigvalsh(delassus)[:, 0] >= 1e-3 if m else np.ones(S, dtype=bool)
-            w_ref, w_got = reference.dynamics(group, q[idx], v[idx], u), compiled.dynamics(group, q[idx], v[idx], u)
+            torque = u if not ocp.ntau or group.kind != "contact" else tau[idx]
+            w_ref = reference.dynamics(group, q[idx], v[idx], torque)
+            w_got = compiled.dynamics(group, q[idx], v[idx], torque)
             assert_close(w_ref[regular], w_got[regular], tol=1e-9, what=f"dynamics at stage {idx[0]}")
             compared += int(np.sum(regular))
-    for ref, got in zip(reference.terminal(q[-1], v[-1]), compiled.terminal(q[-1], v[-1])):
+    for ref, got in zip(reference.terminal(q[-1], v[-1], taus(-1)), compiled.terminal(q[-1], v[-1], taus(-1))):
         assert_close(ref, got, what="terminal")
     return compared
 
@@ -143,9 +150,10 @@ def _small_rotation(rng):
     return rotation_about(w / theta, np.cos(theta), np.sin(theta))
 
 
-def random_ocp(name, rng):
+def random_ocp(name, rng, torque_filter=None):
     """Two contact stages with different random contact sets, an impulse, a flight, and every
-    kind of cost term (state, control, acceleration, forces, frame position, CoM)."""
+    kind of cost term (state, control, acceleration, forces, frame position, CoM; the torque
+    state with a ``torque_filter``)."""
     model = dynamics.load(name)
     q0 = dynamics.integrate(model, dynamics.neutral(model), 0.1 * rng.standard_normal(model.nv))
     frames = ROBOT_FRAMES[name]
@@ -166,6 +174,8 @@ def random_ocp(name, rng):
             FramePositionCost(frames[pick[0]], rng.standard_normal(3), 5.0, "track"),
             CenterOfMassCost(rng.standard_normal(3), np.array([1.0, 2.0, 3.0]), "com"),
         )
+        if torque_filter is not None:
+            terms += (VariableCost("tau", rng.standard_normal(nu), rng.uniform(0.1, 1, nu), "torque"),)
         return terms + (
             (VariableCost("f", rng.standard_normal(m), rng.uniform(0.1, 1, m), "force"),) if with_force and m else ()
         )
@@ -182,7 +192,18 @@ def random_ocp(name, rng):
         ContactStage(sets[1], 0.02, costs(sets[1])),
     )
     terminal = (StateCost(q0, np.zeros(nv), weights, "state"), CenterOfMassCost(np.zeros(3), 1.0, "com"))
-    return OCP(model, q0, np.zeros(nv), stages, terminal, friction=0.6)
+    if torque_filter is not None:
+        terminal += (VariableCost("tau", np.zeros(nu), 2.0, "torque"),)
+    return OCP(
+        model,
+        q0,
+        np.zeros(nv),
+        stages,
+        terminal,
+        0.6,
+        torque_filter=torque_filter,
+        tau0=rng.standard_normal(nu) if torque_filter else None,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ROBOT_FRAMES))
@@ -191,6 +212,16 @@ def test_symbolic_stages_equal_numpy_on_random_contacts(name, seed):
     rng = np.random.default_rng([seed, len(name)])
     ocp = random_ocp(name, rng)
     assert compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng) >= 2  # the flight at least
+
+
+@pytest.mark.parametrize("name", ["anymal", "talos"])
+def test_symbolic_stages_with_a_torque_filter_equal_numpy(name):
+    """The torque state (seed 001 eq. 49) in every stage kind: its state equation, ``ID - S
+    tau``, the torque limits on it, its costs."""
+    rng = np.random.default_rng([7, len(name)])
+    ocp = random_ocp(name, rng, torque_filter=5.0)
+    assert ocp.nx == 2 * ocp.model.nv + ocp.nu
+    assert compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng) >= 1  # the flight at least
 
 
 # ----------------------------------------------------------------------------- whole solves

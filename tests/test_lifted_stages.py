@@ -94,6 +94,63 @@ def test_contact_stage_linearization_matches_finite_differences(anymal, feet):
     np.testing.assert_allclose(dFq + Fq, 0.0, atol=1e-6 * max(1, np.abs(dFq).max()))
 
 
+def test_filtered_contact_stage_linearization_matches_finite_differences(anymal):
+    """With a torque filter (seed 001 eq. 49): y = (dq, dv, dtau, du, da, df), the joints
+    receive S tau, and F_tau = g tau + (1 - g) u - tau_next is solved for dtau_next exactly."""
+    model, rng = anymal, np.random.default_rng(11)
+    contacts, (q, v, a, f, u, q_next, v_next) = contact_case(model, rng, FEET)
+    dt, nv, S, nu = 0.02, model.nv, len(q), u.shape[1]
+    tau, tau_next = (rng.standard_normal((S, nu)) for _ in range(2))
+    gain = np.exp(-2 * np.pi * 5.0 * dt) * np.ones(S)
+    ny = 2 * nv + 2 * nu + nv + f.shape[1]
+    stages = contact_stages(
+        model, contacts, dt, q, v, a, f, u, q_next, v_next, *random_cost(rng, S, ny), (tau, tau_next, gain)
+    )
+    assert stages.A.shape == (S, 2 * nv + nu, ny) and stages.C.shape[2] == ny
+    dy = rng.standard_normal((S, ny))
+    dx_next = np.einsum("sxy,sy->sx", stages.A, dy) + stages.b
+    dq, dv, dtau, du, da, df = np.split(dy, np.cumsum([nv, nv, nu, nu, nv]), axis=1)
+
+    def residuals(eps):
+        Fq, Fv, _ = contact_residuals(
+            model,
+            contacts,
+            dt,
+            dynamics.integrate(model, q, eps * dq),
+            v + eps * dv,
+            a + eps * da,
+            f + eps * df,
+            u + eps * du,
+            dynamics.integrate(model, q_next, eps * dx_next[:, :nv]),
+            v_next + eps * dx_next[:, nv : 2 * nv],
+        )
+        t, w = tau + eps * dtau, u + eps * du
+        local = np.concatenate(
+            (
+                dynamics.contact_inverse_dynamics(
+                    model, dynamics.integrate(model, q, eps * dq), v + eps * dv, a + eps * da, f + eps * df, contacts
+                )
+                - t @ actuation(model).T,
+                dynamics.contact_acceleration(
+                    model, dynamics.integrate(model, q, eps * dq), v + eps * dv, a + eps * da, contacts
+                ),
+            ),
+            axis=1,
+        )
+        Ftau = gain[:, None] * t + (1 - gain[:, None]) * w - (tau_next + eps * dx_next[:, 2 * nv :])
+        return Fq, Fv, Ftau, local
+
+    h = 1e-6
+    plus, minus, zero = residuals(h), residuals(-h), residuals(0.0)
+    dFq, dFv, dFtau, dloc = ((p - m) / (2 * h) for p, m in zip(plus, minus))
+    Fq, Fv, Ftau, loc = zero
+    np.testing.assert_allclose(stages.c, loc, atol=1e-9)
+    np.testing.assert_allclose(np.einsum("swy,sy->sw", stages.C, dy), dloc, rtol=1e-5, atol=1e-5 * np.abs(dloc).max())
+    np.testing.assert_allclose(dFtau + Ftau, 0.0, atol=1e-8)
+    np.testing.assert_allclose(dFv + Fv, 0.0, atol=1e-6)
+    np.testing.assert_allclose(dFq + Fq, 0.0, atol=1e-6 * max(1, np.abs(dFq).max()))
+
+
 def test_impulse_stage_linearization_matches_finite_differences(anymal):
     model, rng = anymal, np.random.default_rng(5)
     contacts = [Contact(f, "3D", "LOCAL_WORLD_ALIGNED") for f in FEET]
