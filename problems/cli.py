@@ -8,7 +8,7 @@
     liftoff report DIR
     liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
     liftoff sweep SPEC --out DIR [--workers N] [--scheduler ADDRESS|local] [--json] [--quiet]
-    liftoff schema
+    liftoff schema [--task gait|polishing]
     liftoff view RESULT [--html FILE] [--speed X]
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
@@ -283,7 +283,7 @@ def view(args) -> int:
 def schema(args) -> int:
     from .schema import json_schema
 
-    print(json.dumps(json_schema(), indent=2))
+    print(json.dumps(json_schema(args.task), indent=2))
     return 0
 
 
@@ -616,9 +616,11 @@ def parser() -> argparse.ArgumentParser:
     p_schema = commands.add_parser(
         "schema",
         help="the JSON Schema of a configuration file, for editors",
-        description="Print the JSON Schema of the gait configuration (from problems/config.py). Save it and start a "
-        "YAML file with '# yaml-language-server: $schema=PATH' to get completion and checks in editors.",
+        description="Print the JSON Schema of a gait (problems/config.py) or polishing (problems/polishing.py) "
+        "configuration. Save it and start a YAML file with '# yaml-language-server: $schema=PATH' to get "
+        "completion and checks in editors.",
     )
+    p_schema.add_argument("--task", choices=("gait", "polishing"), default="gait", help="which configuration")
     p_schema.set_defaults(run=schema)
 
     p_info = commands.add_parser(

@@ -1,7 +1,8 @@
 """Model predictive control: a receding horizon of Newton iterations, and a policy between updates.
 
-An :class:`MPC` holds a problem builder ``build(t, q, v) -> OCP`` (the horizon that starts at
-time ``t`` from the measured state) and one formulation of its OCPs, whose kernels are built
+An :class:`MPC` holds a problem builder ``build(t, q, v, tau) -> OCP`` (the horizon that
+starts at time ``t`` from the measured state; ``tau`` the measured torques of an OCP with a
+torque filter, else None) and one formulation of its OCPs, whose kernels are built
 once (:meth:`ocp.formulation.Formulation.for_problem`). Each update builds the horizon's OCP,
 warm-starts from the previous solution moved by the knots that elapsed (:func:`shift`), runs
 at most ``iterations`` Newton iterations of the interior point (:func:`solvers.ipm.solve`),
@@ -33,24 +34,26 @@ from solvers.riccati import riccati
 
 @dataclass(frozen=True)
 class Policy:
-    """The control law from time ``t0``: ``u(t, q, v) = u + K (x (-) x_plan(t))`` (module
-    docstring), ``x_plan`` between ``(q_plan[0], v_plan[0])`` at ``t0`` and ``(q_plan[1],
-    v_plan[1])`` at ``t0 + dt``."""
+    """The control law from time ``t0``: ``u(t, x) = u + K (x (-) x_plan(t))`` (module
+    docstring) with ``x = (q, v)``, or ``(q, v, tau)`` with a torque filter; ``x_plan`` between
+    the plan's knots 0 at ``t0`` and 1 at ``t0 + dt`` (``q_plan, v_plan, tau_plan (2, .)``)."""
 
     model: object
     t0: float
     dt: float
     q_plan: np.ndarray
     v_plan: np.ndarray
+    tau_plan: np.ndarray
     u: np.ndarray
     K: np.ndarray
 
-    def __call__(self, t, q, v) -> np.ndarray:
+    def __call__(self, t, q, v, tau=None) -> np.ndarray:
         s = float(np.clip((t - self.t0) / self.dt, 0.0, 1.0))
         q0, q1 = self.q_plan
         q_ref = dynamics.integrate(self.model, q0, s * dynamics.difference(self.model, q0, q1))
-        v_ref = (1 - s) * self.v_plan[0] + s * self.v_plan[1]
-        dx = np.concatenate((dynamics.difference(self.model, q_ref, q), v - v_ref))
+        v_ref, tau_ref = ((1 - s) * x[0] + s * x[1] for x in (self.v_plan, self.tau_plan))
+        dtau = np.zeros(0) if tau is None else tau - tau_ref
+        dx = np.concatenate((dynamics.difference(self.model, q_ref, q), v - v_ref, dtau))
         return self.u + self.K @ dx
 
 
@@ -97,20 +100,23 @@ class MPC:
         self.result = None
         self.ticks: list = []
 
-    def start(self, t, q, v, warm_start=None) -> Policy:
+    def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
         begin = time.perf_counter()
-        ocp = self.build(t, q, v)
+        ocp = self.build(t, q, v, tau)
+        if ocp.stages[0].kind != "contact":
+            raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         self.formulation = Formulation(ocp, self.formulation_name, self.backend, quiet=self.quiet)
         return self._solve(t, begin, warm_start, self.first_iterations)
 
-    def update(self, t, q, v) -> Policy:
-        """One update at time ``t`` from the measured state ``(q, v)`` (after :meth:`start`)."""
+    def update(self, t, q, v, tau=None) -> Policy:
+        """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
+        a torque filter), after :meth:`start`."""
         if self.result is None:
             raise RuntimeError("MPC.update before MPC.start")
         begin = time.perf_counter()
-        self.formulation = self.formulation.for_problem(self.build(t, q, v))
+        self.formulation = self.formulation.for_problem(self.build(t, q, v, tau))
         return self._solve(t, begin, shift(self.formulation, self.result.iterate, self.shift), self.iterations)
 
     def _solve(self, t, begin, warm_start, iterations) -> Policy:
@@ -123,7 +129,8 @@ class MPC:
         it = result.iterate
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = self.formulation.ocp.stages[0].dt
-        policy = Policy(self.formulation.model, t, dt, it.q[:2].copy(), it.v[:2].copy(), u0 + sol.k[0], sol.K[0])
+        plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())
+        policy = Policy(self.formulation.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
         tick = Tick(t, time.perf_counter() - begin, result.iterations, result.kkt_error, result.status)
         self.ticks.append(tick)
         if self.on_tick is not None:
@@ -137,7 +144,7 @@ class MPCError(RuntimeError):
 
 def shift(formulation, it: Iterate, n: int) -> Iterate:
     """``it`` moved ``n`` knots earlier for ``formulation`` (whose groups are those ``it`` was
-    solved with): knots ``q, v, lam`` and each stage's variables take those ``n`` knots later,
+    solved with): knots ``q, v, tau, lam`` and each stage's variables take those ``n`` knots later,
     the last ones repeated; a stage whose later stage is in another group keeps its own."""
     K = len(it.q) - 1
     later = np.minimum(np.arange(K + 1) + n, K)
@@ -146,4 +153,4 @@ def shift(formulation, it: Iterate, n: int) -> Iterate:
         row = {int(k): r for r, k in enumerate(group.index)}
         source = np.array([row.get(int(min(k + n, K - 1)), r) for r, k in enumerate(group.index)])
         groups.append(type(gv)(*(x[source] for x in (gv.u, gv.w, gv.beta, gv.s, gv.z))))
-    return Iterate(it.q[later], it.v[later], it.lam[later], tuple(groups))
+    return Iterate(it.q[later], it.v[later], it.lam[later], tuple(groups), it.tau[later])

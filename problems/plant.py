@@ -5,7 +5,10 @@
 
     v+ = v + dt a(q, v, tau),    q+ = q (+) dt v+
 
-at a fixed step (1 kHz or more). What it idealizes: its contacts are bilateral while active
+at a fixed step (1 kHz or more). With a ``torque_filter`` (cut-off ``f_c`` [Hz]) the joints
+receive the actuators' torques ``tau``, a state of the plant that follows the command ``w``
+as ``tau_dot = 2 pi f_c (w - tau)``, integrated exactly over a step with ``w`` held (seed 001
+eq. 49; the torques are measured without error). What it idealizes: its contacts are bilateral while active
 (the surface pulls as well as pushes; a negative normal force is reported as a lost contact,
 not simulated as a separation) and held with Baumgarte gains toward their targets (no
 penetration or compliance model), and the torques are applied exactly. Disturbances
@@ -61,14 +64,16 @@ class Disturbances:
 
 class Plant:
     """The simulated robot ``model`` (module docstring) with ``contacts`` (targets included),
-    stepped by ``dt``; ``mu`` the proximal damping of the dynamics."""
+    stepped by ``dt``; ``torque_filter`` the actuators' cut-off frequency [Hz] (None: the
+    command is applied directly); ``mu`` the proximal damping of the dynamics."""
 
-    def __init__(self, model, contacts, dt=1e-3, disturbances=Disturbances(), mu=1e-8):
+    def __init__(self, model, contacts, dt=1e-3, disturbances=Disturbances(), mu=1e-8, torque_filter=None):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"plant time step must be > 0, got {dt!r}")
         for push in disturbances.pushes:
             model.frame_id(push.frame)  # unknown frames raise here
         self.model, self.contacts, self.dt, self.disturbances, self.mu = model, tuple(contacts), dt, disturbances, mu
+        self.filter_gain = None if torque_filter is None else float(np.exp(-2 * np.pi * torque_filter * dt))
         self._rng = np.random.default_rng(disturbances.seed)
 
     def torque(self, t, q, tau) -> np.ndarray:
@@ -83,16 +88,21 @@ class Plant:
                 out = out + J.T @ np.asarray(push.force, dtype=float)
         return out
 
-    def step(self, t, q, v, tau):
-        """``(q+, v+, f)``: the state after one step from ``(q, v)`` under the command ``tau``
-        at time ``t``, and the contact forces during it (the contacts' rows and frames)."""
-        tau = self.torque(t, q, tau)
+    def step(self, t, q, v, command, tau=None):
+        """``(q+, v+, f, tau+)``: the state after one step from ``(q, v)`` (and the actuators'
+        torques ``tau`` with a filter) under ``command`` at time ``t``, and the contact forces
+        during it (the contacts' rows and frames); ``tau+`` is None without a filter."""
+        if self.filter_gain is None:
+            applied, tau_next = command, None
+        else:
+            applied, tau_next = tau, self.filter_gain * tau + (1 - self.filter_gain) * command
+        tau = self.torque(t, q, applied)
         if self.contacts:
             a, f = dynamics.constrained_dynamics(self.model, q, v, tau, self.contacts, mu=self.mu)[:2]
         else:
             a, f = dynamics.aba(self.model, q, v, tau), np.zeros(0)
         v_next = v + self.dt * a
-        return dynamics.integrate(self.model, q, self.dt * v_next), v_next, f
+        return dynamics.integrate(self.model, q, self.dt * v_next), v_next, f, tau_next
 
 
 def scaled_model(model, joints, factor):
@@ -109,51 +119,56 @@ def scaled_model(model, joints, factor):
 
 @dataclass
 class Log:
-    """A closed-loop run at the plant's rate: ``t (n,)``, ``q, v (n, .)`` at the start of each
-    step, the command ``u (n, nu)`` and the contact forces ``f (n, m)`` during it; ``ticks``
-    of the MPC and the wall ``control_seconds`` spent in updates and policy evaluations."""
+    """A closed-loop run at the plant's rate: ``t (n,)``, ``q, v, tau (n, .)`` at the start of
+    each step (``tau`` the actuators' torques, empty without a filter), the command ``u (n, nu)``
+    and the contact forces ``f (n, m)`` during it; ``ticks`` of the MPC and the wall
+    ``control_seconds`` spent in updates and policy evaluations."""
 
     t: list = field(default_factory=list)
     q: list = field(default_factory=list)
     v: list = field(default_factory=list)
+    tau: list = field(default_factory=list)
     u: list = field(default_factory=list)
     f: list = field(default_factory=list)
     ticks: list = field(default_factory=list)
     control_seconds: float = 0.0
 
     def arrays(self) -> dict:
-        return {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "u", "f")}
+        return {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u", "f")}
 
 
-def closed_loop(mpc, plant, q0, v0, duration, period, progress=None) -> Log:
-    """Run ``mpc`` (started here) against ``plant`` from ``(q0, v0)`` for ``duration`` seconds:
-    the policy every plant step, an MPC update every ``period`` (a multiple of the plant's
-    step). ``progress(t)`` is called after each update."""
+def closed_loop(mpc, plant, q0, v0, duration, period, progress=None, tau0=None) -> Log:
+    """Run ``mpc`` (started here) against ``plant`` from ``(q0, v0)`` (and the actuators'
+    torques ``tau0`` of a plant with a filter) for ``duration`` seconds: the policy every plant
+    step, an MPC update every ``period`` (a multiple of the plant's step), both reading the
+    measured state. ``progress(t)`` is called after each update."""
     steps = int(round(period / plant.dt))
     if steps < 1 or abs(steps * plant.dt - period) > 1e-9 * period:
         raise ValueError(f"the MPC period {period!r} is not a multiple of the plant's step {plant.dt!r}")
     log = Log()
     q, v, t = np.asarray(q0, dtype=float), np.asarray(v0, dtype=float), 0.0
+    tau = None if tau0 is None else np.asarray(tau0, dtype=float)
     begin = time.perf_counter()
-    policy = mpc.start(t, q, v)
+    policy = mpc.start(t, q, v, tau)
     log.control_seconds += time.perf_counter() - begin
     updates = int(round(duration / period))
     for k in range(updates):
         for j in range(steps):
             t = (k * steps + j) * plant.dt
             begin = time.perf_counter()
-            u = policy(t, q, v)
+            u = policy(t, q, v, tau)
             log.control_seconds += time.perf_counter() - begin
-            q_next, v_next, f = plant.step(t, q, v, u)
-            for name, x in (("t", t), ("q", q), ("v", v), ("u", u), ("f", f)):
+            q_next, v_next, f, tau_next = plant.step(t, q, v, u, tau)
+            for name, x in (("t", t), ("q", q), ("v", v), ("tau", np.zeros(0) if tau is None else tau), ("u", u)):
                 getattr(log, name).append(x)
-            q, v = q_next, v_next
+            log.f.append(f)
+            q, v, tau = q_next, v_next, tau_next
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
                 raise FloatingPointError(f"the simulated state is not finite at t = {t:.3f} s")
         t = (k + 1) * period
         if k + 1 < updates:  # no update after the last period
             begin = time.perf_counter()
-            policy = mpc.update(t, q, v)
+            policy = mpc.update(t, q, v, tau)
             log.control_seconds += time.perf_counter() - begin
         if progress is not None:
             progress(t)

@@ -22,9 +22,16 @@ penalties, which are left to the exact limits below):
 - control regularization around the gravity torques of the initial configuration,
   ``costs.control``.
 
-The joint position, velocity and torque limits (``limits``) are exact inequalities of the
-interior point. The state is ``(q, v)`` and the control the joint torques: seed 001's torque
-filter (torque as a state) is not part of this model.
+With ``torque_filter`` (the cut-off frequency ``f_c``, 5 Hz by default; seed 001 eq. 46-49)
+the joint torques ``tau`` are part of the state, ``(q, v, tau)``, and the control is the
+unfiltered torque ``w`` of the filter ``tau_dot = 2 pi f_c (w - tau)``: the MPC reads the
+measured torques and commands ``w``. ``tau`` is then regularized around gravity compensation
+too (``costs.torque``). With ``torque_filter: null`` the state is ``(q, v)`` and the control
+the torques.
+
+The joint position, velocity and torque limits (``limits``; the torque limits bound ``tau``
+with a filter) are exact inequalities of the interior point; ``w`` has no limits, only its
+regularization.
 """
 
 from __future__ import annotations
@@ -107,11 +114,12 @@ class PolishingCosts:
     terminal_state: float = 1.0  # the state regularization's weight at the terminal stage
     force: float = 10.0  # normal-force tracking
     tool_position: float = 20.0  # circle tracking, on the two in-plane axes
-    control: float = 1e-4  # torques, around gravity compensation
+    control: float = 1e-4  # the control (torques, or the filter's input w), around gravity compensation
+    torque: float = 1e-4  # the torque state tau (with a torque filter), around gravity compensation
 
     def __post_init__(self):
         convert_fields(self)
-        names = ("state", "velocity_weight", "terminal_state", "force", "tool_position", "control")
+        names = ("state", "velocity_weight", "terminal_state", "force", "tool_position", "control", "torque")
         at_least(self, names, 0)
         at_most(self, names, 1e12)
         check(
@@ -171,6 +179,7 @@ class PolishingConfig:
     controlled: tuple[str, ...] = UPPER_BODY  # the joints in MPC; the others are locked
     posture: str = "half_sitting"  # the SRDF configuration of the locked joints and the initial state
     tool: str = "arm_right_7_link"  # the frame in contact
+    torque_filter: float | None = 5.0  # in (0, 1e3]: cut-off frequency of the torque filter (Hz); null: none
     surface: Surface = field(default_factory=Surface)
     circle: Circle = field(default_factory=Circle)
     costs: PolishingCosts = field(default_factory=PolishingCosts)
@@ -182,6 +191,8 @@ class PolishingConfig:
     def __post_init__(self):
         convert_fields(self)
         one_of(self.task, ("polishing",), "task")
+        at_least(self, ("torque_filter",), 0, strict=True)
+        at_most(self, ("torque_filter",), 1e3)
         one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
         check(len(self.controlled) > 0, "controlled", "a non-empty list of joint names", self.controlled)
         no_duplicates(self.controlled, "controlled")
@@ -203,7 +214,9 @@ class PolishingConfig:
 @dataclass(frozen=True)
 class Polishing:
     """The task made concrete: the reduced ``model``, the initial state ``(q0, v0)``, the tool's
-    initial position ``p0`` and the gravity torques ``u_gravity`` at ``q0``."""
+    initial position ``p0``, the gravity torques ``u_gravity`` at ``q0`` and the torques
+    ``u_pressing`` that hold ``q0`` still while pressing with the target force (the initial
+    torques with a torque filter)."""
 
     config: PolishingConfig
     model: object
@@ -211,6 +224,7 @@ class Polishing:
     v0: np.ndarray
     p0: np.ndarray
     u_gravity: np.ndarray
+    u_pressing: np.ndarray
 
     @property
     def plane(self) -> tuple:
@@ -270,12 +284,16 @@ def make_task(config: PolishingConfig) -> Polishing:
     v0 = np.zeros(model.nv)
     _, p0 = dynamics.frame_placement(model, q0, config.tool)
     u_gravity = dynamics.rnea(model, q0, v0, v0)
-    return Polishing(config, model, q0, v0, np.asarray(p0), u_gravity)
+    J = dynamics.frame_jacobian(model, q0, config.tool, "LOCAL_WORLD_ALIGNED")[:3]
+    s = config.surface
+    u_pressing = u_gravity - J.T @ (s.sign * s.force * np.eye(3)[s.axis])  # the surface's force on the tool
+    return Polishing(config, model, q0, v0, np.asarray(p0), u_gravity, u_pressing)
 
 
-def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None) -> OCP:
-    """The OCP of the horizon starting at time ``t0`` from ``(q0, v0)`` (default: the task's
-    initial state): ``mpc.horizon`` contact stages of ``mpc.dt`` (module docstring)."""
+def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
+    """The OCP of the horizon starting at time ``t0`` from ``(q0, v0)`` and the torques ``tau0``
+    with a filter (default: the task's initial state, pressing):
+    ``mpc.horizon`` contact stages of ``mpc.dt`` (module docstring)."""
     cfg, model = task.config, task.model
     c, dt, n = cfg.costs, cfg.mpc.dt, cfg.mpc.horizon
     state_weights = np.concatenate((c.position_weights, np.full(model.nv, c.velocity_weight)))
@@ -285,6 +303,8 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None) -> OCP:
     contact = task.contact()
     zero_v = np.zeros(model.nv)
     references = task.circle(t0 + dt * np.arange(n))
+    filtered = cfg.torque_filter is not None
+    torque = (VariableCost("tau", task.u_gravity, c.torque * np.ones(model.nv), "torque"),) if filtered else ()
     stages = tuple(
         ContactStage(
             (contact,),
@@ -294,11 +314,13 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None) -> OCP:
                 VariableCost("f", force_ref, np.array([c.force]), "force"),
                 FramePositionCost(cfg.tool, references[k], in_plane, "tool"),
                 VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control"),
-            ),
+            )
+            + torque,
         )
         for k in range(n)
     )
     terminal = (StateCost(task.q0, zero_v, c.terminal_state * state_weights, "state"),)
     q0 = task.q0 if q0 is None else q0
     v0 = task.v0 if v0 is None else v0
-    return OCP(model, q0, v0, stages, terminal, friction=None, limits=cfg.limits)
+    tau0 = (task.u_pressing if tau0 is None else tau0) if filtered else None
+    return OCP(model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0)

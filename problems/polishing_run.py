@@ -73,7 +73,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         barrier_min=s.barrier_min,
     )
     mpc = MPC(
-        lambda t, q, v: build_ocp(task, t, q, v),
+        lambda t, q, v, tau: build_ocp(task, t, q, v, tau),
         name,
         s.backend,
         options,
@@ -84,9 +84,10 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     )
     model = scaled_model(task.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else task.model
     disturbances = Disturbances(tuple(pushes), p.torque_noise, p.torque_bias, p.seed)
-    plant = Plant(model, (task.contact(),), p.dt, disturbances)
+    plant = Plant(model, (task.contact(),), p.dt, disturbances, torque_filter=config.torque_filter)
     duration = m.duration if duration is None else duration
-    log = closed_loop(mpc, plant, task.q0, task.v0, duration, m.period, progress)
+    tau0 = task.u_pressing if config.torque_filter is not None else None
+    log = closed_loop(mpc, plant, task.q0, task.v0, duration, m.period, progress, tau0)
     arrays = log.arrays()
     arrays["force"] = task.normal_force(arrays.pop("f"))
     arrays["tool"] = dynamics.frame_placement(task.model, arrays["q"], config.tool)[1]

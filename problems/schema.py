@@ -1,6 +1,7 @@
-"""A JSON Schema of the gait configuration, for editors (``liftoff schema``).
+"""JSON Schemas of the configuration files, for editors (``liftoff schema [--task gait|polishing]``).
 
-Made from the dataclasses of :mod:`problems.config`, the one place the schema is written: each
+Made from the dataclasses of :mod:`problems.config` and :mod:`problems.polishing`, the one
+place each schema is written: each
 field's type gives its JSON type, its default makes it optional, the comment beside it becomes
 its description, and the closed lists of names (robots, formulations, backends, reference
 frames, limits) become enumerations. Value ranges stay in the comments: the loader checks
@@ -19,9 +20,14 @@ import typing
 import dynamics
 
 from . import config as cfg
+from . import polishing
 
+TASKS = {"gait": cfg.GaitConfig, "polishing": polishing.PolishingConfig}
 ENUMS = {  # (section, field): the allowed names
     ("GaitConfig", "robot"): tuple(dynamics.ROBOTS),
+    ("PolishingConfig", "robot"): tuple(dynamics.ROBOTS),
+    ("PolishingConfig", "task"): ("polishing",),
+    ("Surface", "normal"): polishing.NORMALS,
     ("Contacts", "reference"): cfg.REFERENCES,
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
@@ -29,12 +35,12 @@ ENUMS = {  # (section, field): the allowed names
 NUMBER = {"anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"}]}
 
 
-def json_schema() -> dict:
-    """The JSON Schema (draft 2020-12) of a gait configuration file."""
+def json_schema(task="gait") -> dict:
+    """The JSON Schema (draft 2020-12) of a configuration file of ``task`` (one of ``TASKS``)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "liftoff gait configuration",
-        **_section(cfg.GaitConfig),
+        "title": f"liftoff {task} configuration",
+        **_section(TASKS[task]),
     }
 
 

@@ -27,7 +27,7 @@ def test_shift_moves_knots_and_stages_earlier_and_repeats_the_last(task):
     knots = np.arange(K + 1, dtype=float)[:, None]
     stages = np.arange(K, dtype=float)[:, None]
     it = Iterate(knots * np.ones(nv), knots * np.ones(nv), knots * np.ones(2 * nv),
-                 (GroupVariables(*(stages * np.ones(n) for n in (6, 7, 7, 12, 12))),))  # fmt: skip
+                 (GroupVariables(*(stages * np.ones(n) for n in (6, 7, 7, 12, 12))),), knots * np.ones(0))  # fmt: skip
     moved = shift(form, it, 3)
     np.testing.assert_array_equal(moved.q[:, 0], [3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10])
     np.testing.assert_array_equal(moved.lam[:, 0], moved.q[:, 0])
@@ -42,14 +42,16 @@ def test_the_policy_is_the_plan_plus_the_gains_on_the_state_error(task):
     rng = np.random.default_rng(0)
     q_plan = np.stack([task.q0, task.q0 + 0.1])
     v_plan = np.stack([np.zeros(6), np.ones(6)])
-    u, K = rng.normal(size=6), rng.normal(size=(6, 12))
-    policy = Policy(model, 1.0, 0.01, q_plan, v_plan, u, K)
-    np.testing.assert_allclose(policy(1.0, q_plan[0], v_plan[0]), u, atol=1e-12)
-    np.testing.assert_allclose(policy(1.005, task.q0 + 0.05, 0.5 * np.ones(6)), u, atol=1e-12)  # on the plan
-    dq, dv = rng.normal(size=6) * 1e-3, rng.normal(size=6)
-    expected = u + K @ np.concatenate((dq, dv))
-    np.testing.assert_allclose(policy(1.0, task.q0 + dq, dv), expected, atol=1e-12)
-    np.testing.assert_allclose(policy(1.5, q_plan[1], v_plan[1]), u, atol=1e-12)  # held after the period
+    tau_plan = np.stack([np.zeros(6), np.full(6, 2.0)])
+    u, K = rng.normal(size=6), rng.normal(size=(6, 18))
+    policy = Policy(model, 1.0, 0.01, q_plan, v_plan, tau_plan, u, K)
+    np.testing.assert_allclose(policy(1.0, q_plan[0], v_plan[0], tau_plan[0]), u, atol=1e-12)
+    on_plan = policy(1.005, task.q0 + 0.05, np.full(6, 0.5), np.ones(6))  # halfway between the knots
+    np.testing.assert_allclose(on_plan, u, atol=1e-12)
+    dq, dv, dtau = (rng.normal(size=6) * 1e-3 for _ in range(3))
+    expected = u + K @ np.concatenate((dq, dv, dtau))
+    np.testing.assert_allclose(policy(1.0, task.q0 + dq, dv, dtau), expected, atol=1e-12)
+    np.testing.assert_allclose(policy(1.5, q_plan[1], v_plan[1], tau_plan[1]), u, atol=1e-12)  # held after
 
 
 @pytest.mark.parametrize("backend", ["numpy", "compiled"])
@@ -68,7 +70,7 @@ def test_a_formulation_moved_to_another_problem_solves_it_as_a_fresh_one(task, b
 
 
 def test_an_update_needs_a_start(task):
-    mpc = MPC(lambda t, q, v: build_ocp(task, t, q, v))
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau))
     with pytest.raises(RuntimeError, match="before MPC.start"):
         mpc.update(0.0, task.q0, task.v0)
     with pytest.raises(ValueError, match="iterations per update"):
@@ -93,16 +95,35 @@ def test_the_plant_holds_its_contact_and_steps_semi_implicitly(task):
     rng = np.random.default_rng(2)
     q, v = task.q0.copy(), np.zeros(6)
     for k in range(300):
-        q, v, _ = plant.step(k * 1e-3, q, v, task.u_gravity + rng.normal(size=6))
+        q, v, _, _ = plant.step(k * 1e-3, q, v, task.u_gravity + rng.normal(size=6))
     _, p = dynamics.frame_placement(task.model, q, "arm_right_7_link")
     assert abs(p[2] - task.p0[2]) < 1e-5  # on the surface after 0.3 s of random torques
     assert np.linalg.norm(p[:2] - task.p0[:2]) > 1e-3  # while sliding along it
-    q1, v1, _ = plant.step(0.0, task.q0, np.ones(6), task.u_gravity)
+    q1, v1, _, _ = plant.step(0.0, task.q0, np.ones(6), task.u_gravity)
     a, _ = dynamics.constrained_dynamics(task.model, task.q0, np.ones(6), task.u_gravity, (task.contact(),), mu=1e-8)[
         :2
     ]
     np.testing.assert_allclose(v1, np.ones(6) + 1e-3 * a, atol=1e-12)
     np.testing.assert_allclose(q1, dynamics.integrate(task.model, task.q0, 1e-3 * v1), atol=1e-12)
+
+
+def test_the_plant_actuators_filter_the_command_exactly(task):
+    """``tau_dot = 2 pi f_c (w - tau)`` integrated by RK4 with a fine step over one plant step
+    equals the plant's zero-order hold, and the joints receive the torques before the step."""
+    plant = Plant(task.model, (task.contact(),), dt=1e-3, torque_filter=5.0)
+    tau, w = np.linspace(-3, 3, 6), np.linspace(4, -1, 6)
+    *_, tau_next = plant.step(0.0, task.q0, np.zeros(6), w, tau)
+    x, h, omega = tau.copy(), 1e-3 / 100, 2 * np.pi * 5.0
+    for _ in range(100):
+        k1 = omega * (w - x)
+        k2 = omega * (w - x - h / 2 * k1)
+        k3 = omega * (w - x - h / 2 * k2)
+        k4 = omega * (w - x - h * k3)
+        x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    np.testing.assert_allclose(tau_next, x, rtol=1e-12)
+    _, v1, _, _ = plant.step(0.0, task.q0, np.zeros(6), w, tau)
+    a = dynamics.constrained_dynamics(task.model, task.q0, np.zeros(6), tau, (task.contact(),), mu=1e-8)[0]
+    np.testing.assert_allclose(v1, 1e-3 * a, atol=1e-12)
 
 
 def test_a_scaled_model_is_heavier_where_asked_only(task):
@@ -117,12 +138,12 @@ def test_a_scaled_model_is_heavier_where_asked_only(task):
 
 
 def test_without_contacts_the_plant_falls_freely(task):
-    q, v, f = Plant(task.model, (), dt=1e-3).step(0.0, task.q0, np.zeros(6), np.zeros(6))
+    q, v, f, _ = Plant(task.model, (), dt=1e-3).step(0.0, task.q0, np.zeros(6), np.zeros(6))
     np.testing.assert_allclose(v, 1e-3 * dynamics.aba(task.model, task.q0, np.zeros(6), np.zeros(6)), atol=1e-12)
     assert f.shape == (0,)
 
 
 def test_the_mpc_period_must_be_a_multiple_of_the_plant_step(task):
-    mpc = MPC(lambda t, q, v: build_ocp(task, t, q, v))
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau))
     with pytest.raises(ValueError, match="not a multiple"):
         closed_loop(mpc, Plant(task.model, (), dt=0.003), task.q0, task.v0, 0.1, 0.01)

@@ -103,8 +103,11 @@ def test_the_ocp_presses_along_the_normal_and_follows_the_circle(table):
     np.testing.assert_allclose(costs["tool"].reference, vertical.p0 + [0.07, 0.0, 0.07], atol=1e-12)
 
 
-def test_both_formulations_reach_one_optimum_with_the_force_tracked(table):
+@pytest.mark.parametrize("torque_filter", [5.0, None], ids=["torque state", "torque control"])
+def test_both_formulations_reach_one_optimum_with_the_force_tracked(torque_filter):
+    table = make_task(parse_config({**SHORT, "torque_filter": torque_filter}, schema=PolishingConfig))
     ocp = build_ocp(table)
+    assert ocp.nx == (18 if torque_filter else 12)
     results = {name: solve(Formulation(ocp, name), Options(barrier=1e-3)) for name in ("lifted", "nonlifted")}
     assert all(r.converged for r in results.values())
     assert results["lifted"].cost == pytest.approx(results["nonlifted"].cost, rel=1e-6)
@@ -116,17 +119,20 @@ def test_both_formulations_reach_one_optimum_with_the_force_tracked(table):
 
 @pytest.fixture(scope="module")
 def closed_loop_runs():
-    """One second on the table: undisturbed, pushed up 20 N for 0.1 s at 0.4 s, heavier arm."""
+    """One second on the table: undisturbed (with the torque filter and without), pushed up
+    20 N for 0.1 s at 0.4 s, heavier arm."""
     cfg = config()
     return {
         "plain": run(cfg, quiet=True),
+        "unfiltered": run(parse_config({**SHORT, "torque_filter": None}, schema=PolishingConfig), quiet=True),
         "push": run(cfg, pushes=[Push("arm_right_7_link", (0.0, 0.0, 20.0), 0.4, 0.1)], quiet=True),
         "heavier": run(cfg, mass_scale=1.1, quiet=True),
     }
 
 
-def test_the_mpc_tracks_the_force_and_the_circle(closed_loop_runs):
-    m = measures(closed_loop_runs["plain"])
+@pytest.mark.parametrize("case", ["plain", "unfiltered"])
+def test_the_mpc_tracks_the_force_and_the_circle(closed_loop_runs, case):
+    m = measures(closed_loop_runs[case])
     assert m["force_rms_error_N"] < 0.5
     assert m["circle_rms_error_m"] < 0.005
     assert not m["contact_lost"] and m["min_normal_force_N"] > 25

@@ -16,13 +16,17 @@ from problems.cli import main
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 
 
-@pytest.fixture(scope="module")
-def validator():
+def validator_of(task):
     from problems.schema import json_schema
 
-    schema = json_schema()
+    schema = json_schema(task)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="module")
+def validator():
+    return validator_of("gait")
 
 
 def test_the_command_prints_the_schema(capsys):
@@ -33,8 +37,20 @@ def test_the_command_prints_the_schema(capsys):
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
-def test_the_shipped_configurations_are_valid(validator, path):
-    assert list(validator.iter_errors(yaml.safe_load(path.read_text()))) == []
+def test_the_shipped_configurations_are_valid(path):
+    data = yaml.safe_load(path.read_text())
+    assert list(validator_of(data.get("task", "gait")).iter_errors(data)) == []
+
+
+def test_the_polishing_schema_rejects_what_its_loader_rejects(capsys):
+    assert main(["schema", "--task", "polishing"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "liftoff polishing configuration"
+    check = jsonschema.Draft202012Validator(schema)
+    good = {"task": "polishing", "surface": {"normal": "-y"}}
+    assert list(check.iter_errors(good)) == []
+    for bad in ({"task": "sanding"}, {"task": "polishing", "surface": {"normal": "up"}}, {"task": "polishing", "x": 1}):
+        assert list(check.iter_errors(bad)), bad
 
 
 @pytest.mark.parametrize(
