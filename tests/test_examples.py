@@ -27,3 +27,11 @@ def test_trot_example_solves_both_formulations_to_the_same_cost():
     assert len(costs) == 2
     assert abs(costs[0] - costs[1]) <= 1e-8 * abs(costs[0])
     assert float(re.search(r"base moved (\S+) m forward", out).group(1)) > 0.1
+
+
+def test_polishing_example_holds_the_force_outside_the_push():
+    out = run("polishing_mpc.py")
+    low, high = (float(x) for x in re.search(r"normal force (\S+) to (\S+) N", out).groups())
+    assert 29.0 < low <= high < 31.0
+    assert float(re.search(r"during the push: down to (\S+) N", out).group(1)) < 15.0
+    assert "200 MPC updates" in out
