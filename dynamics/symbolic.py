@@ -427,17 +427,26 @@ def difference(model, q0, q1):
     return ca.vertcat(*out)
 
 
-def _jlog6(xi):
-    """Inverse of :func:`jexp6` in closed form: ``[[J3, Q], [0, J3]]^-1 = [[Ji, -Ji Q Ji], [0, Ji]]``
-    with ``Ji`` the inverse SO(3) Jacobian (:func:`dynamics.manifold.jlog3`)."""
-    J = jexp6(xi)
-    w = xi[3:]
+def log3(R):
+    """Rotation vector of a rotation matrix (:func:`dynamics.manifold.log3`)."""
+    return log6(rotation_to_quat(R), ca.SX.zeros(3))[3:]
+
+
+def jlog3(w):
+    """Inverse of the right Jacobian of the SO(3) exponential at ``w`` (:func:`dynamics.manifold.jlog3`)."""
     theta2 = ca.dot(w, w)
     small = theta2 < _SMALL**2
     t = ca.sqrt(ca.if_else(small, 1.0, theta2))
     c = ca.if_else(small, 1.0 / 12 + theta2 / 720, 1 / t**2 - (1 + ca.cos(t)) / (2 * t * ca.sin(t)))
     W = skew(w)
-    Ji = ca.SX.eye(3) + 0.5 * W + c * (W @ W)
+    return ca.SX.eye(3) + 0.5 * W + c * (W @ W)
+
+
+def _jlog6(xi):
+    """Inverse of :func:`jexp6` in closed form: ``[[J3, Q], [0, J3]]^-1 = [[Ji, -Ji Q Ji], [0, Ji]]``
+    with ``Ji`` the inverse SO(3) Jacobian (:func:`jlog3`)."""
+    J = jexp6(xi)
+    Ji = jlog3(xi[3:])
     return ca.vertcat(ca.horzcat(Ji, -Ji @ J[:3, 3:] @ Ji), ca.horzcat(ca.SX.zeros(3, 3), Ji))
 
 

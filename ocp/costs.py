@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import dynamics
+from dynamics import manifold
 
 BLOCKS = ("q", "v", "tau", "u", "a", "f")  # the variables in the order of y
 
@@ -117,6 +118,24 @@ class FramePositionCost:
         _, p = dynamics.frame_placement(model, z.q, self.frame)
         J = dynamics.frame_jacobian(model, z.q, self.frame, "LOCAL_WORLD_ALIGNED")[:, :3]
         return p - self.reference, _jacobian(z, "q", J)
+
+
+@dataclass(frozen=True)
+class FrameRotationCost:
+    """``r = log3(R_ref^T R(q))``: the frame's orientation error as a rotation vector in its own
+    axes; ``R = jlog3(r) J_w`` with ``J_w`` the angular rows of the frame's LOCAL Jacobian."""
+
+    frame: str
+    reference: np.ndarray  # (3, 3), or (S, 3, 3)
+    weights: np.ndarray
+    name: str = ""
+
+    def residual(self, model, z: StageVariables):
+        R, _ = dynamics.frame_placement(model, z.q, self.frame)
+        error = np.swapaxes(np.broadcast_to(self.reference, R.shape), 1, 2) @ R
+        r = manifold.log3(error.transpose(1, 2, 0)).T
+        J = dynamics.frame_jacobian(model, z.q, self.frame, "LOCAL")[:, 3:]
+        return r, _jacobian(z, "q", manifold.jlog3(r.T).transpose(2, 0, 1) @ J)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import dynamics
 from dynamics import symbolic as sx
 from dynamics.kinematics import ReferenceFrame
 
-from .costs import CenterOfMassCost, StateCost, VariableCost, broadcast_weights
+from .costs import CenterOfMassCost, FrameRotationCost, StateCost, VariableCost, broadcast_weights
 from .friction import pyramid
 from .inequalities import limit_rows
 from .problem import term_key
@@ -156,7 +156,12 @@ def term_size(layout: Layout, term) -> int:
     model = layout.model
     if isinstance(term, StateCost):
         return model.nq + model.nv + 2 * model.nv
-    return 2 * _residual_size(layout, term)
+    return _reference_size(layout, term) + _residual_size(layout, term)
+
+
+def _reference_size(layout, term):
+    """A term's reference inputs: a rotation matrix (row by row), or one per residual."""
+    return 9 if isinstance(term, FrameRotationCost) else _residual_size(layout, term)
 
 
 def _residual_size(layout, term):
@@ -187,14 +192,18 @@ def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
                     (np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1
                 )
                 weights = broadcast_weights(term.weights, (S, n))
-        elif term is None:
-            ref, weights = np.zeros((S, n)), np.zeros((S, n))
+        elif term is None:  # a neutral reference (the identity rotation: log3 is defined there)
+            rotation = isinstance(proto, FrameRotationCost)
+            ref = np.tile(np.eye(3).ravel(), (S, 1)) if rotation else np.zeros((S, n))
+            weights = np.zeros((S, n))
         elif isinstance(term, VariableCost) and term.variable == "f":
             ref, weights = np.zeros((S, n)), np.zeros((S, n))
             ref[:, f_cols] = np.broadcast_to(term.reference, (S, len(f_cols)))
             weights[:, f_cols] = broadcast_weights(term.weights, (S, len(f_cols)))
         else:
-            ref, weights = np.broadcast_to(term.reference, (S, n)), broadcast_weights(term.weights, (S, n))
+            k = _reference_size(layout, proto)
+            ref = np.broadcast_to(term.reference, (S,) + ((3, 3) if k == 9 else (n,))).reshape(S, k)
+            weights = broadcast_weights(term.weights, (S, n))
         blocks += [ref, weights]
     return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
 
@@ -266,9 +275,22 @@ def _residuals(layout, slots, inputs, cfg, q, v, variables):
             R[model.nv :, model.nv : 2 * model.nv] = ca.SX.eye(model.nv)
             out.append((r, R, p[model.nq + model.nv :]))
             continue
-        ref, weights = p[:n], p[n:]
+        k = _reference_size(layout, term)
+        ref, weights = p[:k], p[k:]
         if isinstance(term, VariableCost):
             r = variables.named[term.variable] - ref
+        elif isinstance(term, FrameRotationCost):
+            kin = kin or sx.forward(model, cfg)
+            R_moved, _ = sx.frame_placement(model, kin, term.frame)
+            R, _ = sx.frame_placement(model, sx.forward(model, sx.configuration(model, q)), term.frame)
+            R_ref = ca.reshape(ref, 3, 3).T  # given row by row
+            r = sx.log3(R_ref.T @ R_moved)
+            E = R.T @ R_moved  # exp(J_w dq) to first order: its skew part is J_w dq
+            J_w = ca.jacobian(0.5 * ca.vertcat(E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]), variables.dq)
+            R_r = ca.SX.zeros(n, variables.numel())
+            R_r[:, : model.nv] = sx.jlog3(r) @ J_w
+            out.append((r, R_r, weights))
+            continue
         else:
             kin = kin or sx.forward(model, cfg)
             x = (

@@ -10,8 +10,8 @@ other side. The surface passes through the tool's initial position (moved by
 ``surface.offset`` along the normal); the contact is bilateral with Baumgarte gains ``kp,
 kd`` toward it.
 
-The cost of each stage (seed 001 eq. 50, without its orientation term and its barrier
-penalties, which are left to the exact limits below):
+The cost of each stage (seed 001 eq. 50, without its barrier penalties, which are left to
+the exact limits below):
 
 - state regularization toward the initial state, ``costs.state`` times the per-joint
   ``position_weights`` and ``velocity_weight``; at the terminal stage ``costs.terminal_state``;
@@ -19,6 +19,8 @@ penalties, which are left to the exact limits below):
 - tool position tracking of a circle in the surface plane, weight ``costs.tool_position`` on
   the two in-plane axes: radius ``circle.radius``, angular velocity
   ``circle.angular_velocity``, starting at the tool's initial position;
+- tool orientation toward its initial one (the SO(3) logarithm of the error),
+  ``costs.tool_orientation``;
 - control regularization around the gravity torques of the initial configuration,
   ``costs.control``.
 
@@ -44,7 +46,7 @@ import dynamics
 from dynamics import Contact
 from dynamics.model import close_names
 from dynamics.robots import named_configuration
-from ocp.costs import FramePositionCost, StateCost, VariableCost
+from ocp.costs import FramePositionCost, FrameRotationCost, StateCost, VariableCost
 from ocp.problem import OCP, ContactStage
 
 from .config import LIMITS, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
@@ -114,12 +116,22 @@ class PolishingCosts:
     terminal_state: float = 1.0  # the state regularization's weight at the terminal stage
     force: float = 10.0  # normal-force tracking
     tool_position: float = 20.0  # circle tracking, on the two in-plane axes
+    tool_orientation: float = 0.1  # the tool's orientation toward its initial one (1.0 costs 12 mm of circle)
     control: float = 1e-4  # the control (torques, or the filter's input w), around gravity compensation
     torque: float = 1e-4  # the torque state tau (with a torque filter), around gravity compensation
 
     def __post_init__(self):
         convert_fields(self)
-        names = ("state", "velocity_weight", "terminal_state", "force", "tool_position", "control", "torque")
+        names = (
+            "state",
+            "velocity_weight",
+            "terminal_state",
+            "force",
+            "tool_position",
+            "tool_orientation",
+            "control",
+            "torque",
+        )
         at_least(self, names, 0)
         at_most(self, names, 1e12)
         check(
@@ -214,7 +226,7 @@ class PolishingConfig:
 @dataclass(frozen=True)
 class Polishing:
     """The task made concrete: the reduced ``model``, the initial state ``(q0, v0)``, the tool's
-    initial position ``p0``, the gravity torques ``u_gravity`` at ``q0`` and the torques
+    initial position ``p0`` and rotation ``R0``, the gravity torques ``u_gravity`` at ``q0`` and the torques
     ``u_pressing`` that hold ``q0`` still while pressing with the target force (the initial
     torques with a torque filter)."""
 
@@ -223,6 +235,7 @@ class Polishing:
     q0: np.ndarray
     v0: np.ndarray
     p0: np.ndarray
+    R0: np.ndarray
     u_gravity: np.ndarray
     u_pressing: np.ndarray
 
@@ -282,12 +295,12 @@ def make_task(config: PolishingConfig) -> Polishing:
         raise TaskError(f"tool: {config.robot} has no frame {config.tool!r}{hint}")
     q0 = np.array([posture.get(j, 0.0) for j in model.joint_names])
     v0 = np.zeros(model.nv)
-    _, p0 = dynamics.frame_placement(model, q0, config.tool)
+    R0, p0 = dynamics.frame_placement(model, q0, config.tool)
     u_gravity = dynamics.rnea(model, q0, v0, v0)
     J = dynamics.frame_jacobian(model, q0, config.tool, "LOCAL_WORLD_ALIGNED")[:3]
     s = config.surface
     u_pressing = u_gravity - J.T @ (s.sign * s.force * np.eye(3)[s.axis])  # the surface's force on the tool
-    return Polishing(config, model, q0, v0, np.asarray(p0), u_gravity, u_pressing)
+    return Polishing(config, model, q0, v0, np.asarray(p0), np.asarray(R0), u_gravity, u_pressing)
 
 
 def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
@@ -313,6 +326,7 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
                 StateCost(task.q0, zero_v, c.state * state_weights, "state"),
                 VariableCost("f", force_ref, np.array([c.force]), "force"),
                 FramePositionCost(cfg.tool, references[k], in_plane, "tool"),
+                FrameRotationCost(cfg.tool, task.R0, c.tool_orientation * np.ones(3), "orientation"),
                 VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control"),
             )
             + torque,

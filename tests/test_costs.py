@@ -5,7 +5,16 @@ import numpy as np
 import pytest
 
 import dynamics
-from ocp.costs import CenterOfMassCost, CostSum, FramePositionCost, StageVariables, StateCost, VariableCost
+from dynamics.spatial import quat_to_rotation
+from ocp.costs import (
+    CenterOfMassCost,
+    CostSum,
+    FramePositionCost,
+    FrameRotationCost,
+    StageVariables,
+    StateCost,
+    VariableCost,
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +40,18 @@ def setting():
         VariableCost("f", rng.standard_normal((S, 12)), 1e-2, "force"),
         FramePositionCost("LF_FOOT", rng.standard_normal(3), [1.0, 2.0, 3.0], "swing foot"),
         CenterOfMassCost(rng.standard_normal((S, 3)), 10.0),
+        FrameRotationCost("LF_FOOT", rotations_near(model, z.q, "LF_FOOT", rng), [1.0, 2.0, 3.0], "foot orientation"),
     )
     return model, z, terms
+
+
+def rotations_near(model, q, frame, rng):
+    """The frame's rotations at ``q`` turned by up to about 0.6 rad: references with a
+    rotation error that is neither zero nor near pi."""
+    R, _ = dynamics.frame_placement(model, q, frame)
+    w = 0.3 * rng.standard_normal((3, len(q)))
+    turn = quat_to_rotation(dynamics.manifold.exp6(np.concatenate((np.zeros_like(w), w)))[0])
+    return R @ turn.transpose(2, 0, 1)
 
 
 def perturbed(model, z, y):
@@ -88,6 +107,7 @@ def test_gauss_newton_gradient_is_the_cost_gradient(setting):
         "force",
         "swing foot",
         "com",
+        "foot orientation",
     }
 
 

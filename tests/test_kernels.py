@@ -14,7 +14,7 @@ import pytest
 import dynamics
 from dynamics import Contact
 from dynamics.spatial import rotation_about
-from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
+from ocp.costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
 from ocp.formulation import Formulation
 from ocp.kernels import CompiledStages
 from ocp.problem import OCP, ContactStage, ImpulseStage
@@ -176,6 +176,10 @@ def random_ocp(name, rng, torque_filter=None):
         )
         if torque_filter is not None:
             terms += (VariableCost("tau", rng.standard_normal(nu), rng.uniform(0.1, 1, nu), "torque"),)
+        if with_force:  # not in the flight: its stage has the slot with a neutral reference
+            R, _ = dynamics.frame_placement(model, q0, frames[pick[1]])
+            turn = _small_rotation(np.random.default_rng(nv))  # its own stream: the other draws stay
+            terms += (FrameRotationCost(frames[pick[1]], R @ turn, [1.0, 2.0, 0.5], "orient"),)
         return terms + (
             (VariableCost("f", rng.standard_normal(m), rng.uniform(0.1, 1, m), "force"),) if with_force and m else ()
         )

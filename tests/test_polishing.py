@@ -94,6 +94,8 @@ def test_the_ocp_presses_along_the_normal_and_follows_the_circle(table):
     expected = table.p0 + 0.07 * np.array([np.cos(angle) - 1, np.sin(angle), 0.0])
     np.testing.assert_allclose(costs["tool"].reference, expected, atol=1e-12)
     np.testing.assert_allclose(costs["tool"].weights, [200.0, 200.0, 0.0])
+    np.testing.assert_allclose(costs["orientation"].reference, table.R0)  # the wrist keeps its initial orientation
+    np.testing.assert_allclose(costs["orientation"].weights, [0.1, 0.1, 0.1])
     vertical = make_task(config(surface__normal="-y", circle__start_angle=-np.pi / 2))
     (contact,) = build_ocp(vertical).stages[0].contacts
     assert contact.kind == "y"
