@@ -32,7 +32,6 @@ import dynamics
 
 from . import condensing, lifted, pdipm
 from .lqr import LQR, TerminalLQR
-from .problem import term_key
 from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
@@ -142,21 +141,20 @@ class Formulation:
         self.backend = self.stages.name
 
     def for_problem(self, ocp) -> Formulation:
-        """This formulation of ``ocp``: an OCP with the structure of this one (its model, the
-        kind, contacts and cost terms of every stage, cones and limits) and other data: initial
-        state, references, Baumgarte targets, time steps. The compiled kernels are kept, so an
-        MPC loop changes problems at the cost of regrouping its stages."""
-        groups = ocp.groups()
+        """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
+        whose stages the stage backend can evaluate (compiled: their contacts and cost terms
+        are slots of this formulation's kernels), with other data and possibly another contact
+        schedule. The kernels are kept: an MPC loop changes problems at the cost of regrouping
+        their stages. ``ValueError`` for an OCP that does not fit."""
         same = (
             ocp.model is self.model
             and ocp.ntau == self.ocp.ntau
             and ocp.friction == self.ocp.friction
             and tuple(ocp.limits) == tuple(self.ocp.limits)
-            and [_structure(g) for g in groups] == [_structure(g) for g in self.groups]
-            and [t.name for t in ocp.terminal_costs] == [t.name for t in self.ocp.terminal_costs]
         )
         if not same:
-            raise ValueError("the OCP's structure (stages, contacts, cost terms, limits) is not this formulation's")
+            raise ValueError("the OCP's model, torque state, cones or limits are not this formulation's")
+        groups = ocp.groups()
         new = copy.copy(self)
         new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
         new.stages = self.stages.for_problem(ocp, groups)
@@ -433,12 +431,6 @@ class Formulation:
             "impulses": impulses,
             "kinds": kinds,
         }
-
-
-def _structure(group) -> tuple:
-    """What a group's stages share and which stages they are."""
-    contacts = tuple((c.frame, c.kind, str(c.reference), c.frame2) for c in group.contacts)
-    return group.kind, tuple(group.index), contacts, tuple(term_key(t) for t in group.costs.terms)
 
 
 def _finite(quantity, group, *arrays):

@@ -27,6 +27,7 @@ from .condensing import compile_condensing
 from .friction import ROWS
 from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
+from .problem import term_key
 from .stages import NumpyStages, StageEval
 
 KINDS = ("contact", "impulse", "forward", "terminal")
@@ -98,11 +99,26 @@ class CompiledStages:
         )
 
     def for_problem(self, ocp, groups) -> CompiledStages:
-        """The same kernels for ``ocp`` (grouped in ``groups``), an OCP of the same structure
-        (the same layout) with other data."""
+        """The same kernels for ``ocp`` (grouped in ``groups``): its contacts and cost terms must
+        be slots of this layout (``ValueError`` otherwise), its stage kinds among the kernels'."""
+        keys = {sym.contact_key(s.contact) for s in self.layout.contacts}
+        slots = {kind: {term_key(t) for t in terms} for kind, terms in self._slot_terms().items()}
+        for group in groups:
+            if group.kind not in self.kernels:
+                raise ValueError(f"no {group.kind} kernel in this formulation")
+            if any(sym.contact_key(c) not in keys for c in group.contacts) or any(
+                term_key(t) not in slots[group.kind] for t in group.costs.terms
+            ):
+                raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
+        if any(term_key(t) not in slots["terminal"] for t in ocp.terminal_costs):
+            raise ValueError("the OCP has terminal cost terms that are not slots of this formulation's kernels")
         new = copy.copy(self)
         new._set_problem(ocp, groups)
         return new
+
+    def _slot_terms(self) -> dict:
+        lay = self.layout
+        return {"contact": lay.contact_terms, "impulse": lay.impulse_terms, "terminal": lay.terminal_terms}
 
     # ------------------------------------------------------------------ layout of a group
 

@@ -4,7 +4,7 @@ An :class:`MPC` holds a problem builder ``build(t, q, v, tau) -> OCP`` (the hori
 starts at time ``t`` from the measured state; ``tau`` the measured torques of an OCP with a
 torque filter, else None) and one formulation of its OCPs, whose kernels are built
 once (:meth:`ocp.formulation.Formulation.for_problem`). Each update builds the horizon's OCP,
-warm-starts from the previous solution moved by the knots that elapsed (:func:`shift`), runs
+warm-starts from the previous solution moved to the new horizon (:func:`warm_start`), runs
 at most ``iterations`` Newton iterations of the interior point (:func:`solvers.ipm.solve`),
 and returns a :class:`Policy` for the plant until the next update.
 
@@ -73,7 +73,7 @@ class MPC:
     """Receding-horizon control of the OCPs of ``build`` (module docstring) in the formulation
     ``formulation`` evaluated by ``backend``; ``options`` of the interior point (its
     ``max_iterations`` is replaced: ``first_iterations`` for the first solve, ``iterations``
-    per update); ``shift``: knots elapsed between updates; ``on_tick(tick)`` sees every update."""
+    per update); ``on_tick(tick)`` sees every update."""
 
     def __init__(
         self,
@@ -83,7 +83,6 @@ class MPC:
         options=Options(),
         iterations=1,
         first_iterations=100,
-        shift=1,
         on_tick=None,
         quiet=False,
     ):
@@ -91,13 +90,10 @@ class MPC:
             raise ValueError(f"iterations per update must be an integer >= 1, got {iterations!r}")
         if not (isinstance(first_iterations, int) and first_iterations >= 1):
             raise ValueError(f"first_iterations must be an integer >= 1, got {first_iterations!r}")
-        if not (isinstance(shift, int) and shift >= 0):
-            raise ValueError(f"shift must be an integer >= 0 (knots between updates), got {shift!r}")
         self.build, self.options = build, options
-        self.iterations, self.first_iterations, self.shift = iterations, first_iterations, shift
+        self.iterations, self.first_iterations = iterations, first_iterations
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
-        self.formulation = None
-        self.result = None
+        self.formulation, self.result, self.t = None, None, None
         self.ticks: list = []
 
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
@@ -116,12 +112,15 @@ class MPC:
         if self.result is None:
             raise RuntimeError("MPC.update before MPC.start")
         begin = time.perf_counter()
-        self.formulation = self.formulation.for_problem(self.build(t, q, v, tau))
-        return self._solve(t, begin, shift(self.formulation, self.result.iterate, self.shift), self.iterations)
+        old, t_old = self.formulation, self.t
+        self.formulation = old.for_problem(self.build(t, q, v, tau))
+        start = warm_start(old, t_old, self.result.iterate, self.formulation, t)
+        return self._solve(t, begin, start, self.iterations)
 
-    def _solve(self, t, begin, warm_start, iterations) -> Policy:
+    def _solve(self, t, begin, start, iterations) -> Policy:
         options = replace(self.options, max_iterations=iterations)
-        self.result = result = solve(self.formulation, options, warm_start=warm_start)
+        self.result = result = solve(self.formulation, options, warm_start=start)
+        self.t = t
         if result.linearization is None or not np.isfinite(result.kkt_error):
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
         lin = result.linearization
@@ -142,15 +141,74 @@ class MPCError(RuntimeError):
     """An update that could not produce a policy (a non-finite or singular problem)."""
 
 
-def shift(formulation, it: Iterate, n: int) -> Iterate:
-    """``it`` moved ``n`` knots earlier for ``formulation`` (whose groups are those ``it`` was
-    solved with): knots ``q, v, tau, lam`` and each stage's variables take those ``n`` knots later,
-    the last ones repeated; a stage whose later stage is in another group keeps its own."""
-    K = len(it.q) - 1
-    later = np.minimum(np.arange(K + 1) + n, K)
-    groups = []
+def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
+    """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
+    a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
+    start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
+    it does, or else of the last stage of ``old`` of its kind and sizes (the horizon's new
+    tail), or else keeps ``new``'s initial guess; each knot takes the state of its stage's
+    match (the last knot, the last knot of ``old``). The contact schedule may differ between
+    the horizons (impulse stages move with it)."""
+    old_rows = _stage_rows(old, it)
+    old_start = t_old + old.ocp.times()[:-1]
+    by_time = {(kind, round(t, 9)): k for k, (kind, t) in enumerate(zip(_kinds(old), old_start))}
+    last_of = {}
+    for k, kind in enumerate(_kinds(old)):
+        last_of[(kind, _shapes(old_rows[k]))] = k
+    new_start = t_new + new.ocp.times()
+    fresh, groups, source = None, [], np.full(new.ocp.K + 1, old.ocp.K)
+    for j, group in enumerate(new.groups):
+        shapes, rows = _row_shapes(new, group), []
+        for r, k in enumerate(group.index):
+            match = by_time.get((group.kind, round(new_start[k], 9)))
+            if match is None or _shapes(old_rows[match]) != shapes:
+                match = last_of.get((group.kind, shapes))
+            if match is None:  # a stage unlike any of the previous horizon
+                fresh = fresh or new.initial_iterate(_barrier(it))
+                rows.append(tuple(x[r] for x in _group_arrays(fresh.groups[j])))
+                continue
+            rows.append(old_rows[match])
+            source[k] = match
+        groups.append(type(it.groups[0])(*(np.array(x) for x in zip(*rows))))
+    return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+
+
+def _barrier(it: Iterate) -> float:
+    """The barrier whose central path the slacks and duals of ``it`` are on (their mean product)."""
+    products = [float(np.mean(gv.s * gv.z)) for gv in it.groups if gv.s.size]
+    return float(np.mean(products)) if products else 1e-3
+
+
+def _kinds(formulation):
+    return [stage.kind for stage in formulation.ocp.stages]
+
+
+def _group_arrays(gv):
+    return (gv.u, gv.w, gv.beta, gv.s, gv.z)
+
+
+def _stage_rows(formulation, it):
+    """Per stage of ``formulation``, its ``(u, w, beta, s, z)`` rows in ``it``."""
+    rows = [None] * formulation.ocp.K
     for group, gv in zip(formulation.groups, it.groups):
-        row = {int(k): r for r, k in enumerate(group.index)}
-        source = np.array([row.get(int(min(k + n, K - 1)), r) for r, k in enumerate(group.index)])
-        groups.append(type(gv)(*(x[source] for x in (gv.u, gv.w, gv.beta, gv.s, gv.z))))
-    return Iterate(it.q[later], it.v[later], it.lam[later], tuple(groups), it.tau[later])
+        for r, k in enumerate(group.index):
+            rows[k] = tuple(x[r] for x in _group_arrays(gv))
+    return rows
+
+
+def _shapes(row) -> tuple:
+    return tuple(x.shape for x in row)
+
+
+def _row_shapes(formulation, group) -> tuple:
+    m = sum(c.dim for c in group.contacts)
+    nv, nu = formulation.model.nv, formulation.ocp.nu if group.kind == "contact" else 0
+    ni = formulation.stages.inequalities(
+        group,
+        formulation.ocp.q0[None],
+        formulation.ocp.v0[None],
+        np.zeros((1, nu)),
+        np.zeros((1, m)),
+        None if formulation.ocp.torque_filter is None else formulation.ocp.tau0[None],
+    ).g.shape[1]
+    return ((nu,), (nv + m,), (nv + m,), (ni,), (ni,))

@@ -79,7 +79,6 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         options,
         m.iterations,
         m.first_iterations,
-        int(round(m.period / m.dt)),
         quiet=quiet,
     )
     model = scaled_model(task.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else task.model

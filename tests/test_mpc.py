@@ -1,16 +1,19 @@
-"""The MPC loop's parts: the warm-start shift, the policy between updates, a formulation moved
-to another problem of the same structure, and the simulated plant (pushes, held contact, a
+"""The MPC loop's parts: the warm start on a later horizon, the policy between updates, a
+formulation moved to another problem its kernels can evaluate, and the simulated plant (pushes, held contact, a
 heavier model)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import dynamics
+from ocp.costs import VariableCost
 from ocp.formulation import Formulation, GroupVariables, Iterate
 from problems.config import parse_config
-from problems.mpc import MPC, Policy, shift
+from problems.mpc import MPC, Policy, warm_start
 from problems.plant import Disturbances, Plant, Push, closed_loop, scaled_model
 from problems.polishing import PolishingConfig, build_ocp, make_task
 from solvers.ipm import Options, solve
@@ -21,20 +24,30 @@ def task():
     return make_task(parse_config({"task": "polishing", "mpc": {"horizon": 10}}, schema=PolishingConfig))
 
 
-def test_shift_moves_knots_and_stages_earlier_and_repeats_the_last(task):
+def test_a_warm_start_matches_stages_by_start_time(task):
+    """Moving the horizon 30 ms later: stage k takes stage k + 3's variables and knot k + 3's
+    state; the new tail repeats the last stage; the last knot is the old last knot."""
     form = Formulation(build_ocp(task), "lifted", "numpy")
+    later = form.for_problem(build_ocp(task, t0=0.03))
     K, nv = 10, 6
     knots = np.arange(K + 1, dtype=float)[:, None]
     stages = np.arange(K, dtype=float)[:, None]
-    it = Iterate(knots * np.ones(nv), knots * np.ones(nv), knots * np.ones(2 * nv),
-                 (GroupVariables(*(stages * np.ones(n) for n in (6, 7, 7, 12, 12))),), knots * np.ones(0))  # fmt: skip
-    moved = shift(form, it, 3)
-    np.testing.assert_array_equal(moved.q[:, 0], [3, 4, 5, 6, 7, 8, 9, 10, 10, 10, 10])
-    np.testing.assert_array_equal(moved.lam[:, 0], moved.q[:, 0])
+    sizes = [x.shape[1] for x in form.initial_iterate(1e-3).groups[0].__dict__.values()]  # u, w, beta, s, z
+    it = Iterate(
+        knots * np.ones(nv),
+        knots * np.ones(nv),
+        knots * np.ones(18),
+        (GroupVariables(*(stages * np.ones(n) for n in sizes)),),
+        knots * np.ones(6),
+    )
+    moved = warm_start(form, 0.0, it, later, 0.03)
+    np.testing.assert_array_equal(moved.q[:, 0], [3, 4, 5, 6, 7, 8, 9, 9, 9, 9, 10])
+    np.testing.assert_array_equal(moved.tau[:, 0], moved.q[:, 0])
     gv = moved.groups[0]
     for x in (gv.u, gv.w, gv.beta, gv.s, gv.z):
         np.testing.assert_array_equal(x[:, 0], [3, 4, 5, 6, 7, 8, 9, 9, 9, 9])
-    np.testing.assert_array_equal(shift(form, it, 0).q, it.q)
+    same = warm_start(form, 0.0, it, form, 0.0)
+    np.testing.assert_array_equal(same.q, it.q)
 
 
 def test_the_policy_is_the_plan_plus_the_gains_on_the_state_error(task):
@@ -57,16 +70,25 @@ def test_the_policy_is_the_plan_plus_the_gains_on_the_state_error(task):
 @pytest.mark.parametrize("backend", ["numpy", "compiled"])
 def test_a_formulation_moved_to_another_problem_solves_it_as_a_fresh_one(task, backend):
     first = Formulation(build_ocp(task), "lifted", backend, quiet=True)
-    other = build_ocp(task, t0=0.7, q0=task.q0 + 0.01, v0=np.full(6, 0.1))
+    later = build_ocp(task, t0=0.7, q0=task.q0 + 0.01, v0=np.full(6, 0.1))
+    other = replace(later, stages=later.stages[:7])  # other data, fewer stages
     moved, fresh = first.for_problem(other), Formulation(other, "lifted", backend, quiet=True)
     a, b = (solve(f, Options(barrier=1e-3)) for f in (moved, fresh))
     assert a.converged and a.iterations == b.iterations
     np.testing.assert_allclose(a.iterate.q, b.iterate.q, atol=1e-12)
     assert a.cost == pytest.approx(b.cost, rel=1e-12)
     assert first.ocp is not other  # the first formulation is left as it was
-    shorter = make_task(parse_config({"task": "polishing", "mpc": {"horizon": 9}}, schema=PolishingConfig))
-    with pytest.raises(ValueError, match="structure"):
-        first.for_problem(build_ocp(shorter))
+
+
+def test_a_compiled_formulation_refuses_terms_its_kernels_lack(task):
+    first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
+    ocp = build_ocp(task)
+    extra = VariableCost("a", np.zeros(6), 1.0, "acceleration")
+    stages = tuple(replace(s, costs=s.costs + (extra,)) for s in ocp.stages)
+    with pytest.raises(ValueError, match="not slots"):
+        first.for_problem(replace(ocp, stages=stages))
+    with pytest.raises(ValueError, match="torque state"):
+        first.for_problem(replace(ocp, torque_filter=None, tau0=None))
 
 
 def test_an_update_needs_a_start(task):
