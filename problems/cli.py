@@ -186,9 +186,10 @@ def mpc(args) -> int:
     from .config import ConfigError, load_config
     from .files import check_output
     from .mpc import MPCError
+    from .mpc_results import load, save
     from .plots import mpc_figures
     from .polishing import PolishingConfig, TaskError
-    from .polishing_run import load, measures, run, save
+    from .polishing_run import measures, run
 
     try:
         config = load_config(args.config, PolishingConfig)
@@ -230,7 +231,7 @@ def mpc(args) -> int:
         return _error(str(e), RUN_ERROR)
     except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
         raise UserError(str(e)) from None
-    save(outcome, results)
+    save(results, outcome.arrays, outcome.ticks, measures(outcome), config)
     figures = mpc_figures(load(results), out_dir)
     m = measures(outcome)
     if args.json:

@@ -73,7 +73,9 @@ class MPC:
     """Receding-horizon control of the OCPs of ``build`` (module docstring) in the formulation
     ``formulation`` evaluated by ``backend``; ``options`` of the interior point (its
     ``max_iterations`` is replaced: ``first_iterations`` for the first solve, ``iterations``
-    per update); ``on_tick(tick)`` sees every update."""
+    per update); ``on_tick(tick)`` sees every update. ``layout``: an OCP with every contact
+    and cost term the horizons will have (the kernels are built for it once; default: the first
+    horizon's), e.g. the whole run of a periodic gait."""
 
     def __init__(
         self,
@@ -85,6 +87,7 @@ class MPC:
         first_iterations=100,
         on_tick=None,
         quiet=False,
+        layout=None,
     ):
         if not (isinstance(iterations, int) and iterations >= 1):
             raise ValueError(f"iterations per update must be an integer >= 1, got {iterations!r}")
@@ -93,6 +96,7 @@ class MPC:
         self.build, self.options = build, options
         self.iterations, self.first_iterations = iterations, first_iterations
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
+        self.layout = layout
         self.formulation, self.result, self.t = None, None, None
         self.ticks: list = []
 
@@ -103,7 +107,8 @@ class MPC:
         ocp = self.build(t, q, v, tau)
         if ocp.stages[0].kind != "contact":
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
-        self.formulation = Formulation(ocp, self.formulation_name, self.backend, quiet=self.quiet)
+        first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
+        self.formulation = first.for_problem(ocp) if self.layout is not None else first
         return self._solve(t, begin, warm_start, self.first_iterations)
 
     def update(self, t, q, v, tau=None) -> Policy:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 import dynamics
+from ocp.lifted import actuation
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,17 @@ class Plant:
         self.filter_gain = None if torque_filter is None else float(np.exp(-2 * np.pi * torque_filter * dt))
         self._rng = np.random.default_rng(disturbances.seed)
 
+    def start(self, q):
+        """Prepare a run from the configuration ``q`` (nothing to do: the contacts are fixed)."""
+
     def torque(self, t, q, tau) -> np.ndarray:
-        """The torques the plant receives for the command ``tau``: bias, noise and pushes added."""
+        """The joint torques ``(nv,)`` the plant receives for the actuated joints' ``tau``: bias
+        and noise added, then the torques of the pushes."""
         d = self.disturbances
         out = tau + d.torque_bias
         if d.torque_noise > 0:
             out = out + self._rng.normal(0.0, d.torque_noise, size=tau.shape)
+        out = actuation(self.model) @ out
         for push in d.pushes:
             if push.active(t):
                 J = dynamics.frame_jacobian(self.model, q, push.frame, "LOCAL_WORLD_ALIGNED")[:3]
@@ -122,7 +128,8 @@ class Log:
     """A closed-loop run at the plant's rate: ``t (n,)``, ``q, v, tau (n, .)`` at the start of
     each step (``tau`` the actuators' torques, empty without a filter), the command ``u (n, nu)``
     and the contact forces ``f (n, m)`` during it; ``ticks`` of the MPC and the wall
-    ``control_seconds`` spent in updates and policy evaluations."""
+    ``control_seconds`` spent in updates and policy evaluations (not in the first solve, which
+    comes before the loop)."""
 
     t: list = field(default_factory=list)
     q: list = field(default_factory=list)
@@ -148,9 +155,8 @@ def closed_loop(mpc, plant, q0, v0, duration, period, progress=None, tau0=None) 
     log = Log()
     q, v, t = np.asarray(q0, dtype=float), np.asarray(v0, dtype=float), 0.0
     tau = None if tau0 is None else np.asarray(tau0, dtype=float)
-    begin = time.perf_counter()
-    policy = mpc.start(t, q, v, tau)
-    log.control_seconds += time.perf_counter() - begin
+    plant.start(q)
+    policy = mpc.start(t, q, v, tau)  # before the loop: not counted in the controller's time
     updates = int(round(duration / period))
     for k in range(updates):
         for j in range(steps):

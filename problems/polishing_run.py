@@ -13,19 +13,14 @@ gives what ``liftoff mpc --json`` prints:
   of the plant pulled the tool);
 - ``force_settling_s``: from the end of the last push (or from the start), the time after which
   the normal force stays within ``FORCE_BAND_N`` of its target;
-- ``tick_ms_median``, ``tick_ms_p95``: wall time of the MPC updates (the first solve left out);
-- ``real_time_factor``: simulated time over the wall time of the controller (updates and
-  policy evaluations; the plant's simulation not counted).
+- the controller's timing (:func:`problems.mpc_results.timing`).
 
-A results file (``.npz``) holds the plant-rate ``t, q, v, u``, the normal force, the tool
-position and its reference, the per-update ``tick_t, tick_ms, tick_iterations, tick_kkt``,
-and the measures and configuration as JSON strings.
+Its results file (:mod:`problems.mpc_results`) holds, besides ``t, q, v, u``, the normal
+force, the tool position and its reference.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,9 +28,8 @@ import numpy as np
 import dynamics
 from solvers.ipm import Options
 
-from .config import to_dict
-from .files import ReadError, atomic
 from .mpc import MPC
+from .mpc_results import timing
 from .plant import Disturbances, Plant, closed_loop, scaled_model
 from .polishing import build_ocp, make_task
 
@@ -109,7 +103,6 @@ def measures(r: PolishingRun) -> dict:
     plane = list(r.task.plane)
     force_error = a["force"][window] - cfg.surface.force
     circle_error = np.linalg.norm((a["tool"] - a["reference"])[window][:, plane], axis=1)
-    ticks_ms = 1e3 * np.array([tick.seconds for tick in r.ticks[1:]] or [np.nan])
     since = max((p["start"] + p["duration"] for p in r.disturbances["pushes"]), default=0.0)
     outside = np.flatnonzero((t >= since) & (np.abs(a["force"] - cfg.surface.force) > FORCE_BAND_N))
     settled = since if len(outside) == 0 else t[outside[-1]] + cfg.plant.dt
@@ -123,40 +116,6 @@ def measures(r: PolishingRun) -> dict:
         "min_normal_force_N": float(np.min(a["force"])),
         "contact_lost": bool(np.any(a["force"] < 0)),
         "force_settling_s": float(settled - since),
-        "tick_ms_median": float(np.median(ticks_ms)),
-        "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
-        "real_time_factor": float(duration / r.control_seconds),
-        "updates": len(r.ticks),
-        "update_iterations": int(sum(tick.iterations for tick in r.ticks[1:])),
+        **timing(r.ticks, r.control_seconds, duration),
         "disturbances": r.disturbances,
     }
-
-
-def save(r: PolishingRun, path) -> None:
-    """Write the results file ``path`` whole (module docstring)."""
-    ticks = {
-        "tick_t": [x.t for x in r.ticks],
-        "tick_ms": [1e3 * x.seconds for x in r.ticks],
-        "tick_iterations": [x.iterations for x in r.ticks],
-        "tick_kkt": [x.kkt_error for x in r.ticks],
-    }
-    with atomic(path) as out:
-        np.savez_compressed(
-            out,
-            **r.arrays,
-            **{k: np.asarray(v) for k, v in ticks.items()},
-            measures=json.dumps(measures(r)),
-            config=json.dumps(to_dict(r.config)),
-        )
-
-
-def load(path) -> dict:
-    """A results file as a dict of arrays, with ``measures`` and ``config`` as dicts;
-    :class:`problems.files.ReadError` for a file that is not one."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            out = {k: data[k] for k in data.files if k not in ("measures", "config")}
-            out["measures"], out["config"] = json.loads(str(data["measures"])), json.loads(str(data["config"]))
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ReadError(f"{path}: not a readable liftoff MPC results file ({e})") from None
-    return out

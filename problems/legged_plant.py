@@ -1,0 +1,130 @@
+"""A simulated legged robot for closed-loop gait MPC: feet that touch down, stick and lift off.
+
+:class:`LeggedPlant` integrates liftoff's proximal constrained dynamics with the semi-implicit
+Euler scheme of :class:`problems.plant.Plant`, the feet on the ground as 3D contacts held at
+their touchdown points by Baumgarte gains. Events within a step:
+
+- **touchdown**: a foot that the schedule holds on the ground and that reaches the ground
+  height during the step. The step is cut at the event, located by bisection on the step
+  fraction (the acceleration held); there the impulse dynamics of the new contact set
+  (:func:`dynamics.impulse_dynamics`) zero the landing foot's velocity, once; the rest of the
+  step runs with the foot in contact;
+- **lift-off**: a foot leaves the ground when the schedule releases it or when its normal
+  force would turn negative.
+
+What it idealizes, as the polishing plant does: feet in contact stick and are bilateral (a
+foot cannot slide: its ``slip`` is the Baumgarte drift from its touchdown point, and a force
+outside the friction pyramid is reported as a cone violation, not simulated); the ground is
+flat at the height of the feet in the initial configuration and only where the schedule
+expects a stance (a foot that dips below it while the schedule swings it goes through;
+``penetration`` reports how deep); the schedule, the controller's plan, decides lift-off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+import dynamics
+from dynamics import Contact
+
+from .plant import Disturbances, Plant
+
+
+class LeggedPlant(Plant):
+    """A legged ``model`` with ``feet`` (frame names) on flat ground at ``ground`` [m], friction
+    coefficient ``friction`` (for the reported cone violations), ``schedule(t)``: the feet the
+    plan holds on the ground at time ``t``; Baumgarte gains ``kp, kd`` hold the feet in
+    contact; step ``dt``; disturbances as for :class:`problems.plant.Plant`."""
+
+    def __init__(
+        self, model, feet, ground, friction, schedule, dt=1e-3, kp=0.0, kd=0.0, disturbances=Disturbances(), mu=1e-8
+    ):
+        super().__init__(model, (), dt, disturbances, mu)
+        for foot in feet:
+            model.frame_id(foot)  # unknown frames raise here
+        self.feet, self.ground, self.friction, self.schedule = tuple(feet), float(ground), float(friction), schedule
+        self.kp, self.kd = kp, kd
+        self.stance: dict = {}  # foot -> touchdown point
+        self.touchdowns = 0
+        self.max_cone_violation = self.max_slip = self.max_penetration = 0.0
+
+    def start(self, q):
+        """The feet of ``q`` at the ground height (within 1 mm) are in contact where they stand."""
+        self.stance = {}
+        for foot in self.feet:
+            _, p = dynamics.frame_placement(self.model, q, foot)
+            if abs(p[2] - self.ground) < 1e-3:
+                self.stance[foot] = np.asarray(p, dtype=float)
+
+    def _contacts(self, stance):
+        return tuple(
+            Contact(foot, "3D", "LOCAL_WORLD_ALIGNED", kp=self.kp, kd=self.kd, placement=p)
+            for foot, p in stance.items()
+        )
+
+    def _dynamics(self, q, v, tau):
+        """``(a, forces)``: the accelerations with the stance feet, and their world forces; feet
+        whose normal force would be negative are released first."""
+        while True:
+            if not self.stance:
+                return dynamics.aba(self.model, q, v, tau), {}
+            a, f = dynamics.constrained_dynamics(self.model, q, v, tau, self._contacts(self.stance), mu=self.mu)[:2]
+            forces = dict(zip(self.stance, f.reshape(-1, 3)))
+            pulling = min(forces, key=lambda foot: forces[foot][2])
+            if forces[pulling][2] >= 0:
+                return a, forces
+            del self.stance[pulling]
+
+    def _advance(self, q, v, a, h):
+        v_next = v + h * a
+        return dynamics.integrate(self.model, q, h * v_next), v_next
+
+    def _heights(self, q, feet):
+        return np.array([dynamics.frame_placement(self.model, q, foot)[1][2] for foot in feet]) - self.ground
+
+    def step(self, t, q, v, command, tau=None):
+        """``(q+, v+, forces, None)``: one step from ``(q, v)`` under the torques ``command`` at
+        time ``t`` (events in the module docstring); ``forces (3 nfeet,)`` the feet's world
+        forces at the end of the step (zero in the air)."""
+        tau = self.torque(t, q, command)
+        held = self.schedule(t + self.dt)
+        for foot in [f for f in self.stance if f not in self.schedule(t)]:
+            del self.stance[foot]  # lift-off: released by the plan
+        a, forces = self._dynamics(q, v, tau)
+        q1, v1 = self._advance(q, v, a, self.dt)
+        landing = [f for f in self.feet if f not in self.stance and f in held]
+        below = [f for f, h in zip(landing, self._heights(q1, landing)) if h < 0]
+        swinging = [f for f in self.feet if f not in self.stance and f not in held]
+        if swinging:
+            self.max_penetration = max(self.max_penetration, float(-min(0.0, self._heights(q1, swinging).min())))
+        if below:
+            lo, hi = 0.0, 1.0  # the first fraction of the step at which a landing foot reaches the ground
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                if np.min(self._heights(self._advance(q, v, a, mid * self.dt)[0], below)) < 0:
+                    hi = mid
+                else:
+                    lo = mid
+            qe, ve = self._advance(q, v, a, hi * self.dt)
+            for foot in below:
+                self.stance[foot] = np.array(dynamics.frame_placement(self.model, qe, foot)[1], dtype=float)
+            contacts = tuple(replace(c, kp=0.0, kd=0.0) for c in self._contacts(self.stance))  # velocities only
+            ve, _ = dynamics.impulse_dynamics(self.model, qe, ve, contacts, mu=self.mu)[:2]
+            self.touchdowns += len(below)
+            a, forces = self._dynamics(qe, ve, tau)
+            q1, v1 = self._advance(qe, ve, a, (1 - hi) * self.dt)
+        self._record(q1, forces)
+        out = np.zeros(3 * len(self.feet))
+        for i, foot in enumerate(self.feet):
+            if foot in forces:
+                out[3 * i : 3 * i + 3] = forces[foot]
+        return q1, v1, out, None
+
+    def _record(self, q, forces):
+        m = self.friction / np.sqrt(2.0)
+        for foot, f in forces.items():
+            self.max_cone_violation = max(self.max_cone_violation, float(max(abs(f[0]), abs(f[1])) - m * f[2]))
+            _, p = dynamics.frame_placement(self.model, q, foot)
+            self.max_slip = max(self.max_slip, float(np.linalg.norm((p - self.stance[foot])[:2])))

@@ -1,0 +1,63 @@
+"""A closed-loop MPC run as a file, and the measures every run shares.
+
+A results file (``.npz``) holds the plant-rate arrays of the run (``t, q, v, u`` and the task's
+own), the per-update ``tick_t, tick_ms, tick_iterations, tick_kkt``, and the run's measures
+and configuration as JSON strings. :func:`timing` gives the measures of the controller:
+
+- ``tick_ms_median``, ``tick_ms_p95``: wall time of the MPC updates (the first solve left out);
+- ``real_time_factor``: simulated time over the wall time of the controller (updates and
+  policy evaluations; the first solve and the plant's simulation not counted);
+- ``updates`` and ``update_iterations`` (Newton iterations after the first solve).
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+
+from .config import to_dict
+from .files import ReadError, atomic
+
+
+def timing(ticks, control_seconds, duration) -> dict:
+    """The controller's measures (module docstring)."""
+    ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks[1:]] or [np.nan])
+    return {
+        "tick_ms_median": float(np.median(ticks_ms)),
+        "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
+        "real_time_factor": float(duration / control_seconds),
+        "updates": len(ticks),
+        "update_iterations": int(sum(tick.iterations for tick in ticks[1:])),
+    }
+
+
+def save(path, arrays, ticks, measures, config) -> None:
+    """Write the results file ``path`` whole (module docstring)."""
+    columns = {
+        "tick_t": [x.t for x in ticks],
+        "tick_ms": [1e3 * x.seconds for x in ticks],
+        "tick_iterations": [x.iterations for x in ticks],
+        "tick_kkt": [x.kkt_error for x in ticks],
+    }
+    with atomic(path) as out:
+        np.savez_compressed(
+            out,
+            **arrays,
+            **{k: np.asarray(v) for k, v in columns.items()},
+            measures=json.dumps(measures),
+            config=json.dumps(to_dict(config)),
+        )
+
+
+def load(path) -> dict:
+    """A results file as a dict of arrays, with ``measures`` and ``config`` as dicts;
+    :class:`problems.files.ReadError` for a file that is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            out = {k: data[k] for k in data.files if k not in ("measures", "config")}
+            out["measures"], out["config"] = json.loads(str(data["measures"])), json.loads(str(data["config"]))
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ReadError(f"{path}: not a readable liftoff MPC results file ({e})") from None
+    return out
