@@ -8,7 +8,7 @@
     liftoff report DIR
     liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
     liftoff sweep SPEC --out DIR [--workers N] [--scheduler ADDRESS|local] [--json] [--quiet]
-    liftoff schema [--task gait|polishing]
+    liftoff schema [--task gait|polishing|gait_mpc]
     liftoff view RESULT [--html FILE] [--speed X]
     liftoff info ROBOT [--fixed-base | --floating-base] [--lock JOINT=VALUE ...]
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
@@ -31,6 +31,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 PROG = "liftoff"
@@ -180,29 +181,15 @@ def _source(path):
 
 
 def mpc(args) -> int:
-    import yaml
     from tqdm import tqdm
 
-    from .config import ConfigError, load_config
+    from .config import load_config
     from .files import check_output
     from .mpc import MPCError
     from .mpc_results import load, save
-    from .plots import mpc_figures
-    from .polishing import PolishingConfig, TaskError
-    from .polishing_run import measures, run
 
-    try:
-        config = load_config(args.config, PolishingConfig)
-    except ConfigError as e:
-        try:
-            data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            data = None  # the error says what is wrong with the file
-        if e.path == "" and isinstance(data, dict) and "task" not in data:
-            raise ConfigError(
-                "expected a polishing task (task: polishing); MPC of the gaits is not built yet", source=args.config
-            ) from None
-        raise
+    task = _mpc_task(args.config)
+    config = load_config(args.config, task.schema)
     out_dir = Path(args.out or Path("results") / f"{config.name}_mpc")
     results = check_output(out_dir / "run.npz")  # before the run, not after
     duration = args.duration if args.duration is not None else config.mpc.duration
@@ -216,7 +203,7 @@ def mpc(args) -> int:
     )
     try:
         with bar:
-            outcome = run(
+            outcome = task.run(
                 config,
                 duration,
                 pushes,
@@ -225,28 +212,98 @@ def mpc(args) -> int:
                 progress=lambda t: bar.update(t - bar.n),
                 quiet=args.quiet or args.json,
             )
-    except TaskError as e:
+    except task.errors as e:
         raise UserError(f"{args.config}: {e}") from None
     except (MPCError, FloatingPointError) as e:
         return _error(str(e), RUN_ERROR)
     except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
         raise UserError(str(e)) from None
-    save(results, outcome.arrays, outcome.ticks, measures(outcome), config)
-    figures = mpc_figures(load(results), out_dir)
-    m = measures(outcome)
+    m = task.measures(outcome)
+    save(results, outcome.arrays, outcome.ticks, m, config)
+    figures = task.figures(load(results), out_dir)
     if args.json:
         print(json.dumps({**m, "results_file": str(results)}))
     else:
-        print(
-            f"{config.name}: {m['formulation']} MPC, {m['backend']} stages, {m['duration_s']:g} s simulated\n"
-            f"normal force: RMS error {m['force_rms_error_N']:.3f} N after the first second, "
-            f"minimum {m['min_normal_force_N']:.2f} N{' (CONTACT LOST)' if m['contact_lost'] else ''}\n"
-            f"circle: RMS error {1e3 * m['circle_rms_error_m']:.2f} mm\n"
+        head = f"{config.name}: {m['formulation']} MPC, {m['backend']} stages, {m['duration_s']:g} s simulated"
+        timing = (
             f"updates: median {m['tick_ms_median']:.2f} ms, p95 {m['tick_ms_p95']:.2f} ms, "
-            f"real-time factor {m['real_time_factor']:.2f}\n"
-            f"saved {results} and {', '.join(p.name for p in figures)}"
+            f"real-time factor {m['real_time_factor']:.2f}"
         )
-    return RUN_ERROR if m["contact_lost"] else 0
+        print("\n".join((head, *task.lines(m), timing, f"saved {results} and {', '.join(p.name for p in figures)}")))
+    return RUN_ERROR if task.failed(m) else 0
+
+
+@dataclass(frozen=True)
+class _MPCTask:
+    """What ``liftoff mpc`` does with a task: its schema, run, measures, figures, report lines,
+    failure test and the errors its problem builder raises."""
+
+    schema: object
+    run: object
+    measures: object
+    figures: object
+    lines: object
+    failed: object
+    errors: tuple
+
+
+def _mpc_task(path) -> _MPCTask:
+    """The task of the configuration file ``path`` (its ``task`` key)."""
+    import yaml
+
+    from .config import ConfigError
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None  # loading it says what is wrong with the file
+    task = data.get("task") if isinstance(data, dict) else None
+    if task == "gait_mpc":
+        from . import gait_mpc_run
+        from .gait_mpc import GaitMPCConfig
+        from .gaits import ProblemError
+        from .plots import gait_mpc_figures
+
+        def lines(m):
+            return (
+                f"base: mean forward velocity {m['mean_forward_velocity_mps']:.3f} m/s "
+                f"(command {m['command_velocity_mps']:.3f}){' (FELL)' if m['fell'] else ''}",
+                f"feet: {m['touchdowns']} touchdowns, slip up to {1e3 * m['max_foot_slip_m']:.2f} mm, "
+                f"cone violation up to {max(0.0, m['max_cone_violation']):.2f} N",
+            )
+
+        return _MPCTask(
+            GaitMPCConfig,
+            gait_mpc_run.run,
+            gait_mpc_run.measures,
+            gait_mpc_figures,
+            lines,
+            lambda m: m["fell"],
+            (ProblemError,),
+        )
+    if task is not None or data is None:  # polishing, or errors its loader reports
+        from . import polishing_run
+        from .plots import mpc_figures
+        from .polishing import PolishingConfig, TaskError
+
+        def lines(m):
+            lost = " (CONTACT LOST)" if m["contact_lost"] else ""
+            return (
+                f"normal force: RMS error {m['force_rms_error_N']:.3f} N after the first second, "
+                f"minimum {m['min_normal_force_N']:.2f} N{lost}",
+                f"circle: RMS error {1e3 * m['circle_rms_error_m']:.2f} mm",
+            )
+
+        return _MPCTask(
+            PolishingConfig,
+            polishing_run.run,
+            polishing_run.measures,
+            mpc_figures,
+            lines,
+            lambda m: m["contact_lost"],
+            (TaskError,),
+        )
+    raise ConfigError("expected an MPC task (task: polishing or task: gait_mpc)", source=str(path))
 
 
 def _push(text):
@@ -617,11 +674,13 @@ def parser() -> argparse.ArgumentParser:
     p_schema = commands.add_parser(
         "schema",
         help="the JSON Schema of a configuration file, for editors",
-        description="Print the JSON Schema of a gait (problems/config.py) or polishing (problems/polishing.py) "
-        "configuration. Save it and start a YAML file with '# yaml-language-server: $schema=PATH' to get "
-        "completion and checks in editors.",
+        description="Print the JSON Schema of a gait (problems/config.py), polishing (problems/polishing.py) or "
+        "gait MPC (problems/gait_mpc.py) configuration. Save it and start a YAML file with "
+        "'# yaml-language-server: $schema=PATH' to get completion and checks in editors.",
     )
-    p_schema.add_argument("--task", choices=("gait", "polishing"), default="gait", help="which configuration")
+    p_schema.add_argument(
+        "--task", choices=("gait", "polishing", "gait_mpc"), default="gait", help="which configuration"
+    )
     p_schema.set_defaults(run=schema)
 
     p_info = commands.add_parser(

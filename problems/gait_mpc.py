@@ -115,10 +115,16 @@ class GaitRun:
         return {c.frame for c in self.ocp.stages[self.stage_at(t)].contacts}
 
     def command_velocity(self) -> float:
-        """The forward speed of the references: the base reference's displacement over the run."""
-        refs = [next(term for term in s.costs if term.name == "state").q_ref for s in self.ocp.stages]
-        times = self.ocp.times()[:-1]
-        return float((refs[-1][0] - refs[0][0]) / (times[-1] - times[0]))
+        """The forward speed of the references over the repeated cycles: the base reference's
+        displacement from the cycles' start to the run's end over that time."""
+        start = sum(p.knots for p in self.config.gait.phases[: self.config.mpc.cycle_start]) * self.dt
+        times = self.ocp.times()[self.contact_stages]
+        first, last = int(np.searchsorted(times, start - 1e-9)), len(times) - 1
+        refs = [
+            next(term for term in self.ocp.stages[self.contact_stages[k]].costs if term.name == "state").q_ref
+            for k in (first, last)
+        ]
+        return float((refs[1][0] - refs[0][0]) / (times[last] - times[first]))
 
 
 def make_run(config: GaitMPCConfig) -> GaitRun:

@@ -1,7 +1,7 @@
-"""JSON Schemas of the configuration files, for editors (``liftoff schema [--task gait|polishing]``).
+"""JSON Schemas of the configuration files, for editors (``liftoff schema [--task TASK]``).
 
-Made from the dataclasses of :mod:`problems.config` and :mod:`problems.polishing`, the one
-place each schema is written: each
+Made from the dataclasses of :mod:`problems.config`, :mod:`problems.polishing` and
+:mod:`problems.gait_mpc`, the one place each schema is written: each
 field's type gives its JSON type, its default makes it optional, the comment beside it becomes
 its description, and the closed lists of names (robots, formulations, backends, reference
 frames, limits) become enumerations. Value ranges stay in the comments: the loader checks
@@ -20,11 +20,13 @@ import typing
 import dynamics
 
 from . import config as cfg
-from . import polishing
+from . import gait_mpc, polishing
 
-TASKS = {"gait": cfg.GaitConfig, "polishing": polishing.PolishingConfig}
+TASKS = {"gait": cfg.GaitConfig, "polishing": polishing.PolishingConfig, "gait_mpc": gait_mpc.GaitMPCConfig}
 ENUMS = {  # (section, field): the allowed names
     ("GaitConfig", "robot"): tuple(dynamics.ROBOTS),
+    ("GaitMPCConfig", "robot"): tuple(dynamics.ROBOTS),
+    ("GaitMPCConfig", "task"): ("gait_mpc",),
     ("PolishingConfig", "robot"): tuple(dynamics.ROBOTS),
     ("PolishingConfig", "task"): ("polishing",),
     ("Surface", "normal"): polishing.NORMALS,

@@ -159,7 +159,8 @@ def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
             animate(f"forces/{foot}", k, transform=_transform(_rotation_from_y(axis), p[k]), visible=on)
             animate(f"forces/{foot}", k, scale=max(magnitude * FORCE_SCALE, 1e-6))
             animate(f"cones/{foot}", k, transform=_transform(p=p[k]), visible=on)
-    commands += _swing_references(config, model)
+    if run.get("planned", True):
+        commands += _swing_references(config, model)
     commands.append(SetProperty("position", CAMERA, NodePath(("Cameras", "default", "rotated", "<object>"))))
     commands.append(SetAnimation(animation, play=True, repetitions=REPETITIONS))
     return commands
@@ -236,10 +237,41 @@ def show(run: dict, speed: float = 1.0):
 
 
 def load(path) -> dict:
-    """A results file for viewing (:func:`problems.runs.load_run`)."""
+    """A results file for viewing: of a solve (:func:`problems.runs.load_run`) or of a gait
+    MPC run (:mod:`problems.mpc_results`, shown at 50 frames per second of simulated time,
+    without planned swing references: the plan moved with every update)."""
+    from .mpc_results import load as load_mpc
     from .runs import load_run
 
-    run = load_run(path)
+    try:
+        run = load_run(path)
+    except ReadError as error:
+        try:
+            mpc = load_mpc(path)
+        except ReadError:
+            raise error from None  # neither kind of results file: say it as for a solve
+        if mpc["config"].get("task") != "gait_mpc":
+            raise ReadError(f"{path}: the viewer plays gait solves and gait MPC runs, not this task") from None
+        return _mpc_run(mpc)
     if "q" not in run or "config" not in run:
         raise ReadError(f"{path}: a results file without the motion")
     return run
+
+
+def _mpc_run(mpc) -> dict:
+    """A gait MPC run as the viewer's results dict: every 20 ms of the plant's states, each
+    foot's force at those times, the gait configuration's keys."""
+    t = mpc["t"]
+    step = max(1, int(round(0.02 / (t[1] - t[0])))) if len(t) > 1 else 1
+    config = {k: v for k, v in mpc["config"].items() if k not in ("task", "mpc", "plant")}
+    feet = config["contacts"]["feet"]
+    f = mpc["f"][::step].reshape(-1, len(feet), 3)[:-1]
+    return {
+        "times": t[::step],
+        "q": mpc["q"][::step],
+        "kinds": np.array(["contact"] * len(f)),
+        "forces": {foot: f[:, i] for i, foot in enumerate(feet)},
+        "config": config,
+        "summary": {"name": config.get("name", "")},
+        "planned": False,
+    }

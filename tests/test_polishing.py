@@ -181,6 +181,6 @@ def test_bad_mpc_options_are_one_line(tmp_path, capsys, argv, message):
     assert err.startswith("liftoff: error:") and err.count("\n") == 1 and message in err
 
 
-def test_a_gait_configuration_is_not_a_polishing_task(tmp_path, capsys):
+def test_a_gait_configuration_is_not_an_mpc_task(tmp_path, capsys):
     assert main(["mpc", "configs/anymal_trot.yaml", "--out", str(tmp_path)]) == 2
-    assert "expected a polishing task (task: polishing)" in capsys.readouterr().err
+    assert "expected an MPC task (task: polishing or task: gait_mpc)" in capsys.readouterr().err
