@@ -35,3 +35,11 @@ def test_polishing_example_holds_the_force_outside_the_push():
     assert 29.0 < low <= high < 31.0
     assert float(re.search(r"during the push: down to (\S+) N", out).group(1)) < 15.0
     assert "200 MPC updates" in out
+
+
+def test_anymal_mpc_example_trots_through_the_push():
+    out = run("anymal_mpc.py")
+    assert float(re.search(r"base moved (\S+) m forward", out).group(1)) > 0.3
+    low = float(re.search(r"base height (\S+) to", out).group(1))
+    assert low > 0.4  # standing through the push
+    assert int(re.search(r"(\d+) touchdowns", out).group(1)) >= 10
