@@ -603,12 +603,12 @@ def parser() -> argparse.ArgumentParser:
 
     p_mpc = commands.add_parser(
         "mpc",
-        help="a polishing task in closed loop: MPC against a simulated plant",
-        description="Run the force-feedback polishing MPC of a configuration (task: polishing) against liftoff's "
-        "simulated plant; write the results file (run.npz), the normal force (force.png), the tool's path "
-        "(path.png) and the update times (ticks.png) to the output folder.",
+        help="a task in closed loop: MPC against a simulated plant (polishing, gaits)",
+        description="Run the MPC of a configuration (task: polishing or task: gait_mpc) against liftoff's "
+        "simulated plant; write the results file (run.npz) and the task's figures (polishing: force.png, "
+        "path.png; gaits: velocity.png, height.png, forces.png; both: ticks.png) to the output folder.",
     )
-    p_mpc.add_argument("config", metavar="CONFIG", help="YAML polishing configuration")
+    p_mpc.add_argument("config", metavar="CONFIG", help="YAML configuration with task: polishing or gait_mpc")
     p_mpc.add_argument("--duration", type=_positive_float, metavar="S", help="override mpc.duration (s)")
     p_mpc.add_argument(
         "--push",

@@ -21,13 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.ipm import Options
-
 from .gait_mpc import make_run, window
 from .legged_plant import LeggedPlant
 from .mpc import MPC
 from .mpc_results import timing
-from .plant import Disturbances, closed_loop, scaled_model
+from .plant import closed_loop, describe, disturbances_of, scaled_model
 
 FALL_HEIGHT_M, FALL_TILT_DEG = 0.25, 45.0
 
@@ -54,21 +52,10 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     ``pushes`` (:class:`problems.plant.Push`) and the plant's scaled bodies' mass and inertia
     times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
     plan = make_run(config)
-    m, s, p = config.mpc, config.solver, config.plant
-    name = formulation or s.formulation
-    options = Options(barrier=s.barrier, tol=s.tol, line_search=s.line_search)
-    mpc = MPC(
-        lambda t, q, v, tau: window(plan, t, q, v),
-        name,
-        s.backend,
-        options,
-        m.iterations,
-        m.first_iterations,
-        quiet=quiet,
-        layout=plan.ocp,
-    )
+    m, p = config.mpc, config.plant
+    mpc = MPC.of_config(lambda t, q, v, tau: window(plan, t, q, v), config, formulation, quiet, layout=plan.ocp)
     model = scaled_model(plan.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else plan.model
-    disturbances = Disturbances(tuple(pushes), p.torque_noise, p.torque_bias, p.seed)
+    disturbances = disturbances_of(p, pushes)
     friction = config.contacts.friction
     plant = LeggedPlant(model, plan.feet, plan.ground, friction, plan.schedule, p.dt, p.kp, p.kd, disturbances)
     duration = m.duration if duration is None else duration
@@ -79,16 +66,18 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         "max_foot_slip_m": plant.max_slip,
         "max_penetration_m": plant.max_penetration,
     }
-    applied = {
-        "pushes": [
-            {"frame": x.frame, "force": list(map(float, x.force)), "start": x.start, "duration": x.duration}
-            for x in pushes
-        ],
-        "mass_scale": mass_scale,
-    }
+    applied = describe(pushes, mass_scale)
     arrays = log.arrays()
     return GaitMPCRun(
-        config, plan, arrays, log.ticks, log.control_seconds, name, mpc.formulation.backend, events, applied
+        config,
+        plan,
+        arrays,
+        log.ticks,
+        log.control_seconds,
+        mpc.formulation_name,
+        mpc.formulation.backend,
+        events,
+        applied,
     )
 
 

@@ -100,6 +100,18 @@ class MPC:
         self.formulation, self.result, self.t = None, None, None
         self.ticks: list = []
 
+    @classmethod
+    def of_config(cls, build, config, formulation=None, quiet=False, layout=None) -> MPC:
+        """The MPC of a task configuration: its ``solver`` section (``formulation`` overrides
+        its formulation) and its ``mpc`` section's ``iterations`` and ``first_iterations``."""
+        from .runs import solver_options
+
+        s, m = config.solver, config.mpc
+        name = formulation or s.formulation
+        return cls(
+            build, name, s.backend, solver_options(config), m.iterations, m.first_iterations, quiet=quiet, layout=layout
+        )
+
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""

@@ -63,6 +63,22 @@ class Disturbances:
     seed: int = 0
 
 
+def disturbances_of(settings, pushes) -> Disturbances:
+    """The :class:`Disturbances` of a configuration's ``plant`` section and the ``pushes``."""
+    return Disturbances(tuple(pushes), settings.torque_noise, settings.torque_bias, settings.seed)
+
+
+def describe(pushes, mass_scale) -> dict:
+    """The disturbances of a run as plain data (for its measures)."""
+    return {
+        "pushes": [
+            {"frame": x.frame, "force": list(map(float, x.force)), "start": x.start, "duration": x.duration}
+            for x in pushes
+        ],
+        "mass_scale": mass_scale,
+    }
+
+
 class Plant:
     """The simulated robot ``model`` (module docstring) with ``contacts`` (targets included),
     stepped by ``dt``; ``torque_filter`` the actuators' cut-off frequency [Hz] (None: the

@@ -26,11 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 import dynamics
-from solvers.ipm import Options
 
 from .mpc import MPC
 from .mpc_results import timing
-from .plant import Disturbances, Plant, closed_loop, scaled_model
+from .plant import Plant, closed_loop, describe, disturbances_of, scaled_model
 from .polishing import build_ocp, make_task
 
 FORCE_BAND_N = 5.0
@@ -57,26 +56,10 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     with ``pushes`` (:class:`problems.plant.Push`) and the plant's scaled bodies' mass and
     inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
     task = make_task(config)
-    m, s, p = config.mpc, config.solver, config.plant
-    name = formulation or s.formulation
-    options = Options(
-        barrier=s.barrier,
-        tol=s.tol,
-        line_search=s.line_search,
-        barrier_decrease=s.barrier_decrease,
-        barrier_min=s.barrier_min,
-    )
-    mpc = MPC(
-        lambda t, q, v, tau: build_ocp(task, t, q, v, tau),
-        name,
-        s.backend,
-        options,
-        m.iterations,
-        m.first_iterations,
-        quiet=quiet,
-    )
+    m, p = config.mpc, config.plant
+    mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), config, formulation, quiet)
     model = scaled_model(task.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else task.model
-    disturbances = Disturbances(tuple(pushes), p.torque_noise, p.torque_bias, p.seed)
+    disturbances = disturbances_of(p, pushes)
     plant = Plant(model, (task.contact(),), p.dt, disturbances, torque_filter=config.torque_filter)
     duration = m.duration if duration is None else duration
     tau0 = task.u_pressing if config.torque_filter is not None else None
@@ -85,14 +68,10 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     arrays["force"] = task.normal_force(arrays.pop("f"))
     arrays["tool"] = dynamics.frame_placement(task.model, arrays["q"], config.tool)[1]
     arrays["reference"] = task.circle(arrays["t"])
-    applied = {
-        "pushes": [
-            {"frame": x.frame, "force": list(map(float, x.force)), "start": x.start, "duration": x.duration}
-            for x in pushes
-        ],
-        "mass_scale": mass_scale,
-    }
-    return PolishingRun(config, task, arrays, log.ticks, log.control_seconds, name, mpc.formulation.backend, applied)
+    applied = describe(pushes, mass_scale)
+    return PolishingRun(
+        config, task, arrays, log.ticks, log.control_seconds, mpc.formulation_name, mpc.formulation.backend, applied
+    )
 
 
 def measures(r: PolishingRun) -> dict:
