@@ -339,11 +339,9 @@ def log6(quat, p):
     """SE(3) logarithm of a placement given by a quaternion and a translation
     (:func:`dynamics.manifold.log6`)."""
     quat = ca.if_else(quat[3] < 0, -quat, quat)
-    s2 = ca.dot(quat[:3], quat[:3])
-    s = ca.sqrt(s2)
-    tiny = s < 1e-12
+    s = ca.sqrt(ca.dot(quat[:3], quat[:3]) + 1e-30)  # never 0: AD through sqrt stays finite at the identity
     theta = 2 * ca.atan2(s, quat[3])
-    w = ca.if_else(tiny, 2 / quat[3], theta / ca.if_else(tiny, 1.0, s)) * quat[:3]
+    w = theta / s * quat[:3]
     small = theta < _SMALL
     t = ca.if_else(small, 1.0, theta)
     c = ca.if_else(small, 1.0 / 12 + theta**2 / 720, (1 - t * ca.sin(t) / (2 * (1 - ca.cos(t)))) / t**2)
@@ -424,6 +422,29 @@ def difference(model, q0, q1):
     if t.free_flyer:
         xi = log6(*_relative(q0, q1))
         out[:6] = [xi[i] for i in range(6)]
+    return ca.vertcat(*out)
+
+
+def integrate(model, q, dq):
+    """``q (+) dq`` exactly (:func:`dynamics.integrate`): the free flyer by the SE(3)
+    exponential, continuous joints by rotation of their ``(cos, sin)``."""
+    out = [q[i] for i in range(model.nq)]
+    for iq, iv in zip(*_vector_indices(model)):
+        out[iq] = q[iq] + dq[iv]
+    t = model.tree
+    for j, cq in zip(t.continuous, t.continuous_q):
+        c, s, d = q[cq], q[cq + 1], dq[model.idx_v[j]]
+        out[cq], out[cq + 1] = c * ca.cos(d) - s * ca.sin(d), s * ca.cos(d) + c * ca.sin(d)
+    if t.free_flyer:
+        w = dq[3:6]
+        theta2 = ca.dot(w, w)
+        small = theta2 < _SMALL**2
+        theta = ca.sqrt(ca.if_else(small, 1.0, theta2))
+        half = ca.if_else(small, 0.5 - theta2 / 48, ca.sin(theta / 2) / theta)
+        turn = ca.vertcat(half * w, ca.cos(ca.if_else(small, 0.0, theta) / 2))
+        quat = quat_multiply(q[3:7], turn)
+        p = q[:3] + quat_to_rotation(q[3:7]) @ _so3_left_jacobian(w) @ dq[:3]
+        out[:3], out[3:7] = [p[i] for i in range(3)], [quat[i] for i in range(4)]
     return ca.vertcat(*out)
 
 

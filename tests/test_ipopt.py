@@ -1,0 +1,72 @@
+"""The Ipopt baseline: the OCP as one NLP (ocp.nlp), solved by Ipopt through CasADi, reaches
+the optimum that liftoff's interior point reaches as its barrier goes to zero."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cli_solve import TINY
+
+from ocp.formulation import Formulation
+from ocp.nlp import build_nlp
+from problems.config import parse_config
+from problems.gaits import build_problem
+from solvers.ipm import Options, solve
+from solvers.ipopt import IpoptOptions, solve_ipopt
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The short trot (two stance phases around a diagonal swing, one impulse): cones and
+    limits, a touchdown penalty."""
+    return build_problem(parse_config(TINY))
+
+
+@pytest.fixture(scope="module")
+def interior_point(tiny):
+    form = Formulation(tiny, "lifted", quiet=True)
+    result = solve(form, Options(barrier=1e-1, barrier_decrease=True, barrier_min=1e-9, tol=1e-9, max_iterations=200))
+    assert result.converged
+    return form.trajectories(result.iterate), result
+
+
+def test_ipopt_reaches_the_interior_points_optimum(tiny, interior_point):
+    trajectory, result = interior_point
+    nlp = build_nlp(tiny)
+    ipopt = solve_ipopt(nlp)
+    assert ipopt.converged and ipopt.inf_pr < 1e-8
+    assert ipopt.cost == pytest.approx(result.cost, rel=1e-7)
+    solution = nlp.unpack(ipopt.x)
+    np.testing.assert_allclose(solution["q"], trajectory["q"], atol=1e-6)
+    np.testing.assert_allclose(solution["v"], trajectory["v"], atol=1e-5)
+    for k, (u, w) in enumerate(zip(solution["u"], solution["w"])):
+        np.testing.assert_allclose(u, trajectory["u"][k][: u.size], atol=1e-3, err_msg=f"stage {k}")
+        np.testing.assert_allclose(w[18:], trajectory["f"][k], atol=1e-3, err_msg=f"stage {k}")
+
+
+def test_the_nlp_is_the_ocp_at_a_point(tiny, interior_point):
+    """At the interior point's solution the NLP's cost is the OCP's and its equalities hold."""
+    import casadi as ca
+
+    trajectory, result = interior_point
+    controls = [u if stage.kind == "contact" else np.zeros(0) for u, stage in zip(trajectory["u"], tiny.stages)]
+    lifted = [np.concatenate((a, f)) for a, f in zip(trajectory["a"], trajectory["f"])]
+    nlp = build_nlp(tiny, guess={"q": trajectory["q"], "v": trajectory["v"], "u": controls, "w": lifted})
+    values = ca.Function("nlp", [nlp.problem["x"]], [nlp.problem["f"], nlp.problem["g"]])(nlp.x0)
+    assert float(values[0]) == pytest.approx(result.cost, rel=1e-9)
+    g = np.array(values[1]).ravel()
+    equal = nlp.lbg == nlp.ubg
+    assert np.abs(g[equal]).max() < 1e-7
+    assert np.all(g[~equal] >= nlp.lbg[~equal] - 1e-9) and np.all(g[~equal] <= nlp.ubg[~equal] + 1e-9)
+
+
+def test_a_torque_filter_has_no_nlp(tiny):
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="torque filter"):
+        build_nlp(replace(tiny, torque_filter=5.0, tau0=None))
+
+
+def test_ipopt_reports_an_iteration_limit(tiny):
+    result = solve_ipopt(build_nlp(tiny), IpoptOptions(max_iterations=2))
+    assert not result.converged and result.iterations == 2 and "Maximum_Iterations" in result.status
