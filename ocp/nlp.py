@@ -13,7 +13,8 @@ symbolic model (:mod:`dynamics.symbolic`):
 - inequalities, at contact stages as in :mod:`ocp.inequalities`: the friction pyramid of
   every 3D contact force in the world axes (eq. 36) and the joint limits on ``q, v`` at the
   stage's first knot and on ``u``;
-- cost: the OCP's cost terms (:mod:`ocp.costs`), ``1/2 sum w r^2`` per stage, and the terminal.
+- cost: the OCP's cost terms (:mod:`ocp.costs`), ``1/2 sum w r^2`` per stage, and the terminal;
+  their residuals are kept as a vector for Gauss-Newton methods (:mod:`solvers.sqp`).
 
 The program's optimum is the OCP's; the interior point of :mod:`solvers.ipm` reaches it as
 its barrier goes to zero. OCPs with a torque filter are not covered.
@@ -36,10 +37,14 @@ from .lifted import actuation
 
 @dataclass(frozen=True)
 class NLP:
-    """``problem``: the CasADi ``{"x", "f", "g"}``; bounds ``lbx, ubx, lbg, ubg``; the initial
-    guess ``x0``; ``unpack(x) -> dict`` of ``q, v (K+1, .)`` and per stage ``u`` and ``w``."""
+    """``problem``: the CasADi ``{"x", "f", "g"}``, with ``f = 1/2 sum weights residual^2``
+    (``residual``: the SX vector of every cost term's residuals, for Gauss-Newton Hessians);
+    bounds ``lbx, ubx, lbg, ubg``; the initial guess ``x0``; ``unpack(x) -> dict`` of ``q, v
+    (K+1, .)`` and per stage ``u`` and ``w``."""
 
     problem: dict
+    residual: object
+    weights: np.ndarray
     lbx: np.ndarray
     ubx: np.ndarray
     lbg: np.ndarray
@@ -100,7 +105,7 @@ def build_nlp(ocp, guess=None) -> NLP:
     b.equal(v[0] - ca.DM(ocp.v0))
     limits = limit_rows(model, ocp.limits)
     S = ca.DM(actuation(model))
-    cost = 0
+    residuals = []
     for k, stage in enumerate(ocp.stages):
         m = sum(c.dim for c in stage.contacts)
         u_lower, u_upper = np.full(nu, -np.inf), np.full(nu, np.inf)
@@ -138,8 +143,11 @@ def build_nlp(ocp, guess=None) -> NLP:
             b.equal(ca.vertcat(*[r.velocity for _, r in after] + [ca.SX.zeros(0)]))
             b.equal(sx.difference(model, q[k + 1], q[k]))
             b.equal(v[k] + a - v[k + 1])
-        cost += _cost(model, stage.costs, q[k], v[k], u, a, f)
-    cost += _cost(model, ocp.terminal_costs, q[K], v[K], ca.SX.zeros(0), ca.SX.zeros(0), ca.SX.zeros(0))
+        residuals += _residuals(model, stage.costs, q[k], v[k], u, a, f)
+    residuals += _residuals(model, ocp.terminal_costs, q[K], v[K], ca.SX.zeros(0), ca.SX.zeros(0), ca.SX.zeros(0))
+    r = ca.vertcat(*[x for x, _ in residuals])
+    weights = np.concatenate([w for _, w in residuals])
+    cost = 0.5 * ca.dot(ca.DM(weights) * r, r)
     x = ca.vertcat(*b.x)
     configurations = ca.Function("q", [x], [ca.horzcat(*q).T])
 
@@ -156,7 +164,7 @@ def build_nlp(ocp, guess=None) -> NLP:
         return np.concatenate([np.asarray(p, dtype=float) for p in parts]) if parts else np.zeros(0)
 
     problem = {"x": x, "f": cost, "g": ca.vertcat(*b.g)}
-    return NLP(problem, cat(b.lbx), cat(b.ubx), cat(b.lbg), cat(b.ubg), cat(b.x0), unpack)
+    return NLP(problem, r, weights, cat(b.lbx), cat(b.ubx), cat(b.lbg), cat(b.ubg), cat(b.x0), unpack)
 
 
 def _rows(model, kin, contacts, f, targets):
@@ -185,10 +193,11 @@ def _inequalities(b, ocp, limits, rows, q, v):
             b.constrain(ca.vertcat(*[x[int(i)] for i in cols]), lo, hi)
 
 
-def _cost(model, terms, q, v, u, a, f):
-    """``1/2 sum w r^2`` of cost terms (one stage's) at the stage's variables."""
+def _residuals(model, terms, q, v, u, a, f) -> list:
+    """``[(r, w)]`` of cost terms (one stage's) at the stage's variables: their cost is
+    ``1/2 w r^2`` summed."""
     named = {"u": u, "a": a, "f": f}
-    kin, total = None, 0
+    kin, out = None, []
     for term in terms:
         if isinstance(term, StateCost):
             r = ca.vertcat(sx.difference(model, ca.DM(term.q_ref), q), v - ca.DM(term.v_ref))
@@ -207,6 +216,5 @@ def _cost(model, terms, q, v, u, a, f):
                 r = sx.log3(ca.DM(term.reference).T @ R)
             else:
                 raise ValueError(f"no NLP form of the cost term {type(term).__name__}")
-        w = ca.DM(np.broadcast_to(term.weights, (int(r.numel()),)))
-        total += 0.5 * ca.dot(w * r, r)
-    return total
+        out.append((r, np.broadcast_to(np.asarray(term.weights, dtype=float), (int(r.numel()),)).copy()))
+    return out

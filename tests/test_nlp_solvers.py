@@ -1,5 +1,6 @@
-"""The Ipopt baseline: the OCP as one NLP (ocp.nlp), solved by Ipopt through CasADi, reaches
-the optimum that liftoff's interior point reaches as its barrier goes to zero."""
+"""The baselines on the OCP as one NLP (ocp.nlp): Ipopt through CasADi and the Gauss-Newton
+SQP with OSQP subproblems reach the optimum that liftoff's interior point reaches as its
+barrier goes to zero; the NLP is the OCP at a point."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from problems.config import parse_config
 from problems.gaits import build_problem
 from solvers.ipm import Options, solve
 from solvers.ipopt import IpoptOptions, solve_ipopt
+from solvers.sqp import SQPOptions, solve_sqp
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +72,19 @@ def test_a_torque_filter_has_no_nlp(tiny):
 def test_ipopt_reports_an_iteration_limit(tiny):
     result = solve_ipopt(build_nlp(tiny), IpoptOptions(max_iterations=2))
     assert not result.converged and result.iterations == 2 and "Maximum_Iterations" in result.status
+
+
+def test_the_osqp_sqp_reaches_the_interior_points_optimum(tiny, interior_point):
+    trajectory, result = interior_point
+    nlp = build_nlp(tiny)
+    sqp = solve_sqp(nlp)
+    assert sqp.converged and sqp.violation < 1e-6 and sqp.iterations <= 20
+    assert sqp.cost == pytest.approx(result.cost, rel=1e-7)
+    np.testing.assert_allclose(nlp.unpack(sqp.x)["q"], trajectory["q"], atol=1e-5)
+    costs = sqp.history["cost"]
+    assert costs[0] > costs[-1]  # from the initial guess down to the optimum
+
+
+def test_the_sqp_reports_an_iteration_limit(tiny):
+    result = solve_sqp(build_nlp(tiny), SQPOptions(max_iterations=1))
+    assert result.status == "max_iterations" and result.iterations == 1
