@@ -3,8 +3,8 @@
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
                   [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--init ...] [--backend ...]
-                    [--max-iterations N] [--out DIR] [--json] [--quiet]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods ipopt sqp] [--init ...]
+                    [--backend ...] [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
     liftoff sweep SPEC --out DIR [--workers N] [--scheduler ADDRESS|local] [--json] [--quiet]
@@ -369,7 +369,9 @@ def compare(args) -> int:
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
     inits = tuple(dict.fromkeys(args.init)) if args.init else None
-    runs = len(configs) * len(args.barrier) * len(formulations) * (len(inits) if inits else 1)
+    runs = len(configs) * (
+        len(args.barrier) * len(formulations) * (len(inits) if inits else 1) + len(args.methods or ())
+    )
     # a bar on stderr (the solves take minutes)
     quiet = True if args.quiet or args.json else None  # None: on a terminal only
     bar = tqdm(total=runs, unit="solve", file=sys.stderr, disable=quiet, leave=False)
@@ -384,7 +386,16 @@ def compare(args) -> int:
         bar.update(1)
 
     with bar:
-        summaries = run_all(configs, args.out, tuple(args.barrier), formulations, progress, args.backend, inits)
+        summaries = run_all(
+            configs,
+            args.out,
+            tuple(args.barrier),
+            formulations,
+            progress,
+            args.backend,
+            inits,
+            tuple(args.methods or ()),
+        )
     if args.json:
         print(json.dumps(summaries))
     else:
@@ -587,6 +598,9 @@ def parser() -> argparse.ArgumentParser:
         help="barriers (default: 1e-1 1e-4)",
     )
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
+    p_cmp.add_argument(
+        "--methods", choices=("ipopt", "sqp"), nargs="+", help="baselines on the exact problem (default: none)"
+    )
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_cmp.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")
     p_cmp.add_argument("--quiet", action="store_true", help="no progress (the table still prints)")

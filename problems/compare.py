@@ -1,4 +1,5 @@
-"""Lifted against non-lifted: every formulation on every configuration at every barrier.
+"""Lifted against non-lifted: every formulation on every configuration at every barrier, and
+the baselines (``methods``: Ipopt and the OSQP SQP on the exact problem, barrier 0).
 
 :func:`compare` solves, saves each run's results file in the output folder and calls
 :func:`report`, which reads the results files back and writes the figures of
@@ -16,9 +17,10 @@ from pathlib import Path
 
 from . import plots
 from .files import OutputError, atomic
-from .runs import load_run, run_name, save_run, solve_config, summary
+from .runs import BASELINES, load_run, run_name, save_run, solve_baseline, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
+METHODS = FORMULATIONS + BASELINES
 BARRIERS = (1e-1, 1e-4)
 COLUMNS = (
     "gait",
@@ -37,11 +39,12 @@ COLUMNS = (
 
 
 def compare(
-    configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None, inits=None
+    configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None, inits=None, methods=()
 ) -> list:
     """Solve each config for each barrier, formulation and initial guess of ``inits`` (by
-    default each config's), stages evaluated by ``backend`` (by default each config's); return
-    the summaries. ``out_dir`` may hold results files of this comparison only (they are
+    default each config's), stages evaluated by ``backend`` (by default each config's), and
+    once by each baseline of ``methods`` (:data:`problems.runs.BASELINES`); return the
+    summaries. ``out_dir`` may hold results files of this comparison only (they are
     overwritten): the report draws every results file in it, so
     :class:`problems.files.OutputError` refuses others before anything is solved."""
     out_dir = Path(out_dir)
@@ -51,7 +54,7 @@ def compare(
         for init in (inits or (config.solver.init,))
         for eps in barriers
         for form in formulations
-    ]
+    ] + [(config, method, 0.0, "static") for config in configs for method in methods]
     paths = [out_dir / f"{run_name(config.name, form, eps, init)}.npz" for config, form, eps, init in cases]
     others = sorted(p.name for p in out_dir.glob("*.npz") if p not in paths)
     if others:
@@ -59,7 +62,10 @@ def compare(
         raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
     for (config, form, eps, init), path in zip(cases, paths):
-        run = solve_config(config, form, eps, backend=backend, init=init)
+        if form in BASELINES:
+            run = solve_baseline(config, form)
+        else:
+            run = solve_config(config, form, eps, backend=backend, init=init)
         save_run(run, path)
         if progress is not None:
             progress(summary(run))
@@ -128,7 +134,7 @@ def report(out_dir) -> list:
             order[r["summary"]["name"]],
             -r["summary"]["barrier"],
             r["summary"].get("init", "static"),
-            FORMULATIONS.index(r["summary"]["formulation"]),
+            METHODS.index(r["summary"]["formulation"]),
         )
     )
     summaries = [r["summary"] for r in runs]
@@ -146,7 +152,7 @@ def report(out_dir) -> list:
     for r in runs:
         s = r["summary"]
         if s["formulation"] == "lifted" and s["barrier"] == min(
-            x["barrier"] for x in summaries if x["name"] == s["name"]
+            x["barrier"] for x in summaries if x["name"] == s["name"] and x["formulation"] == "lifted"
         ):
             plots.forces_figure(r, out_dir / f"forces_{s['name']}.png")
     return summaries

@@ -27,8 +27,8 @@ from dynamics.spatial import quat_to_rotation
 
 from .files import atomic
 
-STYLES = {"lifted": "-", "nonlifted": "--"}
-COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange"}
+STYLES = {"lifted": "-", "nonlifted": "--", "ipopt": ":", "sqp": "-."}
+COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange", "ipopt": "tab:purple", "sqp": "tab:brown"}
 INIT_COLORS = {"lifted": "tab:green", "nonlifted": "tab:red"}  # runs from the zero-torque start
 
 
@@ -54,20 +54,22 @@ def kkt_figure(runs, path):
     for i, eps in enumerate(barriers):
         for j, gait in enumerate(gaits):
             ax = axes[i, j]
-            ax.set_title(f"{gait}, barrier {eps:g}", fontsize=9)
+            ax.set_title(f"{gait}, barrier {eps:g}" if eps > 0 else f"{gait}, exact (NLP baselines)", fontsize=9)
             ax.grid(True, which="major", alpha=0.3)
             if i == len(barriers) - 1:
                 ax.set_xlabel("iteration")
             if j == 0:
-                ax.set_ylabel("KKT error (l2)")
-    axes[0, 0].legend(fontsize=8)
+                ax.set_ylabel("KKT error (l2)" if eps > 0 else "Ipopt: max(inf_pr, inf_du)\nSQP: max(step, violation)")
+    for row in axes:  # each barrier's methods (the baselines have a row of their own)
+        row[0].legend(fontsize=8)
     fig.tight_layout()
     _save(fig, path)
 
 
 def time_figure(runs, path):
     gaits, barriers = _by_gait(runs)
-    series = [(f, eps) for eps in barriers for f in ("lifted", "nonlifted")]
+    present = {(r["summary"]["formulation"], r["summary"]["barrier"]) for r in runs}
+    series = [(f, eps) for eps in barriers for f in COLORS if (f, eps) in present]
     fig, (ax_it, ax_total) = plt.subplots(1, 2, figsize=(11, 3.6))
     width = 0.8 / len(series)
     for n, (form, eps) in enumerate(series):

@@ -34,6 +34,7 @@ class Run:
     trajectories: dict
     times: np.ndarray
     backend: str = "numpy"
+    method: str = ""  # a baseline's name (ipopt, sqp); empty: the formulation of config.solver
 
 
 def solver_options(config) -> Options:
@@ -67,11 +68,69 @@ def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
     return Run(config, result, trajectories, problem.ocp.times(), problem.backend)
 
 
+BASELINES = ("ipopt", "sqp")
+
+
+def solve_baseline(config, method) -> Run:
+    """Solve ``config``'s OCP as one NLP (:mod:`ocp.nlp`) by ``method``: ``ipopt``
+    (:mod:`solvers.ipopt`) or ``sqp`` (:mod:`solvers.sqp`). The run's result has the interior
+    point's fields; its ``kkt`` history is the method's own measure: Ipopt's ``max(inf_pr,
+    inf_du)``, the SQP's ``max(relative step, constraint violation)``; its barrier is 0 (the
+    exact problem)."""
+    from ocp.nlp import build_nlp
+    from solvers.ipm import IterationLog, Result
+
+    if method not in BASELINES:
+        raise ValueError(f"unknown method {method!r}; expected one of {BASELINES}")
+    ocp = build_problem(config)
+    nlp = build_nlp(ocp)
+    if method == "ipopt":
+        from solvers.ipopt import solve_ipopt
+
+        out = solve_ipopt(nlp)
+        measure = np.maximum(out.history["inf_pr"], out.history["inf_du"])[: out.iterations + 1]
+        violation = out.inf_pr
+    else:
+        from solvers.sqp import solve_sqp
+
+        out = solve_sqp(nlp)
+        steps = np.array(out.history["step"]) / max(1.0, float(np.max(np.abs(out.x))))
+        measure = np.maximum(steps, out.history["violation"][: len(steps)])
+        violation = out.violation
+    per_iteration = out.solve_time_s / max(out.iterations, 1)
+    history = [
+        IterationLog(k, np.nan, float(e), 0.0, 1.0, 1.0, per_iteration, 0.0, 0.0, 0.0)
+        for k, e in enumerate(measure[: out.iterations])
+    ]
+    status = "converged" if out.converged else out.status
+    final = float(measure[-1]) if len(measure) else np.nan
+    result = Result(
+        status, out.status, out.iterations, final, out.cost, violation, out.solve_time_s, 0.0, None, history
+    )
+    form = Formulation(ocp, "lifted", "numpy")
+    trajectories = form.trajectories(_iterate(form, nlp.unpack(out.x)))
+    return Run(config, result, trajectories, ocp.times(), "casadi" if method == "ipopt" else "osqp", method)
+
+
+def _iterate(form, solution):
+    """An NLP solution as the formulation's iterate (no multipliers or slacks: for its trajectories)."""
+    from ocp.formulation import GroupVariables, Iterate
+
+    groups = []
+    for group in form.groups:
+        u = np.array([solution["u"][k] for k in group.index])
+        w = np.array([solution["w"][k] for k in group.index])
+        empty = np.zeros((group.size, 0))
+        groups.append(GroupVariables(u.reshape(group.size, -1), w, empty, empty, empty))
+    K = len(solution["q"]) - 1
+    return Iterate(solution["q"], solution["v"], np.zeros((K + 1, 0)), tuple(groups), np.zeros((K + 1, 0)))
+
+
 def summary(run: Run) -> dict:
     """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation."""
     r = run.result
     s = run.config.solver
-    out = {"name": run.config.name, "formulation": s.formulation, "backend": run.backend, "init": s.init}
+    out = {"name": run.config.name, "formulation": run.method or s.formulation, "backend": run.backend, "init": s.init}
     out.update(r.summary())
     n = max(len(r.history), 1)
     out["time_per_iteration_s"] = sum(h.time for h in r.history) / n

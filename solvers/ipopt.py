@@ -54,6 +54,7 @@ def solve_ipopt(nlp, options: IpoptOptions = IpoptOptions()) -> IpoptResult:
         "ipopt.tol": options.tol,
         "ipopt.max_iter": options.max_iterations,
         "ipopt.print_level": options.print_level,
+        "ipopt.sb": "yes",  # no banner on stdout
         "ipopt.hessian_approximation": options.hessian,
         "print_time": False,
     }

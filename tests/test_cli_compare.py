@@ -152,3 +152,22 @@ def test_max_iterations_overrides_every_configuration(tmp_path, capsys):
     assert main(argv) == 1  # not converged in one iteration
     summaries = json.loads(capsys.readouterr().out)
     assert [(s["status"], s["iterations"]) for s in summaries] == [("max_iterations", 1)] * 2
+
+
+def test_compare_runs_the_baselines_once_on_the_exact_problem(tmp_path, capsys):
+    out = tmp_path / "methods"
+    argv = ["compare", write(tmp_path, TINY, "tiny.yaml"), "--barrier", "1e-4", "--methods", "ipopt", "sqp"]
+    assert main([*argv, "--out", str(out), "--json"]) == 0
+    summaries = {s["formulation"]: s for s in json.loads(capsys.readouterr().out)}
+    assert sorted(summaries) == ["ipopt", "lifted", "nonlifted", "sqp"]
+    assert (summaries["ipopt"]["barrier"], summaries["sqp"]["barrier"]) == (0.0, 0.0)
+    for method in ("ipopt", "sqp"):  # the exact optimum, which the barrier 1e-4 approaches
+        assert summaries[method]["status"] == "converged"
+        assert summaries[method]["cost"] == pytest.approx(summaries["lifted"]["cost"], rel=1e-5)
+    assert sorted(p.name for p in out.glob("*.npz")) == [
+        "tiny_ipopt_0.npz",
+        "tiny_lifted_0.0001.npz",
+        "tiny_nonlifted_0.0001.npz",
+        "tiny_sqp_0.npz",
+    ]
+    assert "| tiny | ipopt | 0 |" in (out / "table.md").read_text().replace("  ", " ")
