@@ -73,7 +73,8 @@ BASELINES = ("ipopt", "sqp")
 
 def solve_baseline(config, method) -> Run:
     """Solve ``config``'s OCP as one NLP (:mod:`ocp.nlp`) by ``method``: ``ipopt``
-    (:mod:`solvers.ipopt`) or ``sqp`` (:mod:`solvers.sqp`). The run's result has the interior
+    (:mod:`solvers.ipopt`) or ``sqp`` (:mod:`solvers.sqp`), from the interior point's initial
+    guess (``solver.init``'s controls and forces). The run's result has the interior
     point's fields; its ``kkt`` history is the method's own measure: Ipopt's ``max(inf_pr,
     inf_du)``, the SQP's ``max(relative step, constraint violation)``; its barrier is 0 (the
     exact problem)."""
@@ -83,7 +84,9 @@ def solve_baseline(config, method) -> Run:
     if method not in BASELINES:
         raise ValueError(f"unknown method {method!r}; expected one of {BASELINES}")
     ocp = build_problem(config)
-    nlp = build_nlp(ocp)
+    form = Formulation(ocp, "lifted", "numpy")
+    start = form.trajectories(form.initial_iterate(config.solver.barrier))  # the interior point's start
+    nlp = build_nlp(ocp, guess=nlp_guess(ocp, start))
     if method == "ipopt":
         from solvers.ipopt import solve_ipopt
 
@@ -107,9 +110,15 @@ def solve_baseline(config, method) -> Run:
     result = Result(
         status, out.status, out.iterations, final, out.cost, violation, out.solve_time_s, 0.0, None, history
     )
-    form = Formulation(ocp, "lifted", "numpy")
     trajectories = form.trajectories(_iterate(form, nlp.unpack(out.x)))
     return Run(config, result, trajectories, ocp.times(), "casadi" if method == "ipopt" else "osqp", method)
+
+
+def nlp_guess(ocp, trajectories) -> dict:
+    """The NLP's start (:func:`ocp.nlp.build_nlp`) from a formulation's trajectories."""
+    controls = [u if stage.kind == "contact" else np.zeros(0) for u, stage in zip(trajectories["u"], ocp.stages)]
+    lifted = [np.concatenate((a, f)) for a, f in zip(trajectories["a"], trajectories["f"])]
+    return {"q": trajectories["q"], "v": trajectories["v"], "u": controls, "w": lifted}
 
 
 def _iterate(form, solution):

@@ -12,6 +12,7 @@ from ocp.formulation import Formulation
 from ocp.nlp import build_nlp
 from problems.config import parse_config
 from problems.gaits import build_problem
+from problems.runs import nlp_guess
 from solvers.ipm import Options, solve
 from solvers.ipopt import IpoptOptions, solve_ipopt
 from solvers.sqp import SQPOptions, solve_sqp
@@ -51,9 +52,7 @@ def test_the_nlp_is_the_ocp_at_a_point(tiny, interior_point):
     import casadi as ca
 
     trajectory, result = interior_point
-    controls = [u if stage.kind == "contact" else np.zeros(0) for u, stage in zip(trajectory["u"], tiny.stages)]
-    lifted = [np.concatenate((a, f)) for a, f in zip(trajectory["a"], trajectory["f"])]
-    nlp = build_nlp(tiny, guess={"q": trajectory["q"], "v": trajectory["v"], "u": controls, "w": lifted})
+    nlp = build_nlp(tiny, guess=nlp_guess(tiny, trajectory))
     values = ca.Function("nlp", [nlp.problem["x"]], [nlp.problem["f"], nlp.problem["g"]])(nlp.x0)
     assert float(values[0]) == pytest.approx(result.cost, rel=1e-9)
     g = np.array(values[1]).ravel()
