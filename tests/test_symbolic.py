@@ -94,3 +94,20 @@ def test_difference_its_jacobians_and_the_inverse(case, spread, rng):
         np.testing.assert_allclose(j0, ref0, atol=1e-10)
         np.testing.assert_allclose(j1, ref1, atol=1e-10)
         np.testing.assert_allclose(inv @ ref0, np.eye(model.nv), atol=1e-10)
+
+
+def test_integrate_is_exact_and_difference_is_differentiable_at_the_identity(case, rng):
+    """``integrate`` equals the numpy one, and AD through ``difference`` is finite where the two
+    configurations coincide (the NLP baselines start there) and gives its Jacobian."""
+    model, q, _, _ = case
+    dq, q1 = ca.SX.sym("dq", model.nv), ca.SX.sym("q1", model.nq)
+    moved = sx.integrate(model, q, dq)
+    ad = ca.jacobian(sx.difference(model, q, q1), q1) @ ca.jacobian(sx.integrate(model, q1, dq), dq)
+    for q0n in dynamics.random_configuration(model, rng, N):
+        step = rng.standard_normal(model.nv)
+        (value,) = evaluate((q, dq), (moved,), (q0n, step))
+        np.testing.assert_allclose(value[:, 0], dynamics.integrate(model, q0n, step), atol=1e-12)
+        (jacobian,) = evaluate((q, q1, dq), (ad,), (q0n, q0n, np.zeros(model.nv)))
+        assert np.all(np.isfinite(jacobian))
+        _, d1 = dynamics.difference_jacobians(model, q0n, q0n)
+        np.testing.assert_allclose(jacobian, d1, atol=1e-10)
