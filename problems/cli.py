@@ -132,11 +132,10 @@ def info(args) -> int:
 def solve(args) -> int:
     from solvers.ipm import LOG_HEADER, format_final, format_log
 
-    from .config import load_config
     from .files import check_output
     from .runs import default_path, prepare, save_run, solve_prepared, summary
 
-    config = load_config(args.config)  # user errors raise here
+    config = _gait_configuration(args.config)  # user errors raise here
     overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "init", "max_iterations", "tol")}
     with _source(args.config):
         config, problem = prepare(config, **overrides)
@@ -247,17 +246,33 @@ class _MPCTask:
     errors: tuple
 
 
-def _mpc_task(path) -> _MPCTask:
-    """The task of the configuration file ``path`` (its ``task`` key)."""
+def _task_key(path):
+    """``(data, task)``: the YAML document of ``path`` (None if it does not read: loading it
+    says why) and its ``task`` key (None without one: a gait configuration)."""
     import yaml
-
-    from .config import ConfigError
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        data = None  # loading it says what is wrong with the file
-    task = data.get("task") if isinstance(data, dict) else None
+        return None, None
+    return data, data.get("task") if isinstance(data, dict) else None
+
+
+def _gait_configuration(path):
+    """The gait configuration of ``path``; a task's configuration is refused with the command that runs it."""
+    from .config import load_config
+
+    _, task = _task_key(path)
+    if task is not None:
+        raise UserError(f"{path}: a task: {task} configuration runs with liftoff mpc")
+    return load_config(path)
+
+
+def _mpc_task(path) -> _MPCTask:
+    """The task of the configuration file ``path`` (its ``task`` key)."""
+    from .config import ConfigError
+
+    data, task = _task_key(path)
     if task == "gait_mpc":
         from . import gait_mpc_run
         from .gait_mpc import GaitMPCConfig
@@ -350,11 +365,11 @@ def compare(args) -> int:
 
     from .compare import compare as run_all
     from .compare import markdown, rows
-    from .config import load_config, with_solver
+    from .config import with_solver
     from .files import check_output
     from .gaits import build_problem
 
-    configs = [load_config(path) for path in args.configs]  # every file is checked before solving
+    configs = [_gait_configuration(path) for path in args.configs]  # every file is checked before solving
     if args.max_iterations is not None:
         configs = [with_solver(c, max_iterations=args.max_iterations) for c in configs]
     for path, config in zip(args.configs, configs):

@@ -254,3 +254,13 @@ def test_iteration_limit_and_tolerance_from_the_command_line(tmp_path, capsys):
     assert main(["solve", config, "--json", "--out", str(tmp_path / "c.npz")]) == 0
     tight = json.loads(capsys.readouterr().out)
     assert loose["kkt_error"] <= 1e-1 and loose["iterations"] < tight["iterations"]
+
+
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_a_task_configuration_is_sent_to_liftoff_mpc(command, capsys):
+    assert main([command, "configs/polishing_horizontal.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "liftoff: error: configs/polishing_horizontal.yaml: a task: polishing configuration runs with liftoff mpc\n"
+    )
