@@ -91,25 +91,27 @@ def solve_baseline(config, method) -> Run:
         from solvers.ipopt import solve_ipopt
 
         out = solve_ipopt(nlp)
-        measure = np.maximum(out.history["inf_pr"], out.history["inf_du"])[: out.iterations + 1]
-        violation = out.inf_pr
     else:
         from solvers.sqp import solve_sqp
 
         out = solve_sqp(nlp)
-        steps = np.array(out.history["step"]) / max(1.0, float(np.max(np.abs(out.x))))
-        measure = np.maximum(steps, out.history["violation"][: len(steps)])
-        violation = out.violation
     per_iteration = out.solve_time_s / max(out.iterations, 1)
     history = [
         IterationLog(k, np.nan, float(e), 0.0, 1.0, 1.0, per_iteration, 0.0, 0.0, 0.0)
-        for k, e in enumerate(measure[: out.iterations])
+        for k, e in enumerate(out.history["measure"][: out.iterations])
     ]
-    status = "converged" if out.converged else out.status
-    final = float(measure[-1]) if len(measure) else np.nan
     result = Result(
-        status, out.status, out.iterations, final, out.cost, violation, out.solve_time_s, 0.0, None, history
-    )
+        out.status,
+        out.message,
+        out.iterations,
+        out.measure,
+        out.cost,
+        out.violation,
+        out.solve_time_s,
+        0.0,
+        None,
+        history,
+    )  # the interior point's result fields
     trajectories = form.trajectories(_iterate(form, nlp.unpack(out.x)))
     return Run(config, result, trajectories, ocp.times(), "casadi" if method == "ipopt" else "osqp", method)
 

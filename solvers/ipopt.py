@@ -4,17 +4,20 @@ takes on the problem eliminated of its contact variables; here Ipopt sees the li
 whole, with exact Hessians from CasADi's AD.
 
 The solver reads the NLP's containers only (no robot knowledge). Ipopt's own convergence
-measures are reported: the primal infeasibility ``inf_pr`` and the dual infeasibility
-``inf_du`` (scaled, as Ipopt defines them), per iteration and at the end.
+measures are reported: the primal infeasibility ``inf_pr`` (the result's ``violation``) and
+the dual infeasibility ``inf_du`` (scaled, as Ipopt defines them), per iteration; the
+result's ``measure`` is their maximum.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
+
+from .nlp_result import NLPResult
 
 
 @dataclass(frozen=True)
@@ -28,27 +31,7 @@ class IpoptOptions:
     hessian: str = "exact"
 
 
-@dataclass
-class IpoptResult:
-    """``status``: ``converged`` or Ipopt's return status; ``iterations``; the final ``cost``,
-    ``inf_pr`` and ``inf_du``, their histories, the solution ``x`` and the wall time."""
-
-    status: str
-    message: str
-    iterations: int
-    cost: float
-    inf_pr: float
-    inf_du: float
-    solve_time_s: float
-    x: np.ndarray
-    history: dict = field(default_factory=dict)
-
-    @property
-    def converged(self) -> bool:
-        return self.status == "converged"
-
-
-def solve_ipopt(nlp, options: IpoptOptions = IpoptOptions()) -> IpoptResult:
+def solve_ipopt(nlp, options: IpoptOptions = IpoptOptions()) -> NLPResult:
     """Solve ``nlp`` (an :class:`ocp.nlp.NLP`) from its initial guess."""
     settings = {
         "ipopt.tol": options.tol,
@@ -64,16 +47,17 @@ def solve_ipopt(nlp, options: IpoptOptions = IpoptOptions()) -> IpoptResult:
     elapsed = time.perf_counter() - start
     stats = solver.stats()
     iterations = stats.get("iterations", {})
-    inf_pr, inf_du = list(iterations.get("inf_pr", [np.nan])), list(iterations.get("inf_du", [np.nan]))
+    inf_pr, inf_du = (np.array(iterations.get(k, [np.nan]), dtype=float) for k in ("inf_pr", "inf_du"))
     status = "converged" if stats.get("success") else str(stats.get("return_status", "failed"))
-    return IpoptResult(
+    measure = np.maximum(inf_pr, inf_du)
+    return NLPResult(
         status,
         str(stats.get("return_status", "")),
         int(stats.get("iter_count", 0)),
         float(out["f"]),
         float(inf_pr[-1]),
-        float(inf_du[-1]),
+        float(measure[-1]),
         elapsed,
         np.array(out["x"]).ravel(),
-        {"inf_pr": inf_pr, "inf_du": inf_du},
+        {"measure": list(measure), "inf_pr": list(inf_pr), "inf_du": list(inf_du)},
     )

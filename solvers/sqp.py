@@ -11,19 +11,21 @@ with ``J = dr/dx`` and ``G = dg/dx`` (the Gauss-Newton Hessian: no second deriva
 constraints), warm-started from the previous step and multipliers, and takes the step cut
 back until the l1 merit ``f + mu |constraint violation|_1`` decreases (``mu`` above the largest
 multiplier). It stops when the step (infinity norm, relative to the iterate's) and the
-constraint violation (l1 norm) are below ``tol``: OSQP, a first-order method, leaves noise of
-order its own tolerance in the steps.
+constraint violation (l1 norm) are below ``tol`` (the result's ``measure``: their maximum);
+OSQP, a first-order method, leaves noise of order its own tolerance in the steps.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
 import osqp
 import scipy.sparse as sparse
+
+from .nlp_result import NLPResult
 
 
 @dataclass(frozen=True)
@@ -38,26 +40,7 @@ class SQPOptions:
     qp_max_iterations: int = 50_000
 
 
-@dataclass
-class SQPResult:
-    """``status``: ``converged``, ``max_iterations`` or ``qp_failed``; the final ``cost``,
-    ``violation`` and step norm, their histories, the solution ``x`` and the wall time."""
-
-    status: str
-    iterations: int
-    cost: float
-    violation: float
-    step: float
-    solve_time_s: float
-    x: np.ndarray
-    history: dict = field(default_factory=dict)
-
-    @property
-    def converged(self) -> bool:
-        return self.status == "converged"
-
-
-def solve_sqp(nlp, options: SQPOptions = SQPOptions()) -> SQPResult:
+def solve_sqp(nlp, options: SQPOptions = SQPOptions()) -> NLPResult:
     """Solve ``nlp`` (an :class:`ocp.nlp.NLP`) from its initial guess (module docstring)."""
     x_sym, r, g = nlp.problem["x"], nlp.residual, nlp.problem["g"]
     W = ca.DM(nlp.weights)
@@ -114,8 +97,13 @@ def solve_sqp(nlp, options: SQPOptions = SQPOptions()) -> SQPResult:
         x = x + alpha * dx
         solver.warm_start(x=dx, y=y)
     cost, violation = _merit_parts(values, x, nlp)
-    step = history["step"][-1] if history["step"] else np.nan
-    return SQPResult(status, len(history["step"]), cost, violation, step, time.perf_counter() - start, x, history)
+    scale = max(1.0, float(np.max(np.abs(x))))
+    history["measure"] = list(
+        np.maximum(np.array(history["step"]) / scale, history["violation"][: len(history["step"])])
+    )
+    measure = history["measure"][-1] if history["measure"] else np.nan
+    elapsed = time.perf_counter() - start
+    return NLPResult(status, status, len(history["step"]), cost, violation, measure, elapsed, x, history)
 
 
 def _merit_parts(values, x, nlp):
