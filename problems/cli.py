@@ -296,7 +296,7 @@ def _mpc_task(path) -> _MPCTask:
             lambda m: m["fell"],
             (ProblemError,),
         )
-    if task is not None or data is None:  # polishing, or errors its loader reports
+    if task == "polishing" or data is None:  # data None: the loader says what is wrong with the file
         from . import polishing_run
         from .plots import mpc_figures
         from .polishing import PolishingConfig, TaskError

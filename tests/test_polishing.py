@@ -184,3 +184,10 @@ def test_bad_mpc_options_are_one_line(tmp_path, capsys, argv, message):
 def test_a_gait_configuration_is_not_an_mpc_task(tmp_path, capsys):
     assert main(["mpc", "configs/anymal_trot.yaml", "--out", str(tmp_path)]) == 2
     assert "expected an MPC task (task: polishing or task: gait_mpc)" in capsys.readouterr().err
+
+
+def test_an_unknown_task_names_the_mpc_tasks(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("task: sanding\n", encoding="utf-8")
+    assert main(["mpc", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "expected an MPC task (task: polishing or task: gait_mpc)" in capsys.readouterr().err
