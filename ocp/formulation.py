@@ -263,18 +263,7 @@ class Formulation:
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
             gv, step, condensed, terms = self._linearize_group(group, gv, it, eps)
-            Q, l = condensed.Q, condensed.l
-            lqr.set(
-                group.index,
-                condensed.A,
-                condensed.B,
-                condensed.b,
-                Q[:, :nx, :nx],
-                Q[:, :nx, nx:],
-                Q[:, nx:, nx:],
-                l[:, :nx],
-                l[:, nx:],
-            )
+            lqr.set_joint(group.index, condensed.A, condensed.B, condensed.b, condensed.Q, condensed.l)
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))

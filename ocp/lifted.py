@@ -72,6 +72,25 @@ def state_equation(model, q, v, w_v, q_next, v_next, dt, nu, nw, filtered=None):
     return A, np.concatenate(b, axis=1)
 
 
+def next_state(model, q, v, w_v, dt, filtered=None):
+    """The state equation solved exactly for the next knot ``(q_{i+1}, v_{i+1}, tau_{i+1})``:
+    ``(q (+) dt v, v + dt a)`` over contact stages of time steps ``dt (S,)``, ``(q, v + dv)``
+    over impulse stages (``dt = None``); ``filtered``: ``(tau, u, gain)`` of a torque filter
+    (``u, gain`` None at impulse stages), or None (``tau_{i+1}`` empty)."""
+    if dt is None:
+        q_next, v_next = q, v + w_v
+    else:
+        h = np.asarray(dt, dtype=float).reshape(-1, 1)
+        q_next, v_next = dynamics.integrate(model, q, h * v), v + h * w_v
+    if filtered is None:
+        return q_next, v_next, np.zeros((len(q), 0))
+    tau, u, gain = filtered
+    if dt is None:
+        return q_next, v_next, tau
+    keep = np.asarray(gain, dtype=float).reshape(-1, 1)
+    return q_next, v_next, keep * tau + (1 - keep) * u
+
+
 def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g, filtered=None) -> LiftedStages:
     """Lifted contact stages at ``(q, v, a, f, u)`` (arrays with a leading stage axis) toward
     ``(q_next, v_next)``, with the cost ``H, g`` in ``y = (dq, dv, dtau, du, da, df)``;

@@ -91,6 +91,11 @@ class LQR:
         self.Qxx[index], self.Qxu[index, ..., :nu], self.Quu[index, ..., :nu, :nu] = Qxx, Qxu, Quu
         self.lx[index], self.lu[index, ..., :nu], self.nu[index] = lx, lu, nu
 
+    def set_joint(self, index, A, B, b, Q, l):
+        """:meth:`set` from the joint cost blocks ``Q`` over ``(dx, du)`` and ``l``."""
+        nx = A.shape[-1]
+        self.set(index, A, B, b, Q[..., :nx, :nx], Q[..., :nx, nx:], Q[..., nx:, nx:], l[..., :nx], l[..., nx:])
+
     def stage(self, i) -> StageLQR:
         n = self.nu[i]
         return StageLQR(

@@ -140,6 +140,10 @@ class OCP:
             keys.setdefault(key, []).append(k)
         return tuple(_group(self.stages, np.array(index)) for index in keys.values())
 
+    def stage_groups(self) -> tuple:
+        """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""
+        return tuple(_group(self.stages, np.array([k])) for k in range(self.K))
+
     def terminal(self) -> CostSum:
         return CostSum(tuple(_stack_term([t], 1) for t in self.terminal_costs))
 
