@@ -176,7 +176,8 @@ def _solve(problem, method, options, callback):
                 accepted = (xs_try, us_try, lin_try)
                 break
         t2 = time.perf_counter()
-        entry = IterationLog(iteration, lin.objective, measure, problem.barrier, alpha, alpha, t2 - t0, t2 - t1, t1 - t0, 0)
+        times = (t2 - t0, t2 - t1, t1 - t0, 0.0)  # total, forward passes, backward pass
+        entry = IterationLog(iteration, lin.objective, measure, problem.barrier, alpha, alpha, *times)
         history.append(entry)
         if callback is not None:
             callback(entry)
