@@ -19,6 +19,7 @@ evaluates one stage, for the solver's sequential rollouts.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,13 @@ class Shooting:
         self.single = self.stages.for_problem(ocp, self.singles)
         self.x0 = np.concatenate((ocp.q0, ocp.v0, ocp.tau0))
         self.nu = np.array([ocp.nu if s.kind == "contact" else 0 for s in ocp.stages], dtype=np.intc)
+
+    def with_relaxation(self, relaxation) -> Shooting:
+        """The same problem with another relaxation of the barrier (the kernels are kept)."""
+        relaxed_barrier(1.0, relaxation)
+        new = copy.copy(self)
+        new.relaxation = float(relaxation)
+        return new
 
     @property
     def K(self) -> int:

@@ -3,7 +3,7 @@
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
                   [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods ipopt sqp] [--init ...]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods fddp ilqr ipopt sqp] [--init ...]
                     [--backend ...] [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
@@ -15,6 +15,7 @@
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
     liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
     liftoff bench solve [--gait walk trot ...] [--repeat N] [--scaling] [--json]
+    liftoff bench ddp [CONFIG...] [--json]
 
 User errors (bad configuration file, unknown robot, joint or frame, malformed URDF, bad
 arguments) print one line ``liftoff: error: ...`` on stderr and exit with status 2; a solve
@@ -384,9 +385,10 @@ def compare(args) -> int:
     formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
     inits = tuple(dict.fromkeys(args.init)) if args.init else None
-    runs = len(configs) * (
-        len(args.barrier) * len(formulations) * (len(inits) if inits else 1) + len(args.methods or ())
-    )
+    methods = tuple(dict.fromkeys(args.methods or ()))
+    per_barrier = len(formulations) + sum(m in ("fddp", "ilqr") for m in methods)
+    exact = len(methods) + len(formulations) - per_barrier
+    runs = len(configs) * (len(args.barrier) * per_barrier * (len(inits) if inits else 1) + exact)
     # a bar on stderr (the solves take minutes)
     quiet = True if args.quiet or args.json else None  # None: on a terminal only
     bar = tqdm(total=runs, unit="solve", file=sys.stderr, disable=quiet, leave=False)
@@ -409,7 +411,7 @@ def compare(args) -> int:
             progress,
             args.backend,
             inits,
-            tuple(args.methods or ()),
+            methods,
         )
     if args.json:
         print(json.dumps(summaries))
@@ -569,6 +571,20 @@ def bench_solve(args) -> int:
     return 0
 
 
+def bench_ddp(args) -> int:
+    from . import bench, bench_ddp
+
+    results = []
+    try:
+        for path in args.configs:
+            _gait_configuration(path)  # one line for a bad file
+            results.append(bench_ddp.crosscheck(path))
+    except bench.BenchError as err:
+        return _error(str(err), RUN_ERROR)
+    print(json.dumps(results, indent=2) if args.json else "\n\n".join(map(bench_ddp.format_crosscheck, results)))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
@@ -614,7 +630,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument(
-        "--methods", choices=("ipopt", "sqp"), nargs="+", help="baselines on the exact problem (default: none)"
+        "--methods",
+        choices=("fddp", "ilqr", "ipopt", "sqp"),
+        nargs="+",
+        help="baselines: fddp, ilqr (relaxed barrier, at each barrier); ipopt, sqp (exact problem) (default: none)",
     )
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_cmp.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")
@@ -813,6 +832,20 @@ def parser() -> argparse.ArgumentParser:
     p_sol.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p_sol.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p_sol.set_defaults(run=bench_solve)
+
+    p_ddp = benches.add_parser(
+        "ddp",
+        help="liftoff's FDDP vs Crocoddyl's on the same problem",
+        description="Build each gait configuration's OCP without cones and limits both in liftoff and in Crocoddyl "
+        "(same contacts, Baumgarte gains, impacts, costs and explicit Euler steps), solve both with FDDP from the "
+        "same initial guess in the same process, and print the one-step dynamics mismatch, the iterations, the "
+        "final costs and their relative difference.",
+    )
+    p_ddp.add_argument(
+        "configs", metavar="CONFIG", nargs="*", default=["configs/anymal_trot.yaml"], help="gait configurations"
+    )
+    p_ddp.add_argument("--json", action="store_true", help="print the results as one JSON list")
+    p_ddp.set_defaults(run=bench_ddp)
     return p
 
 

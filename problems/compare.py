@@ -1,5 +1,6 @@
 """Lifted against non-lifted: every formulation on every configuration at every barrier, and
-the baselines (``methods``: Ipopt and the OSQP SQP on the exact problem, barrier 0).
+the baselines of ``methods`` (:mod:`problems.baselines`): FDDP and iLQR at each barrier and
+start, Ipopt and the OSQP SQP once on the exact problem (barrier 0).
 
 :func:`compare` solves, saves each run's results file in the output folder and calls
 :func:`report`, which reads the results files back and writes the figures of
@@ -16,8 +17,10 @@ import json
 from pathlib import Path
 
 from . import plots
+from .baselines import BASELINES, DDP_METHODS, solve_baseline
+from .config import with_solver
 from .files import OutputError, atomic
-from .runs import BASELINES, load_run, run_name, save_run, solve_baseline, solve_config, summary
+from .runs import load_run, run_name, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")
 METHODS = FORMULATIONS + BASELINES
@@ -43,18 +46,20 @@ def compare(
 ) -> list:
     """Solve each config for each barrier, formulation and initial guess of ``inits`` (by
     default each config's), stages evaluated by ``backend`` (by default each config's), and
-    once by each baseline of ``methods`` (:data:`problems.runs.BASELINES`); return the
+    by each baseline of ``methods`` (:data:`problems.baselines.BASELINES`); return the
     summaries. ``out_dir`` may hold results files of this comparison only (they are
     overwritten): the report draws every results file in it, so
     :class:`problems.files.OutputError` refuses others before anything is solved."""
     out_dir = Path(out_dir)
+    methods = tuple(methods)
+    by_barrier = formulations + tuple(m for m in methods if m in DDP_METHODS)
     cases = [
         (config, form, eps, init)
         for config in configs
         for init in (inits or (config.solver.init,))
         for eps in barriers
-        for form in formulations
-    ] + [(config, method, 0.0, "static") for config in configs for method in methods]
+        for form in by_barrier
+    ] + [(config, method, 0.0, "static") for config in configs for method in methods if method not in DDP_METHODS]
     paths = [out_dir / f"{run_name(config.name, form, eps, init)}.npz" for config, form, eps, init in cases]
     others = sorted(p.name for p in out_dir.glob("*.npz") if p not in paths)
     if others:
@@ -62,7 +67,9 @@ def compare(
         raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
     for (config, form, eps, init), path in zip(cases, paths):
-        if form in BASELINES:
+        if form in DDP_METHODS:
+            run = solve_baseline(with_solver(config, barrier=eps, init=init), form)
+        elif form in BASELINES:
             run = solve_baseline(config, form)
         else:
             run = solve_config(config, form, eps, backend=backend, init=init)
@@ -73,8 +80,9 @@ def compare(
 
 
 def iteration_ratios(summaries) -> list:
-    """Per summary, lifted iterations / non-lifted iterations of its (gait, barrier, start), or
-    ``None`` when the pair is incomplete or either run did not converge."""
+    """Per summary of a formulation, lifted iterations / non-lifted iterations of its (gait,
+    barrier, start), or ``None`` when the pair is incomplete or either run did not converge
+    (and for the baselines)."""
     converged = {
         (s["name"], s["barrier"], s.get("init", "static"), s["formulation"]): s["iterations"]
         for s in summaries
@@ -82,6 +90,8 @@ def iteration_ratios(summaries) -> list:
     }
 
     def ratio(s):
+        if s["formulation"] not in FORMULATIONS:
+            return None
         key = (s["name"], s["barrier"], s.get("init", "static"))
         lifted, nonlifted = converged.get((*key, "lifted")), converged.get((*key, "nonlifted"))
         return round(lifted / nonlifted, 2) if lifted is not None and nonlifted else None

@@ -247,6 +247,7 @@ class Solver:
     max_iterations: int = 100  # in [0, 1e6]
     tol: float = 1e-5  # in (0, 1e3], on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits: 1e-6)
     line_search: bool = False  # filter line search (else full Newton steps)
+    relaxation: float = 0.0  # in [0, 1e3], fddp/ilqr's relaxed barrier; 0: the largest that keeps the solution feasible
 
     def __post_init__(self):
         convert_fields(self)
@@ -254,8 +255,8 @@ class Solver:
         one_of(self.backend, BACKENDS, "backend")
         one_of(self.init, INITS, "init")
         at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
-        at_least(self, ("max_iterations",), 0)
-        at_most(self, ("barrier", "barrier_min", "tol"), 1e3)
+        at_least(self, ("max_iterations", "relaxation"), 0)
+        at_most(self, ("barrier", "barrier_min", "tol", "relaxation"), 1e3)
         at_most(self, ("max_iterations",), 1_000_000)
 
 

@@ -1,7 +1,8 @@
 """Figures of a comparison, drawn from results files (:func:`problems.runs.load_run`):
 
 - :func:`kkt_figure`: KKT error against iterations, one panel per gait and barrier, the
-  lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1);
+  lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1), and the baselines'
+  own measures (:mod:`problems.baselines`) in styles of their own;
 - :func:`time_figure`: time per iteration and total time per gait (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
   bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
@@ -27,8 +28,15 @@ from dynamics.spatial import quat_to_rotation
 
 from .files import atomic
 
-STYLES = {"lifted": "-", "nonlifted": "--", "ipopt": ":", "sqp": "-."}
-COLORS = {"lifted": "tab:blue", "nonlifted": "tab:orange", "ipopt": "tab:purple", "sqp": "tab:brown"}
+STYLES = {"lifted": "-", "nonlifted": "--", "fddp": (0, (6, 2)), "ilqr": (0, (1, 1)), "ipopt": ":", "sqp": "-."}
+COLORS = {
+    "lifted": "tab:blue",
+    "nonlifted": "tab:orange",
+    "fddp": "tab:olive",
+    "ilqr": "tab:cyan",
+    "ipopt": "tab:purple",
+    "sqp": "tab:brown",
+}
 INIT_COLORS = {"lifted": "tab:green", "nonlifted": "tab:red"}  # runs from the zero-torque start
 
 
@@ -49,8 +57,8 @@ def kkt_figure(runs, path):
         kkt = np.array(s["kkt"] + [s["kkt_error"]])
         init = s.get("init", "static")
         label = s["formulation"] + ("" if init == "static" else f", {init} start")
-        color = COLORS[s["formulation"]] if init == "static" else INIT_COLORS[s["formulation"]]
-        ax.semilogy(kkt, STYLES[s["formulation"]], color=color, label=label)
+        color = COLORS[s["formulation"]] if init == "static" else INIT_COLORS.get(s["formulation"], "tab:gray")
+        ax.semilogy(kkt, linestyle=STYLES[s["formulation"]], color=color, label=label)
     for i, eps in enumerate(barriers):
         for j, gait in enumerate(gaits):
             ax = axes[i, j]
@@ -59,7 +67,11 @@ def kkt_figure(runs, path):
             if i == len(barriers) - 1:
                 ax.set_xlabel("iteration")
             if j == 0:
-                ax.set_ylabel("KKT error (l2)" if eps > 0 else "Ipopt: max(inf_pr, inf_du)\nSQP: max(step, violation)")
+                ax.set_ylabel(
+                    "KKT error (l2)\nFDDP, iLQR: |(Qu, gaps)|"
+                    if eps > 0
+                    else "Ipopt: max(inf_pr, inf_du)\nSQP: max(step, violation)"
+                )
     for row in axes:  # each barrier's methods (the baselines have a row of their own)
         row[0].legend(fontsize=8)
     fig.tight_layout()

@@ -34,13 +34,14 @@ class Run:
     trajectories: dict
     times: np.ndarray
     backend: str = "numpy"
-    method: str = ""  # a baseline's name (ipopt, sqp); empty: the formulation of config.solver
+    method: str = ""  # a baseline's name (problems.baselines); empty: the formulation of config.solver
 
 
 def solver_options(config) -> Options:
-    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation
-    and the backend, which belong to the problem)."""
-    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in ("formulation", "backend", "init")})
+    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation,
+    the backend and the start, which belong to the problem, and the DDP baselines' relaxation)."""
+    problem = ("formulation", "backend", "init", "relaxation")
+    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in problem})
 
 
 def prepare(config, **overrides):
@@ -66,75 +67,6 @@ def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
     result = solve(problem, solver_options(config), warm_start=warm_start, callback=callback)
     trajectories = problem.trajectories(result.iterate)
     return Run(config, result, trajectories, problem.ocp.times(), problem.backend)
-
-
-BASELINES = ("ipopt", "sqp")
-
-
-def solve_baseline(config, method) -> Run:
-    """Solve ``config``'s OCP as one NLP (:mod:`ocp.nlp`) by ``method``: ``ipopt``
-    (:mod:`solvers.ipopt`) or ``sqp`` (:mod:`solvers.sqp`), from the interior point's initial
-    guess (``solver.init``'s controls and forces). The run's result has the interior
-    point's fields; its ``kkt`` history is the method's own measure: Ipopt's ``max(inf_pr,
-    inf_du)``, the SQP's ``max(relative step, constraint violation)``; its barrier is 0 (the
-    exact problem)."""
-    from ocp.nlp import build_nlp
-    from solvers.ipm import IterationLog, Result
-
-    if method not in BASELINES:
-        raise ValueError(f"unknown method {method!r}; expected one of {BASELINES}")
-    ocp = build_problem(config)
-    form = Formulation(ocp, "lifted", "numpy")
-    start = form.trajectories(form.initial_iterate(config.solver.barrier))  # the interior point's start
-    nlp = build_nlp(ocp, guess=nlp_guess(ocp, start))
-    if method == "ipopt":
-        from solvers.ipopt import solve_ipopt
-
-        out = solve_ipopt(nlp)
-    else:
-        from solvers.sqp import solve_sqp
-
-        out = solve_sqp(nlp)
-    per_iteration = out.solve_time_s / max(out.iterations, 1)
-    history = [
-        IterationLog(k, np.nan, float(e), 0.0, 1.0, 1.0, per_iteration, 0.0, 0.0, 0.0)
-        for k, e in enumerate(out.history["measure"][: out.iterations])
-    ]
-    result = Result(
-        out.status,
-        out.message,
-        out.iterations,
-        out.measure,
-        out.cost,
-        out.violation,
-        out.solve_time_s,
-        0.0,
-        None,
-        history,
-    )  # the interior point's result fields
-    trajectories = form.trajectories(_iterate(form, nlp.unpack(out.x)))
-    return Run(config, result, trajectories, ocp.times(), "casadi" if method == "ipopt" else "osqp", method)
-
-
-def nlp_guess(ocp, trajectories) -> dict:
-    """The NLP's start (:func:`ocp.nlp.build_nlp`) from a formulation's trajectories."""
-    controls = [u if stage.kind == "contact" else np.zeros(0) for u, stage in zip(trajectories["u"], ocp.stages)]
-    lifted = [np.concatenate((a, f)) for a, f in zip(trajectories["a"], trajectories["f"])]
-    return {"q": trajectories["q"], "v": trajectories["v"], "u": controls, "w": lifted}
-
-
-def _iterate(form, solution):
-    """An NLP solution as the formulation's iterate (no multipliers or slacks: for its trajectories)."""
-    from ocp.formulation import GroupVariables, Iterate
-
-    groups = []
-    for group in form.groups:
-        u = np.array([solution["u"][k] for k in group.index])
-        w = np.array([solution["w"][k] for k in group.index])
-        empty = np.zeros((group.size, 0))
-        groups.append(GroupVariables(u.reshape(group.size, -1), w, empty, empty, empty))
-    K = len(solution["q"]) - 1
-    return Iterate(solution["q"], solution["v"], np.zeros((K + 1, 0)), tuple(groups), np.zeros((K + 1, 0)))
 
 
 def summary(run: Run) -> dict:

@@ -28,6 +28,7 @@ def test_info_of_a_reduced_model(capsys):
         (["bench", "constrained", "--algorithm", "foo"], "--algorithm: unknown 'foo'"),
         (["bench", "constrained", "--scaling", "--tree-sizes", "10"], "got 10 (nearest: 9 or 21)"),
         (["bench", "solve", "--gait", "crawl"], "--gait: unknown 'crawl'; choose among walk, trot, pace, bound, jump"),
+        (["bench", "ddp", "/no/such/gait.yaml"], "/no/such/gait.yaml"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(capsys, argv, message):
@@ -44,6 +45,14 @@ def test_solve_benchmark_without_its_extra_says_how_to_install_it(capsys, monkey
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1
     assert 'pip install -e ".[bench]"' in err
+
+
+def test_ddp_crosscheck_without_crocoddyl_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "crocoddyl", None)
+    assert main(["bench", "ddp"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1
+    assert 'pip install -e ".[bench]"' in err and "Crocoddyl's FDDP" in err
 
 
 def test_an_interrupt_while_starting_is_one_line(capsys, monkeypatch):

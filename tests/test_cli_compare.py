@@ -171,3 +171,19 @@ def test_compare_runs_the_baselines_once_on_the_exact_problem(tmp_path, capsys):
         "tiny_sqp_0.npz",
     ]
     assert "| tiny | ipopt | 0 |" in (out / "table.md").read_text().replace("  ", " ")
+
+
+def test_compare_runs_fddp_and_ilqr_at_each_barrier_with_the_ideal_relaxation(tmp_path, capsys):
+    out = tmp_path / "ddp"
+    argv = ["compare", write(tmp_path, TINY, "tiny.yaml"), "--barrier", "1e-1", "1e-4", "--methods", "fddp", "ilqr"]
+    assert main([*argv, "--out", str(out), "--json", "--formulation", "nonlifted"]) == 0
+    summaries = {(s["formulation"], s["barrier"]): s for s in json.loads(capsys.readouterr().out)}
+    assert sorted(summaries) == sorted((m, eps) for m in ("fddp", "ilqr", "nonlifted") for eps in (1e-1, 1e-4))
+    for (method, eps), s in summaries.items():
+        assert s["status"] == "converged"
+        assert s["max_constraint_violation"] <= 1e-9  # the relaxation kept the solution feasible
+        assert s["cost"] == pytest.approx(summaries["nonlifted", eps]["cost"], rel=1e-5)  # the same barrier problem
+        if method != "nonlifted":
+            assert s["message"].startswith("relaxation ")
+    rows = (out / "table.md").read_text().replace("  ", " ")
+    assert "| tiny | fddp | 0.1 | static | converged |" in rows and "| tiny | ilqr | 0.0001 |" in rows

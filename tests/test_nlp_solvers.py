@@ -10,9 +10,9 @@ from test_cli_solve import TINY
 
 from ocp.formulation import Formulation
 from ocp.nlp import build_nlp
+from problems.baselines import nlp_guess
 from problems.config import parse_config
 from problems.gaits import build_problem
-from problems.runs import nlp_guess
 from solvers.ipm import Options, solve
 from solvers.ipopt import IpoptOptions, solve_ipopt
 from solvers.sqp import SQPOptions, solve_sqp
