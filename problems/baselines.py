@@ -4,7 +4,9 @@
   (:class:`ocp.shooting.Shooting`), the cones and limits by the relaxed barrier of the
   configuration's ``barrier`` and ``relaxation``. A relaxation of 0 is seed 004's "ideal"
   one: the largest of 1, 0.1, ..., 1e-8 whose solution converges with every inequality
-  satisfied (each smaller one is solved in turn; the run reports the chosen one's solve);
+  satisfied (each is solved from the initial guess in turn; the run reports the chosen
+  one's solve). When none does, the run is the converged solve with the least violation
+  (or, if none converged, the one with the least): the relaxed barrier's infeasible answer;
 - ``ipopt`` and ``sqp`` (:mod:`solvers.ipopt`, :mod:`solvers.sqp`) on the exact NLP
   (:mod:`ocp.nlp`), barrier 0.
 
@@ -47,11 +49,15 @@ def solve_ddp_config(config, method) -> Run:
     ocp = build_problem(config)
     relaxations = (s.relaxation,) if s.relaxation > 0 else RELAXATIONS
     shooting = Shooting(ocp, s.barrier, relaxations[0], s.backend, s.init, quiet=True)
+    tried = []
     for delta in relaxations:
         shooting = shooting.with_relaxation(delta)
         result = solve_ddp(shooting, method, DDPOptions(max_iterations=s.max_iterations))
+        tried.append((not result.converged, result.max_constraint_violation, len(tried), delta, result))
         if result.converged and result.max_constraint_violation <= FEASIBLE:
             break
+    *_, delta, result = min(tried)  # the feasible one, else the converged one with the least violation
+    shooting = shooting.with_relaxation(delta)
     result.message = f"relaxation {delta:g}: {result.message}"
     iterate = result.iterate or shooting.formulation.initial_iterate(s.barrier)  # None: the guess failed
     trajectories = shooting.formulation.trajectories(iterate)

@@ -3,7 +3,7 @@
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
                   [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
     liftoff --version
-    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods fddp ilqr ipopt sqp] [--init ...]
+    liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods lifted ... sqp] [--init ...]
                     [--backend ...] [--max-iterations N] [--out DIR] [--json] [--quiet]
     liftoff report DIR
     liftoff mpc CONFIG [--duration S] [--push FRAME:FX,FY,FZ:T0:DT] [--mass-scale X] [--out DIR] [--json]
@@ -382,10 +382,11 @@ def compare(args) -> int:
             others = ", ".join(p for p, n in zip(args.configs, names) if n == name)
             raise UserError(f"two configurations named {name!r} ({others}) would overwrite each other's results")
     check_output(Path(args.out) / "summary.json")
-    formulations = tuple(dict.fromkeys(args.formulation or ("lifted", "nonlifted")))
+    given = tuple(args.formulation or ()) + tuple(m for m in args.methods or () if m in ("lifted", "nonlifted"))
+    formulations = tuple(dict.fromkeys(given or ("lifted", "nonlifted")))
     log = sys.stderr if args.json else sys.stdout
     inits = tuple(dict.fromkeys(args.init)) if args.init else None
-    methods = tuple(dict.fromkeys(args.methods or ()))
+    methods = tuple(dict.fromkeys(m for m in args.methods or () if m not in formulations))
     per_barrier = len(formulations) + sum(m in ("fddp", "ilqr") for m in methods)
     exact = len(methods) + len(formulations) - per_barrier
     runs = len(configs) * (len(args.barrier) * per_barrier * (len(inits) if inits else 1) + exact)
@@ -631,9 +632,10 @@ def parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--formulation", choices=("lifted", "nonlifted"), nargs="+", help="formulations (default: both)")
     p_cmp.add_argument(
         "--methods",
-        choices=("fddp", "ilqr", "ipopt", "sqp"),
+        choices=("lifted", "nonlifted", "fddp", "ilqr", "ipopt", "sqp"),
         nargs="+",
-        help="baselines: fddp, ilqr (relaxed barrier, at each barrier); ipopt, sqp (exact problem) (default: none)",
+        help="the methods: formulations of the interior point (default: both, or --formulation) and baselines: "
+        "fddp, ilqr (relaxed barrier, at each barrier); ipopt, sqp (exact problem) (default: none)",
     )
     p_cmp.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p_cmp.add_argument("--max-iterations", type=_non_negative_int, metavar="N", help="override solver.max_iterations")

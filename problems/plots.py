@@ -3,7 +3,7 @@
 - :func:`kkt_figure`: KKT error against iterations, one panel per gait and barrier, the
   lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1), and the baselines'
   own measures (:mod:`problems.baselines`) in styles of their own;
-- :func:`time_figure`: time per iteration and total time per gait (seed 004 Fig. 2);
+- :func:`time_figure`: time per iteration and total time per gait, log scale (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
   bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
 - :func:`mpc_figures`: a polishing MPC run (:mod:`problems.polishing_run`): the normal force
@@ -82,7 +82,7 @@ def time_figure(runs, path):
     gaits, barriers = _by_gait(runs)
     present = {(r["summary"]["formulation"], r["summary"]["barrier"]) for r in runs}
     series = [(f, eps) for eps in barriers for f in COLORS if (f, eps) in present]
-    fig, (ax_it, ax_total) = plt.subplots(1, 2, figsize=(11, 3.6))
+    fig, (ax_it, ax_total) = plt.subplots(1, 2, figsize=(12.5, 3.6))
     width = 0.8 / len(series)
     for n, (form, eps) in enumerate(series):
         per_it, total = [], []
@@ -109,9 +109,10 @@ def time_figure(runs, path):
             )
     for ax, label in ((ax_it, "time per iteration [ms]"), (ax_total, "total time [s]")):
         ax.set_xticks(np.arange(len(gaits)), gaits, fontsize=8)
+        ax.set_yscale("log")  # the methods' times span orders of magnitude
         ax.set_ylabel(label)
         ax.grid(True, axis="y", alpha=0.3)
-    ax_total.legend(fontsize=8)
+    ax_total.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars
     fig.tight_layout()
     _save(fig, path)
 

@@ -176,7 +176,7 @@ def test_compare_runs_the_baselines_once_on_the_exact_problem(tmp_path, capsys):
 def test_compare_runs_fddp_and_ilqr_at_each_barrier_with_the_ideal_relaxation(tmp_path, capsys):
     out = tmp_path / "ddp"
     argv = ["compare", write(tmp_path, TINY, "tiny.yaml"), "--barrier", "1e-1", "1e-4", "--methods", "fddp", "ilqr"]
-    assert main([*argv, "--out", str(out), "--json", "--formulation", "nonlifted"]) == 0
+    assert main([*argv, "nonlifted", "--out", str(out), "--json"]) == 0  # a formulation among the methods
     summaries = {(s["formulation"], s["barrier"]): s for s in json.loads(capsys.readouterr().out)}
     assert sorted(summaries) == sorted((m, eps) for m in ("fddp", "ilqr", "nonlifted") for eps in (1e-1, 1e-4))
     for (method, eps), s in summaries.items():

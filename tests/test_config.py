@@ -305,6 +305,7 @@ ERRORS = {
     "huge step length": ("gait.step_length", -1e308, "gait.step_length", ["a number of magnitude <= 2"]),
     "huge friction": ("contacts.friction", 1e308, "contacts.friction", ["a number <= 10"]),
     "huge barrier": ("solver.barrier", 1e308, "solver.barrier", ["a number <= 1000"]),
+    "negative relaxation": ("solver.relaxation", -0.1, "solver.relaxation", ["a number >= 0"]),
     "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
     "unknown start": ("solver.init", "random", "solver.init", ["expected static or zero_torque", "got 'random'"]),
     "unknown swing profile": ("gait.swing_profile", "sine", "gait.swing_profile", ["expected parabola or triangle"]),
