@@ -5,6 +5,7 @@ See the README for the public API. Arrays follow Pinocchio's layout and conventi
 
 from .constrained import (
     ALGORITHMS,
+    OSIM_ALGORITHMS,
     SingularConstraintError,
     constrained_dynamics,
     constrained_dynamics_derivatives,
@@ -15,6 +16,7 @@ from .constrained import (
     contact_jacobian,
     contact_velocity,
     contact_velocity_derivatives,
+    damped_osim,
     delassus,
     impulse_dynamics,
     impulse_dynamics_derivatives,

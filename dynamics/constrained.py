@@ -6,7 +6,7 @@ Constrained dynamics (seed 001 eq. 2-3) finds ``a`` and the contact forces ``f``
 
 and impulse dynamics (seed 004 eq. 9-13) the velocity jump ``dv`` and impulses ``Lambda``
 with ``M dv = J^T Lambda``, ``J (v + dv) = 0``: the same system with other right-hand
-sides, ``M x = h + J^T f``, ``J x = r``. Three interchangeable proximal algorithms solve it
+sides, ``M x = h + J^T f``, ``J x = r``. Four interchangeable proximal algorithms solve it
 (``mu > 0`` is the proximal damping of seed 000 eq. 18; the penalty of seed 003 is 1/mu):
 
 - ``proxLTL`` (seed 000 Alg. 1): sparse ``U D U^T`` factorization of the KKT matrix
@@ -15,7 +15,10 @@ sides, ``M x = h + J^T f``, ``J x = r``. Three interchangeable proximal algorith
   OSIM); proximal iterations ``(J M^-1 J^T + mu 1) f+ = r - J M^-1 h + mu f``;
 - ``proxLTLs`` (seed 003 eq. 16): augmented Lagrangian on ``M + J^T J / mu``;
 - ``constrainedABA`` (seed 003 Alg. 1-3): the world-frame ABA with inertias and forces of
-  the constrained bodies augmented, then reduced force sweeps per iteration.
+  the constrained bodies augmented, then reduced force sweeps per iteration;
+- ``proxPV`` (seed 003 Alg. 4): the Popov-Vereshchagin sweeps, which give the Delassus
+  matrix and the free constraint accelerations at the root, proximal steps on that dual,
+  and one forward sweep; loop closures included.
 
 All converge to the least-squares solution for redundant constraints; ``"kkt"`` is the plain
 solve (``mu = 0``), which refuses rank-deficient constraints. Iterations stop when the
@@ -40,11 +43,11 @@ import numpy as np
 from .batch import batch, unbatch
 from .contacts import contact_rows, dimension, generalized_force_derivative, resolve, row_derivatives
 from .errors import DimensionError
-from .forward_dynamics import articulated_inertias, backward_sweep, forward_sweep, propagate_forces
+from .forward_dynamics import Sweep, articulated_inertias, backward_sweep, forward_sweep, propagate_forces
 from .inverse_dynamics import derivatives_batch, mass_matrix, rnea
 from .kinematics import forward
 
-ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "kkt")
+ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV", "kkt")
 
 
 class SingularConstraintError(ValueError):
@@ -242,6 +245,11 @@ class _LTLs:
         return _iterate(update, np.zeros_like(r), max_iter, tol)
 
 
+def _check_attached(rc, joint):
+    if joint < 0:
+        raise ValueError(f"contact on {rc.contact.frame!r} is attached to the universe: it constrains nothing")
+
+
 class _CABA:
     """constrainedABA (seed 003 Alg. 1-3) in world coordinates.
 
@@ -261,8 +269,7 @@ class _CABA:
         self.blocks = []  # (joint, row slice, K (m_c, 6, B), bias rows (m_c, B))
         for rc, rows in zip(system.resolved, system.rows):
             ((j, K),) = rows.bodies
-            if j < 0:
-                raise ValueError(f"contact on {rc.contact.frame!r} is attached to the universe: it constrains nothing")
+            _check_attached(rc, j)
             bias = np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration (with a0)
             self.blocks.append((j, rc.slice, K, bias))
             self.IA[:, :, j] += self.rho * np.einsum("rcb,rdb->cdb", K, K)
@@ -293,6 +300,90 @@ class _CABA:
         return _iterate(update, f0, max_iter, tol)
 
 
+def _pv_sweep(model, sweep, KA):
+    """The Popov-Vereshchagin terms of the constraint rows ``KA (m, 6, n, B)`` of each body
+    over an ABA backward ``sweep``: ``(K0 (m, 6, B), L0 (m, m, B), l0 (m, B), KS)`` with
+    ``y = K0 a0 + L0 lambda + l0`` at the universe and ``KS`` per level the ``(K^A S)`` of its
+    joints (:class:`_PV`). Modifies ``KA``."""
+    m, B = KA.shape[0], KA.shape[-1]
+    K0, L0, l0, KS_levels = np.zeros((m, 6, B)), np.zeros((m, m, B)), np.zeros((m, B)), []
+    c = sweep.c
+    for depth in range(len(sweep.levels) - 1, -1, -1):
+        J, SJ, U, D, u = sweep.levels[depth]
+        if depth == 0 and model.tree.free_flyer:  # one 6-dof joint
+            KS = np.einsum("rcb,cdb->rdb", KA[:, :, 0], SJ)
+            KSD = np.einsum("rdb,deb->reb", KS, np.linalg.inv(D.transpose(2, 0, 1)).transpose(1, 2, 0))
+            K_up = KA[:, :, 0] - np.einsum("reb,ceb->rcb", KSD, U)
+            L0 += np.einsum("reb,seb->rsb", KSD, KS)
+            l0 += np.einsum("rcb,cb->rb", K_up, c[:, 0]) + np.einsum("reb,eb->rb", KSD, u)
+            K0 += K_up
+            KS_levels.append(KS)
+            continue
+        KS = np.einsum("rcjb,cjb->rjb", KA[:, :, J], SJ)
+        K_up = KA[:, :, J] - KS[:, None] * (U / D)[None]
+        L0 += np.einsum("rjb,sjb->rsb", KS / D, KS)
+        l0 += np.einsum("rcjb,cjb->rb", K_up, c[:, J]) + np.einsum("rjb,jb->rb", KS, u / D)
+        KS_levels.append(KS)
+        if depth == 0:  # roots of a fixed base: the universe
+            K0 += K_up.sum(axis=2)
+        else:
+            np.add.at(KA, (slice(None), slice(None), model.parents[J]), K_up)
+    return K0, L0, l0, KS_levels[::-1]
+
+
+class _PV:
+    """proxPV (seed 003 Alg. 4) in world coordinates.
+
+    The ABA's backward sweep also carries, for the subtree of each body ``j``, the affine map
+    from the body's acceleration and the constraint forces ``lambda`` to the constraint rows:
+    ``y = K^A a_j + L^A lambda + l``. A joint passes to its parent ``K^A P^T``,
+    ``L^A + K^A S D^-1 S^T K^A^T`` and ``l + K^A (P^T c + S D^-1 u)`` (``P = 1 - U D^-1 S^T``,
+    ``U = IA S``), and the universe's acceleration closes it: ``y = K a0 + L lambda + l`` with
+    ``L`` the Delassus matrix. ``L`` and ``l`` only ever add up, so each joint's terms go
+    straight to the root's. Proximal steps on that dual, ``(L + mu) (lambda+ - lambda) =
+    k - y(lambda)``, then one forward sweep with the joint forces ``u + S^T K^A^T lambda``.
+    The rows are those of the whole constraint set at every body (zero outside its subtree),
+    which costs ``O(n m^2)`` where the paper's per-subtree stacking costs ``O(n + m^2 d)``;
+    it takes loop closures as they come (a row with two bodies enters both subtrees, the
+    common ancestor sums them)."""
+
+    def __init__(self, system, kin, v, tau, mu):
+        model = self.model = system.model
+        self.kin, self.mu = kin, mu
+        IA, pA, c = articulated_inertias(model, kin, v)
+        self.sweep = backward_sweep(model, kin, IA, pA, c, tau)
+        m, B = system.m, len(v)
+        KA, self.bias = np.zeros((m, 6, model.njoints, B)), np.zeros((m, B))
+        for rc, rows in zip(system.resolved, system.rows):
+            for j, K in rows.bodies:
+                _check_attached(rc, j)
+                KA[rc.slice, :, j] += K
+                self.bias[rc.slice] += np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration
+        K0, L0, l0, self.KS = _pv_sweep(model, self.sweep, KA)
+        self.delassus = L0.transpose(2, 0, 1)  # (B, m, m)
+        self.free = (np.einsum("rcb,cb->rb", K0, kin.a0[:, 0] * np.ones((1, B))) + l0).T[..., None]
+
+    def solve(self, r, max_iter, tol):
+        k = r + self.bias.T[..., None]
+        damped = _spd_inverse(self.delassus + self.mu * np.eye(self.delassus.shape[-1]))
+
+        def update(f):
+            residual = k - self.free - self.delassus @ f
+            return f, f, _inf_norm(residual), f + damped @ residual
+
+        _, f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
+        return self.rollout(f[..., 0]), f, iterations
+
+    def rollout(self, f):
+        """The forward sweep under the constraint forces ``f (B, m)``: ``(B, nv, 1)``."""
+        levels = tuple(
+            (J, SJ, U, D, u + np.einsum("rjb,br->jb", KS, f))
+            for (J, SJ, U, D, u), KS in zip(self.sweep.levels, self.KS)
+        )
+        qdd, _ = forward_sweep(self.model, self.kin, Sweep(levels, self.sweep.c))
+        return qdd.T[..., None]
+
+
 def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):
     """``x, f`` with ``M x = h + J^T f``, ``J x = r`` (``h (B, nv, c)``, ``r (B, m, c)``)."""
     if algorithm == "kkt":
@@ -301,7 +392,9 @@ def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):
         return _LTL(system, mu).solve(h, r, max_iter, tol)
     if algorithm == "proxLTLs":
         return _LTLs(system, mu).solve(h, r, max_iter, tol)
-    return aba().solve(r, max_iter, tol)
+    if algorithm == "proxPV":
+        return aba(_PV).solve(r, max_iter, tol)
+    return aba(_CABA).solve(r, max_iter, tol)
 
 
 def _kkt(system, h, r):
@@ -340,7 +433,7 @@ def constrained_dynamics(model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1
     system = _System(model, q, v, contacts)
     h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
     r = (system.target - system.drift)[..., None]
-    aba = lambda: _CABA(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, mu)  # noqa: E731
+    aba = lambda cls: cls(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, mu)  # noqa: E731
     x, f, iterations = _solve(system, algorithm, h, r, mu, max_iter, tol, aba)
     return _solution(system, x, f, r, iterations, tol, shape)
 
@@ -355,7 +448,7 @@ def impulse_dynamics(model, q, v, contacts, mu=1e-4, max_iter=30, tol=1e-10, alg
     system = _System(model, q, v, contacts)
     r = -system.velocity[..., None]
     zeros = np.zeros_like(v)
-    aba = lambda: _CABA(system, forward(model, q, zeros, zeros, gravity=False), zeros, zeros, mu)  # noqa: E731
+    aba = lambda cls: cls(system, forward(model, q, zeros, zeros, gravity=False), zeros, zeros, mu)  # noqa: E731
     dv, impulse, iterations = _solve(system, algorithm, zeros[..., None], r, mu, max_iter, tol, aba)
     sol = _solution(system, dv, impulse, r, iterations, tol, shape)
     return Solution(unbatch(v, shape) + sol[0], sol[1], sol.iterations, sol.residual, sol.converged)
@@ -383,6 +476,51 @@ def delassus(model, q, contacts, mu=0.0):
     _, _, _, schur = _udu(system.M, chains, system.J)
     damped = schur + mu * np.eye(system.m)
     return unbatch(damped, shape), unbatch(_spd_inverse(damped), shape)
+
+
+OSIM_ALGORITHMS = ("cABA-OSIM", "proxPV", "proxLTL")
+
+
+def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
+    """The damped OSIM (the damped Delassus inverse) ``(J M^-1 J^T + mu 1)^-1``, ``(..., m, m)``,
+    for ``mu > 0``, by one of ``OSIM_ALGORITHMS``:
+
+    - ``cABA-OSIM`` (seed 003 Alg. 5, eq. 40): with ``rho = 1/mu``, the inertias of the
+      constrained bodies augmented by ``rho K^T K`` (the articulated inertias of ``M + rho J^T
+      J``), the Popov-Vereshchagin sweep of the constraint rows gives ``J (M + rho J^T J)^-1
+      J^T``, and the matrix inversion lemma the OSIM ``rho 1 - rho^2 J (M + rho J^T J)^-1 J^T``
+      without factorizing an ``m x m`` matrix. Contacts with the world only (a loop
+      closure's ``rho J^T J`` couples two bodies). On a floating base the root's term is the
+      base's rank-6 update over the block-diagonal terms of the branches, the structure
+      seed 003's cABA-OSIMf exploits; here the two are one computation;
+    - ``proxPV``: the Delassus matrix of the Popov-Vereshchagin sweep, damped and inverted;
+    - ``proxLTL``: the same from the sparse factorization (:func:`delassus`)."""
+    if algorithm not in OSIM_ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(OSIM_ALGORITHMS)}")
+    if not (np.isscalar(mu) and np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu must be a finite number > 0 (the damping), got {mu!r}")
+    if algorithm == "proxLTL":
+        return delassus(model, q, contacts, mu)[1]
+    (q,), shape = batch(("q", q, model.nq))
+    zeros = np.zeros((len(q), model.nv))
+    system = _System(model, q, zeros, contacts)
+    kin, m = system.kin, system.m
+    if algorithm == "proxPV":
+        L = _PV(system, kin, zeros, zeros, mu).delassus
+        return unbatch(_spd_inverse(L + mu * np.eye(m)), shape)
+    if not system.world_contacts_only:
+        raise ValueError("cABA-OSIM handles contacts with the world; use proxPV or proxLTL for loop closures")
+    rho = 1.0 / mu
+    IA, pA, c = articulated_inertias(model, kin, zeros)
+    KA = np.zeros((m, 6, model.njoints, len(q)))
+    for rc, rows in zip(system.resolved, system.rows):
+        ((j, K),) = rows.bodies
+        _check_attached(rc, j)
+        KA[rc.slice, :, j] = K
+        IA[:, :, j] += rho * np.einsum("rcb,rdb->cdb", K, K)
+    sweep = backward_sweep(model, kin, IA, np.zeros_like(pA), np.zeros_like(c), zeros)
+    L_rho = _pv_sweep(model, sweep, KA)[1].transpose(2, 0, 1)  # J (M + rho J^T J)^-1 J^T
+    return unbatch(rho * np.eye(m) - rho**2 * L_rho, shape)
 
 
 # ----------------------------------------------------------------------------- the pieces of the lifted OCP

@@ -16,7 +16,7 @@ import dynamics
 from dynamics import Contact
 from dynamics.sample_models import four_bar_closed_configuration, four_bar_linkage
 
-PROXIMAL = ("proxLTL", "proxLTLs", "constrainedABA")
+PROXIMAL = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV")
 
 # ANYmal standing: base 0.4792 m high, feet within a few micrometres of z = 0.
 ANYMAL_STANDING = np.array(
@@ -64,6 +64,32 @@ def test_redundant_contacts_give_the_non_redundant_solution(algorithm, rng):
     pairs = f.reshape(len(q), len(contacts), 2, 6)
     np.testing.assert_allclose(pairs.sum(axis=2), f_ref.reshape(len(q), len(contacts), 6), rtol=0, atol=atol(f_ref))
     np.testing.assert_allclose(pairs[:, :, 0], pairs[:, :, 1], rtol=0, atol=atol(f_ref))
+
+
+@pytest.mark.parametrize("algorithm", ("cABA-OSIM", "proxPV"))
+def test_damped_osim_of_redundant_contacts_equals_proxltls(algorithm, rng):
+    """With 36 rows of rank 18 the damped Delassus matrix stays invertible: every algorithm
+    gives the same damped OSIM."""
+    model, q, _, _, _, redundant = talos_redundant_problem(rng)
+    expected = dynamics.damped_osim(model, q, redundant, 1e-4, "proxLTL")
+    osim = dynamics.damped_osim(model, q, redundant, 1e-4, algorithm)
+    np.testing.assert_allclose(osim, expected, rtol=0, atol=atol(expected, 1e-9))
+
+
+def test_damped_osim_of_a_loop_closure(rng):
+    model, fa, fb, q0 = four_bar()
+    held = closure(fa, fb)
+    q = regular_configurations(model, rng, 4, held)
+    expected = dynamics.damped_osim(model, q, held, 1e-3, "proxLTL")
+    np.testing.assert_allclose(
+        dynamics.damped_osim(model, q, held, 1e-3, "proxPV"), expected, atol=atol(expected, 1e-9)
+    )
+    with pytest.raises(ValueError, match="cABA-OSIM handles contacts with the world; use proxPV or proxLTL"):
+        dynamics.damped_osim(model, q, held, 1e-3, "cABA-OSIM")
+    with pytest.raises(ValueError, match="mu must be"):
+        dynamics.damped_osim(model, q, held, 0.0, "proxPV")
+    with pytest.raises(ValueError, match="unknown algorithm 'OSIMf'"):
+        dynamics.damped_osim(model, q, held, 1e-3, "OSIMf")
 
 
 def test_kkt_refuses_redundant_contacts(rng):
@@ -293,11 +319,12 @@ def test_loop_closure_under_gravity():
     assert distance.max() <= 1e-3, distance.max()
     assert distance[-1] <= 0.15 * drift[-1], (distance[-1], drift[-1])
 
-    # proxLTLs (dense Cholesky for loop closures) agrees with proxLTL along the trajectory
+    # proxLTLs (dense Cholesky for loop closures) and proxPV agree with proxLTL along the trajectory
     tau = np.zeros_like(vs[:-1])
-    sol = dynamics.constrained_dynamics(model, qs[:-1], vs[:-1], tau, held, algorithm="proxLTLs")
-    assert np.all(sol.converged)
-    np.testing.assert_allclose(sol[0], accs, rtol=0, atol=atol(accs))
+    for algorithm in ("proxLTLs", "proxPV"):
+        sol = dynamics.constrained_dynamics(model, qs[:-1], vs[:-1], tau, held, algorithm=algorithm)
+        assert np.all(sol.converged)
+        np.testing.assert_allclose(sol[0], accs, rtol=0, atol=atol(accs), err_msg=algorithm)
     with pytest.raises(ValueError, match=r"constrainedABA.*loop closures"):
         dynamics.constrained_dynamics(model, qs[0], vs[0], tau[0], held, algorithm="constrainedABA")
 
@@ -316,7 +343,7 @@ def impulse_cases():
     }
 
 
-@pytest.mark.parametrize("algorithm", ("proxLTL", "proxLTLs", "constrainedABA", "kkt"))
+@pytest.mark.parametrize("algorithm", dynamics.ALGORITHMS)
 @pytest.mark.parametrize("case", ("anymal-3D", "anymal-z-LOCAL", "talos-6D", "four-bar"))
 def test_impulse_stops_the_contacts(case, algorithm, rng):
     """After a fully inelastic impact the contact velocity is zero and the velocity jump is
@@ -350,7 +377,7 @@ def test_impulse_stops_the_contacts(case, algorithm, rng):
 # ----------------------------------------------------------------------------- 1D contacts
 
 
-@pytest.mark.parametrize("algorithm", ("proxLTL", "proxLTLs", "constrainedABA", "kkt"))
+@pytest.mark.parametrize("algorithm", dynamics.ALGORITHMS)
 def test_normal_contacts_hold_only_the_normal(algorithm, rng):
     model = model_of("anymal")
     contacts = feet_contacts("z")
@@ -400,7 +427,7 @@ def anymal_inputs():
         (
             lambda m, q, v, t: dynamics.constrained_dynamics(m, q, v, t, feet_contacts(), algorithm="ABA"),
             ValueError,
-            "proxLTL, proxLTLs, constrainedABA, kkt",
+            "proxLTL, proxLTLs, constrainedABA, proxPV, kkt",
         ),
         (lambda m, q, v, t: Contact("LF_FOOT", "4D"), ValueError, "4D"),
         (lambda m, q, v, t: Contact("LF_FOOT", "zz"), ValueError, "distinct"),
@@ -441,7 +468,7 @@ def test_errors(call, error, pattern):
 # ----------------------------------------------------------------------------- batches
 
 
-@pytest.mark.parametrize("algorithm", ("proxLTL", "proxLTLs", "constrainedABA", "kkt"))
+@pytest.mark.parametrize("algorithm", dynamics.ALGORITHMS)
 def test_batch_equals_single_calls(algorithm, rng):
     """B states in one call give the B single-state solutions, with per-state reports."""
     model = model_of("anymal")

@@ -241,6 +241,21 @@ def test_delassus_is_dense_osim_inverse(case, mu):
     np.testing.assert_allclose(single_inv, D_inv[0], rtol=0, atol=atol(D_inv[0], 1e-10))
 
 
+@pytest.mark.parametrize("algorithm", dynamics.OSIM_ALGORITHMS)
+def test_damped_osim_inverts_the_damped_delassus_matrix(case, algorithm):
+    """cABA-OSIM (matrix inversion lemma over the augmented inertias), proxPV and proxLTL give
+    ``(J M^-1 J^T + mu 1)^-1`` of the dense oracle (crba and contact_jacobian)."""
+    model, q, contacts = case.model, case.q, case.contacts
+    J = dynamics.contact_jacobian(model, q, contacts)
+    mu = 1e-4
+    expected = np.linalg.inv(
+        J @ np.linalg.solve(dynamics.crba(model, q), np.swapaxes(J, 1, 2)) + mu * np.eye(J.shape[1])
+    )
+    osim = dynamics.damped_osim(model, q, contacts, mu, algorithm)
+    np.testing.assert_allclose(osim, expected, rtol=0, atol=atol(expected, 1e-9))
+    np.testing.assert_allclose(dynamics.damped_osim(model, q[0], contacts, mu, algorithm), osim[0], atol=1e-9)
+
+
 # ----------------------------------------------------------------------------- batches
 
 
