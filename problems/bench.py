@@ -265,7 +265,7 @@ def stderr_progress(line: str) -> None:
 # same proximal settings, on robots in contact; and, with ``--scaling``, the scaling study of
 # seed 003 Fig. 3 (serial chains and balanced binary trees of growing size).
 
-ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA")
+ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV")
 CONSTRAINED_QUANTITIES = ("constrained_dynamics", "constrained_dynamics_derivatives")
 PROXIMAL = dict(mu=1e-4, max_iter=30, tol=1e-10)  # liftoff's defaults, given to Pinocchio alike
 # The scaling study's chains are ill-conditioned at random configurations: the augmented-

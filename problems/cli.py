@@ -792,7 +792,7 @@ def parser() -> argparse.ArgumentParser:
         "--algorithm",
         nargs="+",
         metavar="ALG",
-        help="algorithms among proxLTL, proxLTLs, constrainedABA (default: all three)",
+        help="algorithms among proxLTL, proxLTLs, constrainedABA, proxPV (default: all four)",
     )
     p_con.add_argument(
         "--repeat", type=_positive_int, default=5, metavar="N", help="timed runs per kernel, best kept (default: 5)"
