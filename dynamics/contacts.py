@@ -14,7 +14,11 @@ frame of the robot (a loop closure). Its rows are components of one of two motio
   (WORLD): Pinocchio's frame velocity and (spatial) acceleration, CONTACT_6D.
 
 Either way the rows are ``K`` times the world spatial motion of the body (plus, for
-accelerations, the classical term ``w x pdot``), so ``J = K J_body`` (seed 003 eq. 22). The
+accelerations, the classical term ``w x pdot``), so ``J = K J_body`` (seed 003 eq. 22). A loop
+closure's rows are those of its first frame minus those of the second: for 6D kinds (LOCAL
+or WORLD, no position gain) ``X_ref (v1 - v2)``, with the acceleration rows their time
+derivative, ``X_ref (a1 - a2 + v1 x v2)`` in LOCAL; the derivatives with respect to ``q`` and
+``v`` are not available for them. The
 force ``f`` of a contact is expressed like its rows (same frame, same components) and is the
 force the environment applies to the robot; its world wrench at the origin is ``K^T f``.
 
@@ -97,9 +101,15 @@ class Contact:
             if not (np.isscalar(value) and np.isfinite(value) and value >= 0):
                 raise ValueError(f"contact on {self.frame!r}: {name} must be a finite number >= 0, got {value!r}")
         if self.frame2 is not None and not self.translational:
-            raise ValueError(
-                f"loop closure {self.frame!r}-{self.frame2!r}: only translational kinds ('3D', 'x', ...) are supported"
-            )
+            if self.kp > 0:
+                raise ValueError(
+                    f"loop closure {self.frame!r}-{self.frame2!r}: a position gain kp > 0 needs a translational kind "
+                    "('3D', 'x', ...); 6D loop closures take kd only"
+                )
+            if self.reference is ReferenceFrame.LOCAL_WORLD_ALIGNED:
+                raise ValueError(
+                    f"loop closure {self.frame!r}-{self.frame2!r}: 6D loop closures are expressed in LOCAL or WORLD"
+                )
         if self.kp > 0 and self.frame2 is None and self.placement is None:
             raise ValueError(f"contact on {self.frame!r}: kp > 0 needs a target placement (placement=p or (R, p))")
 
@@ -259,6 +269,13 @@ def contact_rows(model, kin, rc: ResolvedContact) -> ContactRows:
         vel, acc = matvec(R_ref_t, vel), matvec(R_ref_t, acc)
         error_rows = None if error is None else matvec(R_ref_t, error)
         X = None
+    elif rc.frame2 is not None:  # 6D loop closure: the time derivative of the velocity rows
+        X = _frame_map(c.reference, pt.R, pt.p)
+        R_ref_t, error = None, None
+        pt2 = _point(model, kin, rc.frame2, rc.joint2)
+        bodies, points = [(pt.j, X), (pt2.j, -X)], (pt, pt2)
+        vel, acc = matvec(X, pt.v - pt2.v), matvec(X, pt.a - pt2.a) + _loop_drift(c.reference, X, pt, pt2)
+        error_rows = None
     else:
         X = _frame_map(c.reference, pt.R, pt.p)
         R_ref_t = None
@@ -271,6 +288,15 @@ def contact_rows(model, kin, rc: ResolvedContact) -> ContactRows:
         target = target - c.kp * error_rows
     bodies = tuple((j, K[sel]) for j, K in bodies)
     return ContactRows(bodies, J[sel], vel[sel], acc[sel], target[sel], points, R_ref_t, X, error)
+
+
+def _loop_drift(reference, X, pt, pt2):
+    """The term of ``d/dt (X_ref (v1 - v2))`` besides ``X_ref (a1 - a2)`` for world motions
+    ``v1, v2`` of the two bodies: the frame's turn in LOCAL, ``X (v1 x v2)`` (Pinocchio's
+    CONTACT_6D between two joints); none in WORLD."""
+    if reference is ReferenceFrame.LOCAL:
+        return matvec(X, motion_cross(pt.v, pt2.v))
+    return np.zeros_like(pt.v)
 
 
 def _apply_rows(K, X):
@@ -355,6 +381,7 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
     """Derivatives of the rows of ``rc`` at the velocity and acceleration of ``kin`` (without
     gravity); ``rows`` from :func:`contact_rows` at the same configuration."""
     c = rc.contact
+    _no_6d_loop(rc, "derivatives")
     sel = list(c.rows)
     points = [_point(model, kin, f, j) for f, j in _frames(rc)]
     if c.translational:
@@ -385,6 +412,15 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
         dacc_dv = matvec(rows.X[:, :, None], bd.da_dv)
         derr = None if rows.error is None else _error_6d_derivative(c.reference, rows.X, pt, bd.S, rows.error)
     return RowDerivatives(dvel[sel], dacc_dq[sel], dacc_dv[sel], None if derr is None else derr[sel])
+
+
+def _no_6d_loop(rc: ResolvedContact, what):
+    c = rc.contact
+    if c.frame2 is not None and not c.translational:
+        raise ValueError(
+            f"loop closure {c.frame!r}-{c.frame2!r}: the {what} of 6D loop closures are not available; "
+            "constrained and impulse dynamics are"
+        )
 
 
 def _map_derivative(reference, X, pt: _Point, S, m, dm):
@@ -422,6 +458,7 @@ def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactR
     oS_k x oS_l`` for ``k`` moving ``l``, and ``F`` turns with the frame (LOCAL) or stays in
     the world axes with its point moving (``dp_k x force``)."""
     c = rc.contact
+    _no_6d_loop(rc, "derivatives")
     out = 0.0
     lower = model.tree.lower
     g_rot = world_jacobian(model, kin, rc.joint)[3:] if c.reference is ReferenceFrame.LOCAL else None

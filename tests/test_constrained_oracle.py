@@ -256,6 +256,84 @@ def test_damped_osim_inverts_the_damped_delassus_matrix(case, algorithm):
     np.testing.assert_allclose(dynamics.damped_osim(model, q[0], contacts, mu, algorithm), osim[0], atol=1e-9)
 
 
+# ----------------------------------------------------------------------------- 6D loop closures
+
+HANDS = ("arm_left_7_link", "arm_right_7_link")
+
+
+def welded_hands(reference="LOCAL", kd=0.0):
+    """Talos standing on both soles with its hands welded together (a 6D loop closure)."""
+    soles = [dynamics.Contact(f, "6D", "LOCAL") for f in SOLES]
+    return [dynamics.Contact(HANDS[0], "6D", reference, kd=kd, frame2=HANDS[1])] + soles
+
+
+@pytest.mark.parametrize("reference", ["LOCAL", "WORLD"])
+def test_6d_loop_acceleration_rows_are_the_time_derivative_of_its_velocity_rows(reference, rng):
+    model = load_pair("talos")[0]
+    loop = welded_hands(reference, kd=3.0)[:1]
+    q = regular_configurations(model, rng, 3, loop)
+    v, a = rng.standard_normal((2, 3, model.nv))
+    h = 1e-6
+
+    def velocity(t):
+        return dynamics.contact_velocity(model, dynamics.integrate(model, q, t * v), v + t * a, loop)
+
+    derivative = (velocity(h) - velocity(-h)) / (2 * h)
+    rows = dynamics.contact_acceleration(model, q, v, a, loop) - 3.0 * velocity(0.0)  # + alpha* = -kd J v
+    np.testing.assert_allclose(rows, derivative, rtol=0, atol=atol(derivative, 1e-7))
+
+
+@pytest.mark.parametrize("algorithm", [a for a in dynamics.ALGORITHMS if a != "constrainedABA"])
+def test_6d_loop_closure_equals_pinocchio(algorithm, rng):
+    """Talos' welded hands as Pinocchio's CONTACT_6D between two joints (LOCAL), with 6D soles."""
+    model, pmodel = load_pair("talos")
+    contacts = welded_hands()
+    q = regular_configurations(model, rng, 4, contacts)
+    v, tau = rng.standard_normal((2, 4, model.nv))
+    ours = dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm=algorithm, **SETTINGS)
+    frames = [pmodel.frames[pmodel.getFrameId(f)] for f in HANDS]
+    cml, _ = pin_constraints(pmodel, contacts[1:])
+    loop = pin.RigidConstraintModel(
+        pin.ContactType.CONTACT_6D, pmodel, *(x for f in frames for x in (f.parentJoint, f.placement)), pin.LOCAL
+    )
+    cml = pin.StdVec_RigidConstraintModel([loop, *cml])
+    for b in range(len(q)):
+        pdata, cdl = pmodel.createData(), pin.StdVec_RigidConstraintData([cm.createData() for cm in cml])
+        pin.initConstraintDynamics(pmodel, pdata, cml, cdl)
+        a = pin.constraintDynamics(pmodel, pdata, q[b], v[b], tau[b], cml, cdl, pin.ProximalSettings(1e-14, 1e-12, 50))
+        f = np.concatenate([cd.contact_force.vector for cd in cdl])
+        tolerance = 1e-7 if algorithm == "proxLTLs" else 1e-9  # its rounding grows like 1/mu
+        np.testing.assert_allclose(ours[0][b], a, rtol=0, atol=atol(a, tolerance))
+        np.testing.assert_allclose(ours[1][b], f, rtol=0, atol=atol(f, tolerance))
+
+
+def test_6d_loop_closure_impulse_redundancy_and_osim(rng):
+    """The impact stops the loop's relative motion; the loop listed twice (rank-deficient)
+    gives the same accelerations by proxPV and proxLTL; the damped OSIM by proxPV equals
+    proxLTL's; cABA-OSIM, constrainedABA and the derivatives refuse the loop in one line."""
+    model = load_pair("talos")[0]
+    contacts = welded_hands()
+    q = regular_configurations(model, rng, 3, contacts)
+    v, tau = rng.standard_normal((2, 3, model.nv))
+    for algorithm in ("proxLTL", "proxPV"):
+        v_plus, _ = dynamics.impulse_dynamics(model, q, v, contacts, algorithm=algorithm, **SETTINGS)
+        np.testing.assert_allclose(dynamics.contact_velocity(model, q, v_plus, contacts), 0.0, atol=1e-9)
+    twice = contacts[:1] + contacts
+    expected = dynamics.constrained_dynamics(model, q, v, tau, contacts, **SETTINGS)[0]
+    for algorithm in ("proxLTL", "proxPV"):
+        a = dynamics.constrained_dynamics(model, q, v, tau, twice, algorithm=algorithm, **SETTINGS)[0]
+        np.testing.assert_allclose(a, expected, rtol=0, atol=atol(expected, 1e-9), err_msg=algorithm)
+    osim = dynamics.damped_osim(model, q, contacts, 1e-4, "proxLTL")
+    np.testing.assert_allclose(dynamics.damped_osim(model, q, contacts, 1e-4, "proxPV"), osim, atol=atol(osim, 1e-9))
+    for call, message in (
+        (lambda: dynamics.damped_osim(model, q, contacts, 1e-4, "cABA-OSIM"), "use proxPV or proxLTL"),
+        (lambda: dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm="constrainedABA"), "loop"),
+        (lambda: dynamics.constrained_dynamics_derivatives(model, q, v, tau, contacts), "not available"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
 # ----------------------------------------------------------------------------- batches
 
 
