@@ -274,6 +274,9 @@ def contact_rows(model, kin: Kinematics, contact, force, target=None) -> Contact
     """Rows of ``contact`` (a :class:`dynamics.Contact`; its ``placement`` is ignored, the
     Baumgarte target is ``target``: ``p (3,)``, or ``(R (3, 3), p)`` for rotational kinds)
     with ``force`` (SX, ``contact.dim``) in its frame."""
+    if contact.frame2 is not None and not contact.translational:
+        pair = f"{contact.frame!r}-{contact.frame2!r}"
+        raise ValueError(f"loop closure {pair}: 6D loop closures are not available in OCPs")
     sel = list(contact.rows)
     full = ca.SX.zeros(6)
     for r, i in enumerate(sel):

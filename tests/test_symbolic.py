@@ -111,3 +111,12 @@ def test_integrate_is_exact_and_difference_is_differentiable_at_the_identity(cas
         assert np.all(np.isfinite(jacobian))
         _, d1 = dynamics.difference_jacobians(model, q0n, q0n)
         np.testing.assert_allclose(jacobian, d1, atol=1e-10)
+
+
+def test_6d_loop_closures_are_refused_in_ocps():
+    model = dynamics.load("talos")
+    q = ca.SX.sym("q", model.nq)
+    kin = sx.forward(model, sx.configuration(model, q))
+    loop = dynamics.Contact("arm_left_7_link", "6D", "LOCAL", frame2="arm_right_7_link")
+    with pytest.raises(ValueError, match="6D loop closures are not available in OCPs"):
+        sx.contact_rows(model, kin, loop, ca.SX.sym("f", 6))
