@@ -14,6 +14,7 @@
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
     liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
+    liftoff bench constrained --tables [--batch 1 128] [--repeat N]
     liftoff bench solve [--gait walk trot ...] [--repeat N] [--scaling] [--json]
     liftoff bench ddp [CONFIG...] [--json]
 
@@ -528,7 +529,12 @@ def bench_constrained(args) -> int:
     progress = None if args.quiet else bench.stderr_progress
     algorithms = _choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
     try:
-        if args.scaling:
+        if args.tables:
+            from . import bench_tables
+
+            result = bench_tables.tables_benchmark(batches=tuple(args.batch), repeat=args.repeat, progress=progress)
+            table = bench_tables.format_tables
+        elif args.scaling:
             result = bench.scaling_benchmark(
                 chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES),
                 tree_sizes=tuple(args.tree_sizes or bench.TREE_SIZES),
@@ -799,6 +805,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p_con.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
     p_con.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
+    p_con.add_argument(
+        "--tables",
+        action="store_true",
+        help="seed 003 Tables II and III instead: three proximal iterations, and the damped OSIM, on panda, solo12, "
+        "talos (soles and hands) and talos_full",
+    )
     p_con.add_argument(
         "--chain-sizes", type=_positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)"
     )

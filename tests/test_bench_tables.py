@@ -1,0 +1,20 @@
+"""The states of ``liftoff bench constrained --tables`` (the benchmark itself is a command)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import dynamics
+from problems.bench import contacts_of
+from problems.bench_tables import MAX_CONDITION, TABLE_CASES, regular_states
+
+
+def test_regular_states_are_away_from_singular_configurations():
+    model = dynamics.load("panda")
+    contacts = contacts_of(TABLE_CASES["panda"])
+    q, v, tau = regular_states(model, contacts, 12, seed=0)
+    assert q.shape == (12, model.nq) and v.shape == tau.shape == (12, model.nv)
+    condition = np.linalg.cond(dynamics.delassus(model, q, contacts)[0])
+    assert np.all(condition < MAX_CONDITION)
+    again = regular_states(model, contacts, 12, seed=0)
+    np.testing.assert_array_equal(again[0], q)  # reproducible from the seed
