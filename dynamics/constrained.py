@@ -300,15 +300,16 @@ class _CABA:
         return _iterate(update, f0, max_iter, tol)
 
 
-def _pv_sweep(model, sweep, KA):
+def _pv_sweep(model, sweep, KA, first_depth=0):
     """The Popov-Vereshchagin terms of the constraint rows ``KA (m, 6, n, B)`` of each body
     over an ABA backward ``sweep``: ``(K0 (m, 6, B), L0 (m, m, B), l0 (m, B), KS)`` with
     ``y = K0 a0 + L0 lambda + l0`` at the universe and ``KS`` per level the ``(K^A S)`` of its
-    joints (:class:`_PV`). Modifies ``KA``."""
+    joints (:class:`_PV`). ``first_depth``: stop above the joints of that depth (their bodies'
+    rows are left in ``KA``, and ``K0`` is zero). Modifies ``KA``."""
     m, B = KA.shape[0], KA.shape[-1]
     K0, L0, l0, KS_levels = np.zeros((m, 6, B)), np.zeros((m, m, B)), np.zeros((m, B)), []
     c = sweep.c
-    for depth in range(len(sweep.levels) - 1, -1, -1):
+    for depth in range(len(sweep.levels) - 1, first_depth - 1, -1):
         J, SJ, U, D, u = sweep.levels[depth]
         if depth == 0 and model.tree.free_flyer:  # one 6-dof joint
             KS = np.einsum("rcb,cdb->rdb", KA[:, :, 0], SJ)
@@ -478,7 +479,7 @@ def delassus(model, q, contacts, mu=0.0):
     return unbatch(damped, shape), unbatch(_spd_inverse(damped), shape)
 
 
-OSIM_ALGORITHMS = ("cABA-OSIM", "proxPV", "proxLTL")
+OSIM_ALGORITHMS = ("cABA-OSIM", "cABA-OSIMf", "proxPV", "proxLTL")
 
 
 def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
@@ -490,9 +491,12 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
       J``), the Popov-Vereshchagin sweep of the constraint rows gives ``J (M + rho J^T J)^-1
       J^T``, and the matrix inversion lemma the OSIM ``rho 1 - rho^2 J (M + rho J^T J)^-1 J^T``
       without factorizing an ``m x m`` matrix. Contacts with the world only (a loop
-      closure's ``rho J^T J`` couples two bodies). On a floating base the root's term is the
-      base's rank-6 update over the block-diagonal terms of the branches, the structure
-      seed 003's cABA-OSIMf exploits; here the two are one computation;
+      closure's ``rho J^T J`` couples two bodies);
+      The subtraction cancels digits like ``rho / |OSIM|``: about 1e-8 relative at ``mu =
+      1e-4`` on Solo12's light links, 1e-11 on ANYmal and Talos;
+    - ``cABA-OSIMf`` (seed 003 Sec. VI-B), for a floating base: the same with the Delassus
+      matrix as block-diagonal branch terms (each branch swept over its own rows only) plus
+      the base's rank-6 update;
     - ``proxPV``: the Delassus matrix of the Popov-Vereshchagin sweep, damped and inverted;
     - ``proxLTL``: the same from the sparse factorization (:func:`delassus`)."""
     if algorithm not in OSIM_ALGORITHMS:
@@ -509,7 +513,9 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
         L = _PV(system, kin, zeros, zeros, mu).delassus
         return unbatch(_spd_inverse(L + mu * np.eye(m)), shape)
     if not system.world_contacts_only:
-        raise ValueError("cABA-OSIM handles contacts with the world; use proxPV or proxLTL for loop closures")
+        raise ValueError(f"{algorithm} handles contacts with the world; use proxPV or proxLTL for loop closures")
+    if algorithm == "cABA-OSIMf" and not model.tree.free_flyer:
+        raise ValueError("cABA-OSIMf splits the constraints at a floating base; use cABA-OSIM on a fixed base")
     rho = 1.0 / mu
     IA, pA, c = articulated_inertias(model, kin, zeros)
     KA = np.zeros((m, 6, model.njoints, len(q)))
@@ -519,8 +525,36 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
         KA[rc.slice, :, j] = K
         IA[:, :, j] += rho * np.einsum("rcb,rdb->cdb", K, K)
     sweep = backward_sweep(model, kin, IA, np.zeros_like(pA), np.zeros_like(c), zeros)
-    L_rho = _pv_sweep(model, sweep, KA)[1].transpose(2, 0, 1)  # J (M + rho J^T J)^-1 J^T
-    return unbatch(rho * np.eye(m) - rho**2 * L_rho, shape)
+    if algorithm == "cABA-OSIM":
+        L_rho = _pv_sweep(model, sweep, KA)[1]
+    else:
+        L_rho = _branch_delassus(model, sweep, KA, [rc.joint for rc in system.resolved for _ in range(rc.contact.dim)])
+    return unbatch(rho * np.eye(m) - rho**2 * L_rho.transpose(2, 0, 1), shape)  # with L_rho = J M_rho^-1 J^T
+
+
+def _branch_delassus(model, sweep, KA, row_joints):
+    """cABA-OSIMf: the Delassus matrix over a floating base as block-diagonal branch terms (each
+    branch's sweep over its own rows) plus the base's rank-6 update ``K1 IA_1^-1 K1^T`` with
+    ``K1`` every row seen from the base body."""
+    branch = np.array([_branch(model, j) for j in row_joints])
+    K1 = np.zeros_like(KA[:, :, 0])
+    L = np.zeros((KA.shape[0],) * 2 + KA.shape[-1:])
+    for b in np.unique(branch):
+        rows = np.flatnonzero(branch == b)
+        K_b = KA[rows].copy()
+        if b >= 0:  # the base's own rows have no branch terms
+            L[np.ix_(rows, rows)] += _pv_sweep(model, sweep, K_b, first_depth=1)[1]
+        K1[rows] = K_b[:, :, 0]
+    base = np.zeros_like(KA)
+    base[:, :, 0] = K1
+    return L + _pv_sweep(model, Sweep(sweep.levels[:1], sweep.c), base)[1]
+
+
+def _branch(model, joint):
+    """The joint below the floating base whose subtree holds ``joint`` (-1: the base itself)."""
+    while joint > 0 and model.parents[joint] > 0:
+        joint = int(model.parents[joint])
+    return joint if joint > 0 else -1
 
 
 # ----------------------------------------------------------------------------- the pieces of the lifted OCP

@@ -243,9 +243,14 @@ def test_delassus_is_dense_osim_inverse(case, mu):
 
 @pytest.mark.parametrize("algorithm", dynamics.OSIM_ALGORITHMS)
 def test_damped_osim_inverts_the_damped_delassus_matrix(case, algorithm):
-    """cABA-OSIM (matrix inversion lemma over the augmented inertias), proxPV and proxLTL give
-    ``(J M^-1 J^T + mu 1)^-1`` of the dense oracle (crba and contact_jacobian)."""
+    """cABA-OSIM (matrix inversion lemma over the augmented inertias), cABA-OSIMf (floating
+    bases), proxPV and proxLTL give ``(J M^-1 J^T + mu 1)^-1`` of the dense oracle (crba and
+    contact_jacobian)."""
     model, q, contacts = case.model, case.q, case.contacts
+    if algorithm == "cABA-OSIMf" and not model.has_free_flyer:
+        with pytest.raises(ValueError, match="floating base; use cABA-OSIM"):
+            dynamics.damped_osim(model, q, contacts, 1e-4, algorithm)
+        return
     J = dynamics.contact_jacobian(model, q, contacts)
     mu = 1e-4
     expected = np.linalg.inv(
@@ -254,6 +259,40 @@ def test_damped_osim_inverts_the_damped_delassus_matrix(case, algorithm):
     osim = dynamics.damped_osim(model, q, contacts, mu, algorithm)
     np.testing.assert_allclose(osim, expected, rtol=0, atol=atol(expected, 1e-9))
     np.testing.assert_allclose(dynamics.damped_osim(model, q[0], contacts, mu, algorithm), osim[0], atol=1e-9)
+
+
+SEED003_ROBOTS = {  # seed 003's benchmark robots as liftoff's bench constrained --tables has them
+    "panda": (["panda_hand"], "6D", "LOCAL"),
+    "solo12": (["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"], "3D", "LOCAL_WORLD_ALIGNED"),
+    "talos": (["left_sole_link", "right_sole_link", "arm_left_7_link", "arm_right_7_link"], "6D", "LOCAL"),
+}
+
+
+@pytest.mark.parametrize("robot", SEED003_ROBOTS)
+def test_proxpv_and_the_osims_equal_pinocchio_on_seed003_robots(robot, rng):
+    """proxPV against ``constraintDynamics``, every damped-OSIM algorithm against the OSIM of
+    Pinocchio's contact Cholesky factorization, on regular random states."""
+    model, pmodel = load_pair(robot)
+    frames, kind, reference = SEED003_ROBOTS[robot]
+    contacts = [dynamics.Contact(f, kind, reference) for f in frames]
+    q = regular_configurations(model, rng, 4, contacts)
+    v, tau = rng.standard_normal((2, 4, model.nv))
+    mu = 1e-4
+    sol = dynamics.constrained_dynamics(model, q, v, tau, contacts, algorithm="proxPV", **SETTINGS)
+    algorithms = [a for a in dynamics.OSIM_ALGORITHMS if model.has_free_flyer or a != "cABA-OSIMf"]
+    damping = 1e-2  # cABA-OSIM's rho 1 - rho^2 J M_rho^-1 J^T cancels digits like rho / |OSIM| (rho = 1/mu)
+    osims = {a: dynamics.damped_osim(model, q, contacts, damping, a) for a in algorithms}
+    cml, cdl = pin_constraints(pmodel, contacts)
+    for b in range(len(q)):
+        pdata = pmodel.createData()
+        pin.initConstraintDynamics(pmodel, pdata, cml, cdl)
+        a = pin.constraintDynamics(pmodel, pdata, q[b], v[b], tau[b], cml, cdl, pin.ProximalSettings(1e-14, mu, 50))
+        np.testing.assert_allclose(sol[0][b], a, rtol=0, atol=atol(a, 1e-9))
+        chol = pin.ContactCholeskyDecomposition(pmodel, pdata, cml, cdl)
+        chol.compute(pmodel, pdata, cml, cdl, damping)
+        expected = chol.getOperationalSpaceInertiaMatrix()
+        for name, osim in osims.items():
+            np.testing.assert_allclose(osim[b], expected, rtol=0, atol=atol(expected, 1e-9), err_msg=name)
 
 
 # ----------------------------------------------------------------------------- 6D loop closures
