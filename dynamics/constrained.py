@@ -262,7 +262,7 @@ class _CABA:
         if not system.world_contacts_only:
             raise ValueError(
                 "constrainedABA handles contacts with the world (seed 003 eq. 20c); "
-                "use proxLTL or proxLTLs for loop closures"
+                "use proxLTL, proxLTLs or proxPV for loop closures"
             )
         self.model, self.kin, self.tau, self.rho = system.model, kin, tau, 1.0 / mu
         self.IA, self.pA, self.c = articulated_inertias(system.model, kin, v)

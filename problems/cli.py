@@ -14,6 +14,7 @@
     liftoff bench dynamics [--robot anymal] [--batch 1 128] [--repeat N] [--json]
     liftoff bench constrained [--robot anymal talos] [--batch 1 128] [--algorithm ...] [--repeat N] [--json]
     liftoff bench constrained --scaling [--chain-sizes 8 16 32 64] [--tree-sizes 9 21 45 93] [--scaling-batch 32]
+                              [--figure FILE]
     liftoff bench constrained --tables [--batch 1 128] [--repeat N]
     liftoff bench solve [--gait walk trot ...] [--repeat N] [--scaling] [--json]
     liftoff bench ddp [CONFIG...] [--json]
@@ -528,6 +529,11 @@ def bench_constrained(args) -> int:
 
     progress = None if args.quiet else bench.stderr_progress
     algorithms = _choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
+    from .files import check_output
+
+    if args.figure is not None and not args.scaling:
+        raise UserError("--figure draws the scaling study: use it with --scaling")
+    figure = None if args.figure is None else check_output(args.figure)
     try:
         if args.tables:
             from . import bench_tables
@@ -545,6 +551,10 @@ def bench_constrained(args) -> int:
                 progress=progress,
             )
             table = bench.format_scaling_table
+            if figure is not None:
+                from .plots import constrained_scaling_figure
+
+                constrained_scaling_figure(result, figure)
         else:
             result = bench.constrained_benchmark(
                 robots=_choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
@@ -805,6 +815,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p_con.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
     p_con.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
+    p_con.add_argument(
+        "--figure", metavar="FILE", help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE"
+    )
     p_con.add_argument(
         "--tables",
         action="store_true",

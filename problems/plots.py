@@ -11,7 +11,8 @@
   plane (Fig. 4), and the histogram of the MPC updates' wall times;
 - :func:`gait_mpc_figures`: a gait MPC run (:mod:`problems.gait_mpc_run`): base velocity
   against the command, base height, feet forces against the friction cones, update times;
-- :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.sweep`).
+- :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.sweep`);
+- :func:`constrained_scaling_figure`: seed 003 Fig. 3 from the constrained scaling benchmark.
 """
 
 from __future__ import annotations
@@ -265,6 +266,27 @@ def sweep_figure(rows, plot, path, columns=5):
     for ax in axes[:, 0]:
         ax.set_ylabel(plot.y)
     axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def constrained_scaling_figure(result, path):
+    """Seed 003 Fig. 3 from ``liftoff bench constrained --scaling``: µs per state against the
+    number of links, one panel per mechanism, a line per algorithm and Pinocchio's."""
+    rows = result["results"]
+    mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
+    fig, axes = plt.subplots(1, len(mechanisms), figsize=(5.5 * len(mechanisms), 3.8), squeeze=False)
+    for ax, mechanism in zip(axes[0], mechanisms):
+        mine = [r for r in rows if r["mechanism"] == mechanism]
+        n = [r["n"] for r in mine]
+        for algorithm in result["algorithms"]:
+            ax.loglog(n, [r["ours_us_per_state"][algorithm] for r in mine], "o-", label=algorithm)
+        ax.loglog(n, [r["pinocchio_us_per_state"] for r in mine], "k--", label="Pinocchio constraintDynamics")
+        ax.set_title(f"{mechanism}: constrained dynamics, B = {result['batch']}", fontsize=9)
+        ax.set_xlabel("links n")
+        ax.set_ylabel("µs per state")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     _save(fig, path)
 

@@ -29,6 +29,8 @@ def test_info_of_a_reduced_model(capsys):
         (["bench", "constrained", "--scaling", "--tree-sizes", "10"], "got 10 (nearest: 9 or 21)"),
         (["bench", "solve", "--gait", "crawl"], "--gait: unknown 'crawl'; choose among walk, trot, pace, bound, jump"),
         (["bench", "ddp", "/no/such/gait.yaml"], "/no/such/gait.yaml"),
+        (["bench", "constrained", "--figure", "x.png"], "--figure draws the scaling study: use it with --scaling"),
+        (["bench", "constrained", "--scaling", "--figure", "/"], "/"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(capsys, argv, message):

@@ -66,7 +66,7 @@ def test_redundant_contacts_give_the_non_redundant_solution(algorithm, rng):
     np.testing.assert_allclose(pairs[:, :, 0], pairs[:, :, 1], rtol=0, atol=atol(f_ref))
 
 
-@pytest.mark.parametrize("algorithm", ("cABA-OSIM", "proxPV"))
+@pytest.mark.parametrize("algorithm", ("cABA-OSIM", "cABA-OSIMf", "proxPV"))
 def test_damped_osim_of_redundant_contacts_equals_proxltls(algorithm, rng):
     """With 36 rows of rank 18 the damped Delassus matrix stays invertible: every algorithm
     gives the same damped OSIM."""
