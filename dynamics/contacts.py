@@ -17,8 +17,7 @@ Either way the rows are ``K`` times the world spatial motion of the body (plus, 
 accelerations, the classical term ``w x pdot``), so ``J = K J_body`` (seed 003 eq. 22). A loop
 closure's rows are those of its first frame minus those of the second: for 6D kinds (LOCAL
 or WORLD, no position gain) ``X_ref (v1 - v2)``, with the acceleration rows their time
-derivative, ``X_ref (a1 - a2 + v1 x v2)`` in LOCAL; the derivatives with respect to ``q`` and
-``v`` are not available for them. The
+derivative, ``X_ref (a1 - a2 + v1 x v2)`` in LOCAL. The
 force ``f`` of a contact is expressed like its rows (same frame, same components) and is the
 force the environment applies to the robot; its world wrench at the origin is ``K^T f``.
 
@@ -381,7 +380,6 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
     """Derivatives of the rows of ``rc`` at the velocity and acceleration of ``kin`` (without
     gravity); ``rows`` from :func:`contact_rows` at the same configuration."""
     c = rc.contact
-    _no_6d_loop(rc, "derivatives")
     sel = list(c.rows)
     points = [_point(model, kin, f, j) for f, j in _frames(rc)]
     if c.translational:
@@ -404,6 +402,19 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
         Rt = rows.R_ref_t[:, :, None]
         dvel, dacc_dq, dacc_dv = (matvec(Rt, x) for x in (dvel, dacc_dq, dacc_dv))
         derr = None if derr is None else matvec(Rt, derr)
+    elif rc.frame2 is not None:  # 6D loop closure: X (v1 - v2), X (a1 - a2 + v1 x v2) in LOCAL
+        (pt, pt2), (bd, bd2) = points, [body_derivatives(model, kin, p.j) for p in points]
+        v, dv_dq = pt.v - pt2.v, bd.dv_dq - bd2.dv_dq
+        a, da_dq, da_dv = pt.a - pt2.a, bd.da_dq - bd2.da_dq, bd.da_dv - bd2.da_dv
+        if c.reference is ReferenceFrame.LOCAL:
+            v1, v2 = pt.v[:, None], pt2.v[:, None]
+            a = a + motion_cross(pt.v, pt2.v)
+            da_dq = da_dq + motion_cross(bd.dv_dq, v2) + motion_cross(v1, bd2.dv_dq)
+            da_dv = da_dv + motion_cross(bd.S, v2) + motion_cross(v1, bd2.S)
+        dvel = _map_derivative(c.reference, rows.X, pt, bd.S, v, dv_dq)
+        dacc_dq = _map_derivative(c.reference, rows.X, pt, bd.S, a, da_dq)
+        dacc_dv = matvec(rows.X[:, :, None], da_dv)
+        derr = None
     else:
         pt = points[0]
         bd = body_derivatives(model, kin, pt.j)
@@ -412,15 +423,6 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
         dacc_dv = matvec(rows.X[:, :, None], bd.da_dv)
         derr = None if rows.error is None else _error_6d_derivative(c.reference, rows.X, pt, bd.S, rows.error)
     return RowDerivatives(dvel[sel], dacc_dq[sel], dacc_dv[sel], None if derr is None else derr[sel])
-
-
-def _no_6d_loop(rc: ResolvedContact, what):
-    c = rc.contact
-    if c.frame2 is not None and not c.translational:
-        raise ValueError(
-            f"loop closure {c.frame!r}-{c.frame2!r}: the {what} of 6D loop closures are not available; "
-            "constrained and impulse dynamics are"
-        )
 
 
 def _map_derivative(reference, X, pt: _Point, S, m, dm):
@@ -458,10 +460,10 @@ def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactR
     oS_k x oS_l`` for ``k`` moving ``l``, and ``F`` turns with the frame (LOCAL) or stays in
     the world axes with its point moving (``dp_k x force``)."""
     c = rc.contact
-    _no_6d_loop(rc, "derivatives")
     out = 0.0
     lower = model.tree.lower
-    g_rot = world_jacobian(model, kin, rc.joint)[3:] if c.reference is ReferenceFrame.LOCAL else None
+    S_frame = world_jacobian(model, kin, rc.joint)  # the motions that turn the contact's frame
+    g_rot = S_frame[3:] if c.reference is ReferenceFrame.LOCAL else None
     for (j, K), pt in zip(rows.bodies, rows.points):
         S = world_jacobian(model, kin, j)
         F = np.einsum("rcb,rb->cb", K, f)[:, None]
@@ -470,8 +472,8 @@ def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactR
             dp = shift_motion(S, pt.p[:, None])[:3]
             dg = np.zeros_like(dp) if g_rot is None else cross(g_rot, F[:3])
             dF = np.concatenate((dg, cross(dp, F[:3]) + cross(pt.p[:, None], dg)))
-        elif c.reference is ReferenceFrame.LOCAL:
-            dF = turn
+        elif c.reference is ReferenceFrame.LOCAL:  # F turns with the first frame (a loop's second body too)
+            dF = force_cross(S_frame, F)
         elif c.reference is ReferenceFrame.LOCAL_WORLD_ALIGNED:
             dF = np.concatenate((np.zeros_like(S[:3]), cross(shift_motion(S, pt.p[:, None])[:3], F[:3])))
         else:

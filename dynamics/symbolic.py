@@ -274,9 +274,6 @@ def contact_rows(model, kin: Kinematics, contact, force, target=None) -> Contact
     """Rows of ``contact`` (a :class:`dynamics.Contact`; its ``placement`` is ignored, the
     Baumgarte target is ``target``: ``p (3,)``, or ``(R (3, 3), p)`` for rotational kinds)
     with ``force`` (SX, ``contact.dim``) in its frame."""
-    if contact.frame2 is not None and not contact.translational:
-        pair = f"{contact.frame!r}-{contact.frame2!r}"
-        raise ValueError(f"loop closure {pair}: 6D loop closures are not available in OCPs")
     sel = list(contact.rows)
     full = ca.SX.zeros(6)
     for r, i in enumerate(sel):
@@ -308,6 +305,11 @@ def contact_rows(model, kin: Kinematics, contact, force, target=None) -> Contact
         err = None if target is None else _error_6d(ref, R, p, *target)
         rows = (X(v), X(a), err)
         wrenches = [(j, wrench)] if j >= 0 else []
+        if contact.frame2 is not None:  # a 6D loop closure: X (v1 - v2), X (a1 - a2 + v1 x v2) in LOCAL
+            j2, _, _, v2, a2, _, _ = _point(model, kin, contact.frame2)
+            drift = X(motion_cross(v, v2)) if ref is ReferenceFrame.LOCAL else 0
+            rows = (X(v - v2), X(a - a2) + drift, None)
+            wrenches = [(jj, sign * wrench) for jj, sign in ((j, 1.0), (j2, -1.0)) if jj >= 0]
     vel, acc, err = (None if x is None else x[sel] for x in rows)
     return ContactRows(vel, acc, err, wrenches)
 

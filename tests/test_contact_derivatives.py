@@ -215,3 +215,45 @@ def test_single_target_placement_serves_the_batch(kind, batch_size, rng):
     expected = dynamics.contact_acceleration(case.model, q, v, a, case.contacts(T))
     got = dynamics.contact_acceleration(case.model, q, v, a, [single])
     np.testing.assert_allclose(got, expected, rtol=0, atol=atol(expected, 1e-12))
+
+
+# ----------------------------------------------------------------------------- 6D loop closures
+
+
+def welded_hands(reference):
+    """Talos on its soles (6D) with its hands welded together (a 6D loop closure, kd only)."""
+    loop = dynamics.Contact("arm_left_7_link", "6D", reference, kd=KD, frame2="arm_right_7_link")
+    return [loop] + [dynamics.Contact(f, "6D", "LOCAL") for f in FRAMES["talos"]]
+
+
+@pytest.mark.parametrize("reference", ["LOCAL", "WORLD"])
+def test_6d_loop_closure_derivatives(reference, rng):
+    """The rows' derivatives, those of the contact inverse dynamics, and the constrained and
+    impulse dynamics derivatives of a 6D loop closure against finite differences."""
+    model = load_pair("talos")[0]
+    contacts = welded_hands(reference)
+    q = regular_configurations(model, rng, NFD, contacts)
+    _, v, a = random_states(model, rng, NFD)
+    pieces = (
+        (dynamics.contact_acceleration_derivatives, dynamics.contact_acceleration, (q, v, a), 3),
+        (dynamics.contact_velocity_derivatives, dynamics.contact_velocity, (q, v), 2),
+    )
+    for derivatives, value, args, n in pieces:
+        ours = derivatives(model, *args, contacts)
+        fds = finite_difference_jacobians(lambda *x, f=value: f(model, *x, contacts), args, model, n)
+        assert_derivatives(ours, fds, ("d_dq", "d_dv", "d_da")[:n])
+    f = 10 * rng.standard_normal((NFD, sum(c.dim for c in contacts)))
+    ours = dynamics.contact_inverse_dynamics_derivatives(model, q, v, a, f, contacts)
+    fn = lambda q, v, a, f: dynamics.contact_inverse_dynamics(model, q, v, a, f, contacts)  # noqa: E731
+    assert_derivatives(ours, finite_difference_jacobians(fn, (q, v, a, f), model, 4), ("d_dq", "d_dv", "d_da", "d_df"))
+    tau = dynamics.rnea(model, q, v, a)
+    ours = dynamics.constrained_dynamics_derivatives(model, q, v, tau, contacts, **SOLVE)
+    solve = lambda q, v, tau: np.concatenate(  # noqa: E731
+        dynamics.constrained_dynamics(model, q, v, tau, contacts, **SOLVE), axis=-1
+    )
+    fds = split_rows(finite_difference_jacobians(solve, (q, v, tau), model, 3, SOLVE_EPS), model.nv)
+    assert_derivatives(ours, fds, ("da_dq", "da_dv", "da_dtau", "df_dq", "df_dv", "df_dtau"))
+    ours = dynamics.impulse_dynamics_derivatives(model, q, v, contacts, **SOLVE)
+    jump = lambda q, v: np.concatenate(dynamics.impulse_dynamics(model, q, v, contacts, **SOLVE), axis=-1)  # noqa: E731
+    fds = split_rows(finite_difference_jacobians(jump, (q, v), model, 2, SOLVE_EPS), model.nv)
+    assert_derivatives(ours, fds, ("dvplus_dq", "dvplus_dv", "dimpulse_dq", "dimpulse_dv"))

@@ -113,10 +113,21 @@ def test_integrate_is_exact_and_difference_is_differentiable_at_the_identity(cas
         np.testing.assert_allclose(jacobian, d1, atol=1e-10)
 
 
-def test_6d_loop_closures_are_refused_in_ocps():
+@pytest.mark.parametrize("reference", ["LOCAL", "WORLD"])
+def test_6d_loop_closure_rows_equal_the_numpy_ones(reference, rng):
+    """Velocity and acceleration rows and the generalized force ``J^T f`` of a 6D loop closure
+    (Talos' hands welded) in the SX model against :mod:`dynamics.contacts`."""
     model = dynamics.load("talos")
-    q = ca.SX.sym("q", model.nq)
-    kin = sx.forward(model, sx.configuration(model, q))
-    loop = dynamics.Contact("arm_left_7_link", "6D", "LOCAL", frame2="arm_right_7_link")
-    with pytest.raises(ValueError, match="6D loop closures are not available in OCPs"):
-        sx.contact_rows(model, kin, loop, ca.SX.sym("f", 6))
+    loop = dynamics.Contact("arm_left_7_link", "6D", reference, frame2="arm_right_7_link")
+    q, v, a = random_states(model, rng, 3)
+    f = rng.standard_normal((3, 6))
+    qs, vs, as_, fs = (ca.SX.sym(n, k) for n, k in (("q", model.nq), ("v", model.nv), ("a", model.nv), ("f", 6)))
+    rows = sx.contact_rows(model, sx.forward(model, sx.configuration(model, qs), vs, as_), loop, fs)
+    tau = sx.generalized_forces(model, sx.forward(model, sx.configuration(model, qs)), rows.wrenches)
+    fn = ca.Function("rows", [qs, vs, as_, fs], [rows.velocity, rows.acceleration, tau])
+    J = dynamics.contact_jacobian(model, q, [loop])
+    for b in range(3):
+        vel, acc, gen = (np.asarray(x).ravel() for x in fn(q[b], v[b], a[b], f[b]))
+        np.testing.assert_allclose(vel, dynamics.contact_velocity(model, q[b], v[b], [loop]), atol=1e-10)
+        np.testing.assert_allclose(acc, dynamics.contact_acceleration(model, q[b], v[b], a[b], [loop]), atol=1e-9)
+        np.testing.assert_allclose(gen, J[b].T @ f[b], atol=1e-10)
