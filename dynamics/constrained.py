@@ -300,6 +300,20 @@ class _CABA:
         return _iterate(update, f0, max_iter, tol)
 
 
+def _body_rows(system, kin):
+    """``(KA (m, 6, n, B), bias (m, B))``: each constraint row as maps of its bodies' world
+    accelerations (``rows = sum_j KA[:, :, j] a_j``), and the rows at zero joint acceleration
+    under ``kin`` (``K a_j`` with the universe's ``a0``)."""
+    B = kin.batch_size
+    KA, bias = np.zeros((system.m, 6, system.model.njoints, B)), np.zeros((system.m, B))
+    for rc, rows in zip(system.resolved, system.rows):
+        for j, K in rows.bodies:
+            _check_attached(rc, j)
+            KA[rc.slice, :, j] += K
+            bias[rc.slice] += np.einsum("rcb,cb->rb", K, kin.oa[:, j])
+    return KA, bias
+
+
 def _pv_sweep(model, sweep, KA, first_depth=0):
     """The Popov-Vereshchagin terms of the constraint rows ``KA (m, 6, n, B)`` of each body
     over an ABA backward ``sweep``: ``(K0 (m, 6, B), L0 (m, m, B), l0 (m, B), KS)`` with
@@ -353,13 +367,8 @@ class _PV:
         self.kin, self.mu = kin, mu
         IA, pA, c = articulated_inertias(model, kin, v)
         self.sweep = backward_sweep(model, kin, IA, pA, c, tau)
-        m, B = system.m, len(v)
-        KA, self.bias = np.zeros((m, 6, model.njoints, B)), np.zeros((m, B))
-        for rc, rows in zip(system.resolved, system.rows):
-            for j, K in rows.bodies:
-                _check_attached(rc, j)
-                KA[rc.slice, :, j] += K
-                self.bias[rc.slice] += np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration
+        B = len(v)
+        KA, self.bias = _body_rows(system, kin)
         K0, L0, l0, self.KS = _pv_sweep(model, self.sweep, KA)
         self.delassus = L0.transpose(2, 0, 1)  # (B, m, m)
         self.free = (np.einsum("rcb,cb->rb", K0, kin.a0[:, 0] * np.ones((1, B))) + l0).T[..., None]
@@ -518,12 +527,8 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
         raise ValueError("cABA-OSIMf splits the constraints at a floating base; use cABA-OSIM on a fixed base")
     rho = 1.0 / mu
     IA, pA, c = articulated_inertias(model, kin, zeros)
-    KA = np.zeros((m, 6, model.njoints, len(q)))
-    for rc, rows in zip(system.resolved, system.rows):
-        ((j, K),) = rows.bodies
-        _check_attached(rc, j)
-        KA[rc.slice, :, j] = K
-        IA[:, :, j] += rho * np.einsum("rcb,rdb->cdb", K, K)
+    KA, _ = _body_rows(system, kin)
+    IA += rho * np.einsum("rcjb,rdjb->cdjb", KA, KA)  # each row on one body: the inertias of M + rho J^T J
     sweep = backward_sweep(model, kin, IA, np.zeros_like(pA), np.zeros_like(c), zeros)
     if algorithm == "cABA-OSIM":
         L_rho = _pv_sweep(model, sweep, KA)[1]

@@ -296,7 +296,7 @@ class Formulation:
         q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
         if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
             gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
-            _finite("contact dynamics", group, gv.w)
+            check_finite("contact dynamics", group, gv.w)
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1], tau, self._taus(it, idx + 1))
         nz = nx + gv.u.shape[1]
         r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
@@ -319,8 +319,8 @@ class Formulation:
         b = ev.b
         squares = sum(float(np.sum(x * x)) for x in (stationarity, b, local, r_p, r_c))
         if not np.isfinite(squares):  # find where (a finite overflow goes on)
-            _finite("state equation", group, b)
-            _finite("KKT residual", group, stationarity, local, r_p, r_c)
+            check_finite("state equation", group, b)
+            check_finite("KKT residual", group, stationarity, local, r_p, r_c)
         violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.ineq.g, 0.0)))
         l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
         residual = {
@@ -422,7 +422,8 @@ class Formulation:
         }
 
 
-def _finite(quantity, group, *arrays):
+def check_finite(quantity, group, *arrays):
+    """Raise :class:`NonFiniteError` at the first stage of ``group`` where an array is not finite."""
     for x in arrays:
         bad = ~np.all(np.isfinite(x.reshape(len(x), -1)), axis=1)
         if np.any(bad):

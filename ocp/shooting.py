@@ -27,7 +27,7 @@ import numpy as np
 import dynamics
 
 from . import condensing, lifted
-from .formulation import Formulation, GroupVariables, Iterate, NonFiniteError
+from .formulation import Formulation, GroupVariables, Iterate, NonFiniteError, check_finite
 from .lqr import LQR, TerminalLQR
 from .relaxed_barrier import relaxed_barrier
 
@@ -121,9 +121,7 @@ class Shooting:
 
     def _dynamics(self, stages, group, q, v, tau, u):
         w = stages.dynamics(group, q, v, u if tau is None else tau)
-        bad = ~np.all(np.isfinite(w), axis=1)
-        if np.any(bad):
-            raise NonFiniteError("contact dynamics", int(group.index[np.argmax(bad)]))
+        check_finite("contact dynamics", group, w)
         return w
 
     def step(self, k, x, u):
