@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from problems.config import load_config
-from problems.gait_mpc import GaitMPCConfig, make_run, window
-from problems.legged_plant import LeggedPlant
-from problems.mpc import MPC
-from problems.plant import Disturbances, Push
-from solvers.ipm import Options
+from liftoff.problems.mpc.controller import MPC
+from liftoff.problems.mpc.legged_plant import LeggedPlant
+from liftoff.problems.mpc.plant import Disturbances, Push
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, make_run, window
+from liftoff.solvers.ipm import Options
 
 config = load_config(Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml", GaitMPCConfig)
 plan = make_run(config)  # the whole run's OCP: each update takes the 0.5 s window at its time

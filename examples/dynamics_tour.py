@@ -5,7 +5,7 @@ python examples/dynamics_tour.py
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 np.set_printoptions(precision=3, suppress=True)
 model = dynamics.load("anymal")  # floating base: q = (x, y, z, qx, qy, qz, qw, 12 joints)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from problems.config import load_config
-from problems.mpc import MPC
-from problems.plant import Disturbances, Plant, Push
-from problems.polishing import PolishingConfig, build_ocp, make_task
-from solvers.ipm import Options
+from liftoff.problems.mpc.controller import MPC
+from liftoff.problems.mpc.plant import Disturbances, Plant, Push
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers.ipm import Options
 
 config = load_config(Path(__file__).resolve().parent.parent / "configs" / "polishing_horizontal.yaml", PolishingConfig)
 task = make_task(config)  # the reduced Talos, its initial state, the surface and the circle

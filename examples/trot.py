@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ocp.formulation import Formulation
-from problems.config import load_config
-from problems.gaits import build_problem
-from problems.runs import solver_options
-from solvers.ipm import solve
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.studies.runs import solver_options
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import solve
 
 config = load_config(Path(__file__).resolve().parent.parent / "configs" / "anymal_trot.yaml")
 problem = build_problem(config)  # an ocp.problem.OCP: stages, costs, contacts, limits

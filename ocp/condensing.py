@@ -150,7 +150,7 @@ def compile_condensing() -> bool:
 
 
 def _library():
-    from dynamics.codegen import compiled_library
+    from liftoff.dynamics.codegen import compiled_library
 
     return compiled_library(_SOURCE, _FUNCTIONS)
 

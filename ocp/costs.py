@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import dynamics
-from dynamics import manifold
+from liftoff import dynamics
+from liftoff.dynamics import manifold
 
 BLOCKS = ("q", "v", "tau", "u", "a", "f")  # the variables in the order of y
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 from . import condensing, lifted, pdipm
 from .lqr import LQR, TerminalLQR

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 ROWS = 5
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dynamics import codegen
+from liftoff.dynamics import codegen
 
 from . import symbolic_stages as sym
 from .condensing import compile_condensing

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 from .condensing import LiftedStages
 

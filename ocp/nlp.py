@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from dynamics import symbolic as sx
+from liftoff.dynamics import symbolic as sx
 
 from .costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
 from .friction import pyramid

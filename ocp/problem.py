@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 from .costs import CostSum
 

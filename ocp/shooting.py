@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 from . import condensing, lifted
 from .formulation import Formulation, GroupVariables, Iterate, NonFiniteError, check_finite

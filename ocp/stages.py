@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
 from . import lifted
 from .costs import StageVariables
@@ -133,7 +133,7 @@ def make_stages(ocp, backend="compiled", nonlifted=False, dynamics_options=None,
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
     if backend == "compiled":
-        from dynamics.codegen import CompileError
+        from liftoff.dynamics.codegen import CompileError
 
         from .kernels import CompiledStages
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-import dynamics
-from dynamics import symbolic as sx
-from dynamics.kinematics import ReferenceFrame
+from liftoff import dynamics
+from liftoff.dynamics import symbolic as sx
+from liftoff.dynamics.kinematics import ReferenceFrame
 
 from .costs import CenterOfMassCost, FrameRotationCost, StateCost, VariableCost, broadcast_weights
 from .friction import pyramid

@@ -31,7 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ocp.lqr import TerminalLQR
+from liftoff.ocp.lqr import TerminalLQR
 
 from .ipm import IterationLog, Result
 from .riccati import RiccatiError, compile_riccati, riccati

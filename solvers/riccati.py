@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ocp.lqr import LQR, TerminalLQR
+from liftoff.ocp.lqr import LQR, TerminalLQR
 
 BACKENDS = ("compiled", "numpy")
 
@@ -110,7 +110,7 @@ def compile_riccati() -> bool:
 
 
 def _library():
-    from dynamics.codegen import compiled_library
+    from liftoff.dynamics.codegen import compiled_library
 
     return compiled_library(
         _SOURCE,

@@ -11,8 +11,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-import dynamics
-from dynamics.robots import robot_urdf
+from liftoff import dynamics
+from liftoff.dynamics.robots import robot_urdf
 
 ROBOTS = ["anymal", "talos", "solo12", "ur5"]
 NSTATES = 50  # random states per oracle comparison

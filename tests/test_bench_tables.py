@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import dynamics
-from problems.bench import contacts_of
-from problems.bench_tables import MAX_CONDITION, TABLE_CASES, regular_states
+from liftoff import dynamics
+from liftoff.problems.bench.dynamics import contacts_of
+from liftoff.problems.bench.tables import MAX_CONDITION, TABLE_CASES, regular_states
 
 
 def test_regular_states_are_away_from_singular_configurations():

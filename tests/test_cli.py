@@ -2,7 +2,7 @@
 
 import pytest
 
-from problems.cli import main
+from liftoff.problems.cli import main
 
 
 def test_info_prints_the_model_dimensions(capsys):
@@ -58,7 +58,7 @@ def test_ddp_crosscheck_without_crocoddyl_says_how_to_install_it(capsys, monkeyp
 
 
 def test_an_interrupt_while_starting_is_one_line(capsys, monkeypatch):
-    import dynamics
+    from liftoff import dynamics
 
     def interrupted():
         raise KeyboardInterrupt

@@ -12,8 +12,8 @@ import yaml
 from test_cli_solve import TINY
 from test_config import edit
 
-from problems.cli import main
-from problems.compare import iteration_ratios
+from liftoff.problems.cli import main
+from liftoff.problems.studies.compare import iteration_ratios
 
 
 def write(folder, data, name):

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from test_config import DELETE, edit
 
-from problems.cli import main
-from problems.runs import load_run
+from liftoff.problems.cli import main
+from liftoff.problems.studies.runs import load_run
 
 FEET = ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"]
 KEYS = ("status", "formulation", "backend", "iterations", "kkt", "cost", "solve_time_s", "max_constraint_violation")
@@ -224,9 +224,9 @@ def test_log_header_final_row_and_quiet(tmp_path, capsys):
 
 def test_sizes_count_the_iterate(tmp_path):
     """Variables, equalities and inequalities as the iterate holds them (knots, u, w, slacks)."""
-    from ocp.formulation import Formulation
-    from problems.config import load_config
-    from problems.gaits import build_problem
+    from liftoff.ocp.formulation import Formulation
+    from liftoff.problems.tasks.config import load_config
+    from liftoff.problems.tasks.gaits import build_problem
 
     problem = build_problem(load_config(write(tmp_path, TINY)))
     nx = 2 * problem.model.nv

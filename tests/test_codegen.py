@@ -14,7 +14,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from dynamics import codegen
+from liftoff.dynamics import codegen
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,7 +85,7 @@ def test_wrong_input_shape_is_one_clear_error(cache):
 
 SCRIPT = """
 import sys, casadi as ca
-from dynamics import codegen
+from liftoff.dynamics import codegen
 x = ca.SX.sym("x", 3)
 f = ca.Function("small", [x], [ca.vertcat(ca.sin(x[0]) * x[1], x[2] ** 2, x[0] + x[1] + x[2], 1.0)])
 k = codegen.load("small", {"case": 1}, lambda: f)
@@ -149,7 +149,7 @@ def test_without_a_compiler_the_solve_runs_on_numpy_after_one_warning(tmp_path):
         [
             sys.executable,
             "-m",
-            "problems.cli",
+            "liftoff",
             "solve",
             str(config),
             "--backend",

@@ -5,9 +5,9 @@ compiled condensing equals numpy's with the block structure of the OCP's stages.
 import numpy as np
 import pytest
 
-from ocp import TerminalLQR
-from ocp.condensing import LiftedStages, condense, expand
-from solvers import riccati
+from liftoff.ocp import TerminalLQR
+from liftoff.ocp.condensing import LiftedStages, condense, expand
+from liftoff.solvers import riccati
 
 
 def random_lifted(rng, S=5, nx=6, nu=3, nw=4):

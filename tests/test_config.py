@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from problems.config import (
+from liftoff.problems.tasks.config import (
     Baumgarte,
     ConfigError,
     Contacts,

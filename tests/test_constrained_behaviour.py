@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from conftest import atol, load_pair, regular_configurations
 
-import dynamics
-from dynamics import Contact
-from dynamics.sample_models import four_bar_closed_configuration, four_bar_linkage
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.dynamics.sample_models import four_bar_closed_configuration, four_bar_linkage
 
 PROXIMAL = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV")
 

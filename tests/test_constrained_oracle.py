@@ -16,7 +16,7 @@ import pinocchio as pin
 import pytest
 from conftest import NSTATES, atol, load_pair, regular_configurations
 
-import dynamics
+from liftoff import dynamics
 
 FEET = ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"]
 SOLES = ["left_sole_link", "right_sole_link"]

@@ -12,7 +12,7 @@ import pinocchio as pin
 import pytest
 from conftest import atol, finite_differences, load_pair, random_states, regular_configurations
 
-import dynamics
+from liftoff import dynamics
 
 FRAMES = {
     "anymal": ["LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"],

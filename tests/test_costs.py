@@ -4,9 +4,9 @@ gradient is the exact gradient of the cost."""
 import numpy as np
 import pytest
 
-import dynamics
-from dynamics.spatial import quat_to_rotation
-from ocp.costs import (
+from liftoff import dynamics
+from liftoff.dynamics.spatial import quat_to_rotation
+from liftoff.ocp.costs import (
     CenterOfMassCost,
     CostSum,
     FramePositionCost,

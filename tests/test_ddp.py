@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from test_cli_solve import TINY
 
-from ocp.formulation import Formulation
-from ocp.lqr import LQR, TerminalLQR
-from ocp.relaxed_barrier import relaxed_barrier
-from ocp.shooting import Shooting
-from problems.config import parse_config
-from problems.gaits import build_problem
-from solvers.ddp import DDPOptions, solve_ddp
-from solvers.ipm import Options, solve
+from liftoff.ocp.formulation import Formulation
+from liftoff.ocp.lqr import LQR, TerminalLQR
+from liftoff.ocp.relaxed_barrier import relaxed_barrier
+from liftoff.ocp.shooting import Shooting
+from liftoff.problems.tasks.config import parse_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ddp import DDPOptions, solve_ddp
+from liftoff.solvers.ipm import Options, solve
 
 # ---------------------------------------------------------------------------- relaxed barrier
 

@@ -8,7 +8,7 @@ import pinocchio as pin
 import pytest
 from conftest import NSTATES, atol, finite_differences, load_pair, pin_fext, pin_loop, random_states, symmetrize_upper
 
-import dynamics
+from liftoff import dynamics
 
 
 def with_fext(model, rng, n=NSTATES):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import load_pair
 
-import dynamics
+from liftoff import dynamics
 
 
 def test_unknown_robot_lists_known_robots():
@@ -20,7 +20,7 @@ def test_unknown_robot_lists_known_robots():
 
 
 def test_robot_urdf_of_unknown_name():
-    from dynamics.robots import robot_urdf
+    from liftoff.dynamics.robots import robot_urdf
 
     with pytest.raises(dynamics.ModelError, match="known robots"):
         robot_urdf("no_such_robot")

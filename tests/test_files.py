@@ -8,10 +8,10 @@ import pytest
 import yaml
 from test_cli_solve import TINY
 
-import problems.runs
-from problems.cli import main
-from problems.files import OutputError, atomic, check_output
-from problems.runs import load_run
+from liftoff.problems.cli import main
+from liftoff.problems.files import OutputError, atomic, check_output
+from liftoff.problems.studies import runs
+from liftoff.problems.studies.runs import load_run
 
 
 def test_an_interrupted_write_leaves_the_previous_file(tmp_path):
@@ -59,7 +59,7 @@ def test_an_interrupted_save_keeps_the_previous_results_file(tiny, tmp_path, mon
 
 @pytest.mark.parametrize("out", ["{tmp}", "/dev/full", "/proc/x/y.npz"])
 def test_a_bad_out_is_one_line_before_solving(tiny, tmp_path, monkeypatch, capsys, out):
-    monkeypatch.setattr(problems.runs, "solve_prepared", lambda *a, **k: pytest.fail("solved before checking --out"))
+    monkeypatch.setattr(runs, "solve_prepared", lambda *a, **k: pytest.fail("solved before checking --out"))
     assert main(["solve", tiny, "--out", out.format(tmp=tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1

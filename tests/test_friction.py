@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import dynamics
-from dynamics import Contact
-from ocp.friction import friction_cones
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.ocp.friction import friction_cones
 
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
 

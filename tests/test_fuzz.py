@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cli_solve import TINY
 
-from problems.cli import main
+from liftoff.problems.cli import main
 
 ODD_VALUES = [None, "x", "1e-4", [], {}, True, 0, -1, 1e308, -1e308, math.inf, math.nan, 1e-300, [1, 2, 3], [0.0] * 19]
 

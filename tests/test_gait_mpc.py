@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dynamics
-from problems import viewer
-from problems.cli import main
-from problems.config import ConfigError, load_config, parse_config
-from problems.files import ReadError
-from problems.gait_mpc import GaitMPCConfig, make_run, window
-from problems.gait_mpc_run import measures, run
-from problems.legged_plant import LeggedPlant
-from problems.polishing import PolishingConfig
+from liftoff import dynamics
+from liftoff.problems import viewer
+from liftoff.problems.cli import main
+from liftoff.problems.files import ReadError
+from liftoff.problems.mpc.gait_run import measures, run
+from liftoff.problems.mpc.legged_plant import LeggedPlant
+from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, make_run, window
+from liftoff.problems.tasks.polishing import PolishingConfig
 
 TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml"
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
@@ -129,7 +129,7 @@ def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
 
 
 def test_the_viewer_refuses_a_polishing_run(tmp_path):
-    from problems.mpc_results import save
+    from liftoff.problems.mpc.results import save
 
     save(tmp_path / "p.npz", {"t": np.zeros(2)}, [], {}, parse_config({"task": "polishing"}, schema=PolishingConfig))
     with pytest.raises(ReadError, match="plays gait solves and gait MPC runs"):

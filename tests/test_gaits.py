@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dynamics
-from ocp.problem import ContactStage, ImpulseStage
-from problems.config import load_config, parse_config
-from problems.gaits import build_problem, foot_plan, phase_kind
-from problems.runs import load_run, save_run, solve_config, summary
+from liftoff import dynamics
+from liftoff.ocp.problem import ContactStage, ImpulseStage
+from liftoff.problems.studies.runs import load_run, save_run, solve_config, summary
+from liftoff.problems.tasks.config import load_config, parse_config
+from liftoff.problems.tasks.gaits import build_problem, foot_plan, phase_kind
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 GAITS = ("walk", "trot", "pace", "bound", "jump")

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from test_ocp import lift_foot_problem
 
-import dynamics
-from ocp.costs import StateCost, VariableCost
-from ocp.formulation import Formulation
-from ocp.problem import OCP, ContactStage
-from solvers.ipm import Options, solve
+from liftoff import dynamics
+from liftoff.ocp.costs import StateCost, VariableCost
+from liftoff.ocp.formulation import Formulation
+from liftoff.ocp.problem import OCP, ContactStage
+from liftoff.solvers.ipm import Options, solve
 
 GANTRY = """<robot name="gantry">
   <link name="base"/>

@@ -11,18 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import dynamics
-from dynamics import Contact
-from dynamics.spatial import rotation_about
-from ocp.costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
-from ocp.formulation import Formulation
-from ocp.kernels import CompiledStages
-from ocp.problem import OCP, ContactStage, ImpulseStage
-from ocp.stages import NumpyStages
-from problems.config import load_config
-from problems.gaits import build_problem
-from problems.runs import solver_options
-from solvers.ipm import solve
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.dynamics.spatial import rotation_about
+from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
+from liftoff.ocp.formulation import Formulation
+from liftoff.ocp.kernels import CompiledStages
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
+from liftoff.ocp.stages import NumpyStages
+from liftoff.problems.studies.runs import solver_options
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import solve
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FIELDS = ("cost", "H", "g", "c", "C", "b", "A")

@@ -11,8 +11,8 @@ import pinocchio as pin
 import pytest
 from conftest import ROBOTS, atol, finite_differences, load_pair, pin_loop, random_states, se3_difference
 
-import dynamics
-from dynamics import ReferenceFrame
+from liftoff import dynamics
+from liftoff.dynamics import ReferenceFrame
 
 FRAMES = {
     "anymal": ["LF_FOOT", "base", "universe", "RH_KFE"],

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from test_condensing import dense_solution
 
-import dynamics
-from dynamics import Contact
-from ocp import TerminalLQR
-from ocp.condensing import condense, expand
-from ocp.lifted import actuation, contact_stages, impulse_stages
-from solvers import riccati
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.ocp import TerminalLQR
+from liftoff.ocp.condensing import condense, expand
+from liftoff.ocp.lifted import actuation, contact_stages, impulse_stages
+from liftoff.solvers import riccati
 
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
 Q_STAND = np.array([0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0])

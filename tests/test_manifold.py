@@ -8,7 +8,7 @@ import pinocchio as pin
 import pytest
 from conftest import NSTATES, ROBOTS, finite_differences, load_pair, pin_loop
 
-import dynamics
+from liftoff import dynamics
 
 MANIFOLD_ROBOTS = ROBOTS + ["double_pendulum_continuous"]
 ARG0, ARG1 = pin.ArgumentPosition.ARG0, pin.ArgumentPosition.ARG1

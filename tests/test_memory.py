@@ -2,7 +2,7 @@
 
 import platform
 
-import dynamics
+from liftoff import dynamics
 
 
 def test_retain_freed_memory_reports_whether_it_applied():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dynamics.robots import robots_dir
-from problems.meshes import read_dae
+from liftoff.dynamics.robots import robots_dir
+from liftoff.problems.viewer.meshes import read_dae
 
 DAE = """<?xml version="1.0" encoding="utf-8"?>
 <COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">

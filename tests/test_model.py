@@ -10,8 +10,8 @@ import pinocchio as pin
 import pytest
 from conftest import NSTATES, ROBOTS, atol, load_pair, pin_loop, pin_model_from_urdf, random_states, symmetrize_upper
 
-import dynamics
-from dynamics.robots import robot_urdf
+from liftoff import dynamics
+from liftoff.dynamics.robots import robot_urdf
 
 TALOS_KEPT = ["torso_1_joint", "torso_2_joint"] + [f"arm_right_{i}_joint" for i in range(1, 8)]
 

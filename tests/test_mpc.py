@@ -9,14 +9,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import dynamics
-from ocp.costs import VariableCost
-from ocp.formulation import Formulation, GroupVariables, Iterate
-from problems.config import parse_config
-from problems.mpc import MPC, Policy, warm_start
-from problems.plant import Disturbances, Plant, Push, closed_loop, scaled_model
-from problems.polishing import PolishingConfig, build_ocp, make_task
-from solvers.ipm import Options, solve
+from liftoff import dynamics
+from liftoff.ocp.costs import VariableCost
+from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
+from liftoff.problems.mpc.controller import MPC, Policy, warm_start
+from liftoff.problems.mpc.plant import Disturbances, Plant, Push, closed_loop, scaled_model
+from liftoff.problems.tasks.config import parse_config
+from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers.ipm import Options, solve
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from test_cli_solve import TINY
 
-from ocp.formulation import Formulation
-from ocp.nlp import build_nlp
-from problems.baselines import nlp_guess
-from problems.config import parse_config
-from problems.gaits import build_problem
-from solvers.ipm import Options, solve
-from solvers.ipopt import IpoptOptions, solve_ipopt
-from solvers.sqp import SQPOptions, solve_sqp
+from liftoff.ocp.formulation import Formulation
+from liftoff.ocp.nlp import build_nlp
+from liftoff.problems.studies.baselines import nlp_guess
+from liftoff.problems.tasks.config import parse_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.ipopt import IpoptOptions, solve_ipopt
+from liftoff.solvers.sqp import SQPOptions, solve_sqp
 
 
 @pytest.fixture(scope="module")

@@ -7,19 +7,19 @@ import dataclasses
 import numpy as np
 import pytest
 
-import dynamics
-from dynamics import Contact
-from ocp.costs import (
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.ocp.costs import (
     CenterOfMassCost,
     FramePositionCost,
     StageVariables,
     StateCost,
     VariableCost,
 )
-from ocp.formulation import Formulation
-from ocp.friction import friction_cones
-from ocp.problem import OCP, ContactStage, ImpulseStage
-from solvers.ipm import Options, solve
+from liftoff.ocp.formulation import Formulation
+from liftoff.ocp.friction import friction_cones
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
+from liftoff.solvers.ipm import Options, solve
 
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
 Q_STAND = np.array([0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0])

@@ -4,7 +4,7 @@ Newton loop reaches the central path of a convex QP."""
 import numpy as np
 import pytest
 
-from ocp import pdipm
+from liftoff.ocp import pdipm
 
 
 def random_qp(rng, n=6, m=9):

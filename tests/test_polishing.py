@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 import yaml
 
-import dynamics
-from ocp.formulation import Formulation
-from problems.cli import main
-from problems.config import ConfigError, parse_config
-from problems.plant import Push
-from problems.polishing import PolishingConfig, TaskError, build_ocp, make_task
-from problems.polishing_run import measures, run
-from solvers.ipm import Options, solve
+from liftoff import dynamics
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.cli import main
+from liftoff.problems.mpc.plant import Push
+from liftoff.problems.mpc.polishing_run import measures, run
+from liftoff.problems.tasks.config import ConfigError, parse_config
+from liftoff.problems.tasks.polishing import PolishingConfig, TaskError, build_ocp, make_task
+from liftoff.solvers.ipm import Options, solve
 
 SHORT = {"task": "polishing", "mpc": {"duration": 1.0}, "costs": {"tool_position": 200.0}}
 

@@ -4,8 +4,8 @@ the compiled one against numpy on the size of an ANYmal OCP."""
 import numpy as np
 import pytest
 
-from ocp import StageLQR, TerminalLQR
-from solvers import RiccatiError, riccati
+from liftoff.ocp import StageLQR, TerminalLQR
+from liftoff.solvers import RiccatiError, riccati
 
 
 def random_lqr(rng, N=6, nx=5, nu_of=lambda i: 3 if i % 3 else 0):

@@ -8,8 +8,8 @@ import pinocchio as pin
 import pytest
 from conftest import atol, pin_loop, symmetrize_upper
 
-import dynamics
-from dynamics import sample_models
+from liftoff import dynamics
+from liftoff.dynamics import sample_models
 
 TOL = 1e-10
 

@@ -11,13 +11,13 @@ import pytest
 import yaml
 from test_config import DELETE, edit
 
-from problems.cli import main
+from liftoff.problems.cli import main
 
 CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("*.yaml"))
 
 
 def validator_of(task):
-    from problems.schema import json_schema
+    from liftoff.problems.tasks.schema import json_schema
 
     schema = json_schema(task)
     jsonschema.Draft202012Validator.check_schema(schema)

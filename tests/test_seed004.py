@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from problems.config import load_config
-from problems.runs import solve_config
+from liftoff.problems.studies.runs import solve_config
+from liftoff.problems.tasks.config import load_config
 
 SEED004 = Path(__file__).resolve().parent.parent / "configs" / "seed004"
 

@@ -13,12 +13,11 @@ import pytest
 import yaml
 from test_cli_solve import TINY
 
-import problems.runs
-import problems.sweep
-from problems.cli import main
-from problems.config import ConfigError
-from problems.sweep import results_path, run_sweep, solve_case
-from problems.sweep_spec import TIMING, cases, load_spec
+from liftoff.problems.cli import main
+from liftoff.problems.studies import runs, sweep
+from liftoff.problems.studies.sweep import results_path, run_sweep, solve_case
+from liftoff.problems.studies.sweep_spec import TIMING, cases, load_spec
+from liftoff.problems.tasks.config import ConfigError
 
 GRID = {"contacts.baumgarte.alpha, contacts.baumgarte.beta": [10, 25], "solver.formulation": ["lifted", "nonlifted"]}
 
@@ -110,7 +109,7 @@ def test_failing_cases_are_rows_with_their_status(tmp_path, capsys, monkeypatch)
     def broken(config):
         raise RuntimeError("out of memory")
 
-    monkeypatch.setattr(problems.runs, "solve_config", broken)  # solve_case imports it when it runs
+    monkeypatch.setattr(runs, "solve_config", broken)  # solve_case imports it when it runs
     outcome = solve_case(cases(load_spec(spec))[0], str(tmp_path / "x.npz"))
     assert outcome["status"] == "error" and outcome["message"] == "RuntimeError: out of memory"
 
@@ -158,7 +157,7 @@ def test_an_interrupt_is_one_line_that_says_how_to_continue(tmp_path, capsys, mo
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(problems.sweep, "run_sweep", interrupted)
+    monkeypatch.setattr(sweep, "run_sweep", interrupted)
     assert main(["sweep", str(write_spec(tmp_path)), "--out", str(tmp_path / "out")]) == 130
     err = capsys.readouterr().err
     assert err == "liftoff: error: interrupted; the cases solved so far are kept: rerun the same command to continue\n"

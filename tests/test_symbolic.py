@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import atol, random_states
 
-import dynamics
-from dynamics import symbolic as sx
-from dynamics.inverse_dynamics import derivatives_batch
+from liftoff import dynamics
+from liftoff.dynamics import symbolic as sx
+from liftoff.dynamics.inverse_dynamics import derivatives_batch
 
 ROBOTS = ["anymal", "talos", "solo12", "ur5"]
 N = 4  # random states per robot

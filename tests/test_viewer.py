@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from problems import viewer
-from problems.cli import main
-from problems.config import load_config
-from problems.runs import save_run, solve_config
+from liftoff.problems import viewer
+from liftoff.problems.cli import main
+from liftoff.problems.studies.runs import save_run, solve_config
+from liftoff.problems.tasks.config import load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 SIZE = (480, 360)

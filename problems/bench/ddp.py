@@ -22,13 +22,13 @@ import time
 
 import numpy as np
 
-from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost, broadcast_weights
-from ocp.shooting import Shooting
-from solvers.ddp import DDPOptions, solve_ddp
+from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost, broadcast_weights
+from liftoff.ocp.shooting import Shooting
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ddp import DDPOptions, solve_ddp
 
-from .bench import BenchError
-from .config import load_config
-from .gaits import build_problem
+from .dynamics import BenchError
 
 DEFAULT_CONFIG = "configs/anymal_trot.yaml"
 
@@ -54,7 +54,7 @@ class _Translation:
     """An OCP's stages as Crocoddyl action models."""
 
     def __init__(self, ocp):
-        from dynamics.robots import robot_urdf
+        from liftoff.dynamics.robots import robot_urdf
 
         crocoddyl, pin = self.crocoddyl, self.pin = _modules()
         name = ocp.model.name

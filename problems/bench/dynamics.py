@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-import dynamics
-from dynamics import sample_models
+from liftoff import dynamics
+from liftoff.dynamics import sample_models
 
 QUANTITIES = ("rnea", "rnea_derivatives", "aba", "aba_derivatives", "crba", "frame_jacobian")
 DEFAULT_FRAME = "LF_FOOT"  # a foot of ANYmal

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ocp.formulation import Formulation
-from solvers.ipm import solve
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.studies.runs import solver_options
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import solve
 
-from .bench import BenchError
-from .config import load_config
-from .gaits import build_problem
-from .runs import solver_options
+from .dynamics import BenchError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 GAITS = ("walk", "trot", "pace", "bound", "jump")

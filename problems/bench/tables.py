@@ -23,9 +23,9 @@ import platform
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
 
-from .bench import (
+from .dynamics import (
     ALGORITHMS,
     ContactCase,
     PinConstrained,

@@ -100,7 +100,7 @@ def _limits(model, i: int) -> tuple[str, str, str]:
 
 
 def info(args) -> int:
-    import dynamics
+    from liftoff import dynamics
 
     locked = dict(_lock(item) for item in args.lock or ())
     model = dynamics.load(args.robot, floating_base=args.floating_base, locked_joints=locked or None)
@@ -133,10 +133,9 @@ def info(args) -> int:
 
 
 def solve(args) -> int:
-    from solvers.ipm import LOG_HEADER, format_final, format_log
-
-    from .files import check_output
-    from .runs import default_path, prepare, save_run, solve_prepared, summary
+    from liftoff.problems.files import check_output
+    from liftoff.problems.studies.runs import default_path, prepare, save_run, solve_prepared, summary
+    from liftoff.solvers.ipm import LOG_HEADER, format_final, format_log
 
     config = _gait_configuration(args.config)  # user errors raise here
     overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "init", "max_iterations", "tol")}
@@ -174,7 +173,7 @@ def solve(args) -> int:
 @contextmanager
 def _source(path):
     """Problem errors found while building from the file ``path`` name it."""
-    from .gaits import ProblemError
+    from liftoff.problems.tasks.gaits import ProblemError
 
     try:
         yield
@@ -185,10 +184,10 @@ def _source(path):
 def mpc(args) -> int:
     from tqdm import tqdm
 
-    from .config import load_config
-    from .files import check_output
-    from .mpc import MPCError
-    from .mpc_results import load, save
+    from liftoff.problems.files import check_output
+    from liftoff.problems.mpc.controller import MPCError
+    from liftoff.problems.mpc.results import load, save
+    from liftoff.problems.tasks.config import load_config
 
     task = _mpc_task(args.config)
     config = load_config(args.config, task.schema)
@@ -263,7 +262,7 @@ def _task_key(path):
 
 def _gait_configuration(path):
     """The gait configuration of ``path``; a task's configuration is refused with the command that runs it."""
-    from .config import load_config
+    from liftoff.problems.tasks.config import load_config
 
     _, task = _task_key(path)
     if task is not None:
@@ -273,14 +272,14 @@ def _gait_configuration(path):
 
 def _mpc_task(path) -> _MPCTask:
     """The task of the configuration file ``path`` (its ``task`` key)."""
-    from .config import ConfigError
+    from liftoff.problems.tasks.config import ConfigError
 
     data, task = _task_key(path)
     if task == "gait_mpc":
-        from . import gait_mpc_run
-        from .gait_mpc import GaitMPCConfig
-        from .gaits import ProblemError
-        from .plots import gait_mpc_figures
+        from liftoff.problems.mpc import gait_run as gait_mpc_run
+        from liftoff.problems.studies.figures import gait_mpc_figures
+        from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+        from liftoff.problems.tasks.gaits import ProblemError
 
         def lines(m):
             return (
@@ -300,9 +299,9 @@ def _mpc_task(path) -> _MPCTask:
             (ProblemError,),
         )
     if task == "polishing" or data is None:  # data None: the loader says what is wrong with the file
-        from . import polishing_run
-        from .plots import mpc_figures
-        from .polishing import PolishingConfig, TaskError
+        from liftoff.problems.mpc import polishing_run
+        from liftoff.problems.studies.figures import mpc_figures
+        from liftoff.problems.tasks.polishing import PolishingConfig, TaskError
 
         def lines(m):
             lost = " (CONTACT LOST)" if m["contact_lost"] else ""
@@ -326,7 +325,7 @@ def _mpc_task(path) -> _MPCTask:
 
 def _push(text):
     """A :class:`problems.plant.Push` from ``FRAME:FX,FY,FZ:T0:DT``."""
-    from .plant import Push
+    from liftoff.problems.mpc.plant import Push
 
     parts = text.split(":")
     try:
@@ -342,8 +341,8 @@ def _push(text):
 
 
 def view(args) -> int:
-    from . import viewer
-    from .files import check_output
+    from liftoff.problems import viewer
+    from liftoff.problems.files import check_output
 
     run = viewer.load(args.result)
     if args.html:
@@ -357,7 +356,7 @@ def view(args) -> int:
 
 
 def schema(args) -> int:
-    from .schema import json_schema
+    from liftoff.problems.tasks.schema import json_schema
 
     print(json.dumps(json_schema(args.task), indent=2))
     return 0
@@ -366,11 +365,11 @@ def schema(args) -> int:
 def compare(args) -> int:
     from tqdm import tqdm
 
-    from .compare import compare as run_all
-    from .compare import markdown, rows
-    from .config import with_solver
-    from .files import check_output
-    from .gaits import build_problem
+    from liftoff.problems.files import check_output
+    from liftoff.problems.studies.compare import compare as run_all
+    from liftoff.problems.studies.compare import markdown, rows
+    from liftoff.problems.tasks.config import with_solver
+    from liftoff.problems.tasks.gaits import build_problem
 
     configs = [_gait_configuration(path) for path in args.configs]  # every file is checked before solving
     if args.max_iterations is not None:
@@ -427,9 +426,9 @@ def compare(args) -> int:
 def sweep(args) -> int:
     from tqdm import tqdm
 
-    from .files import check_output
-    from .sweep import SchedulerError, run_sweep
-    from .sweep_spec import cases, load_spec
+    from liftoff.problems.files import check_output
+    from liftoff.problems.studies.sweep import SchedulerError, run_sweep
+    from liftoff.problems.studies.sweep_spec import cases, load_spec
 
     spec = load_spec(args.spec)
     total = len(cases(spec))  # every base configuration is read and every case validated first
@@ -457,8 +456,8 @@ def sweep(args) -> int:
 
 
 def report(args) -> int:
-    from .compare import markdown, rows
-    from .compare import report as redraw
+    from liftoff.problems.studies.compare import markdown, rows
+    from liftoff.problems.studies.compare import report as redraw
 
     try:
         summaries = redraw(args.dir)
@@ -498,7 +497,7 @@ def _positive_float(text: str) -> float:
 
 
 def bench_dynamics(args) -> int:
-    from . import bench
+    from liftoff.problems.bench import dynamics as bench
 
     progress = None if args.quiet else bench.stderr_progress
     try:
@@ -525,18 +524,18 @@ def _choose(given, choices, option) -> tuple:
 
 
 def bench_constrained(args) -> int:
-    from . import bench
+    from liftoff.problems.bench import dynamics as bench
 
     progress = None if args.quiet else bench.stderr_progress
     algorithms = _choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
-    from .files import check_output
+    from liftoff.problems.files import check_output
 
     if args.figure is not None and not args.scaling:
         raise UserError("--figure draws the scaling study: use it with --scaling")
     figure = None if args.figure is None else check_output(args.figure)
     try:
         if args.tables:
-            from . import bench_tables
+            from liftoff.problems.bench import tables as bench_tables
 
             result = bench_tables.tables_benchmark(batches=tuple(args.batch), repeat=args.repeat, progress=progress)
             table = bench_tables.format_tables
@@ -552,7 +551,7 @@ def bench_constrained(args) -> int:
             )
             table = bench.format_scaling_table
             if figure is not None:
-                from .plots import constrained_scaling_figure
+                from liftoff.problems.studies.figures import constrained_scaling_figure
 
                 constrained_scaling_figure(result, figure)
         else:
@@ -572,7 +571,8 @@ def bench_constrained(args) -> int:
 
 
 def bench_solve(args) -> int:
-    from . import bench, bench_solve
+    from liftoff.problems.bench import dynamics as bench
+    from liftoff.problems.bench import solve as bench_solve
 
     progress = None if args.quiet else bench.stderr_progress
     try:
@@ -589,7 +589,8 @@ def bench_solve(args) -> int:
 
 
 def bench_ddp(args) -> int:
-    from . import bench, bench_ddp
+    from liftoff.problems.bench import ddp as bench_ddp
+    from liftoff.problems.bench import dynamics as bench
 
     results = []
     try:
@@ -891,15 +892,15 @@ def main(argv=None) -> int:
 def _main(argv) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
-    from dynamics import (
+    from liftoff.dynamics import (
         DimensionError,
         ModelError,
         UnknownNameError,
         retain_freed_memory,
     )
-    from problems.config import ConfigError
-    from problems.files import OutputError, ReadError
-    from problems.gaits import ProblemError
+    from liftoff.problems.files import OutputError, ReadError
+    from liftoff.problems.tasks.config import ConfigError
+    from liftoff.problems.tasks.gaits import ProblemError
 
     retain_freed_memory()  # batched kernels reuse their large temporaries (see dynamics.memory)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-import dynamics
-from ocp.formulation import Formulation, Iterate
-from solvers.ipm import Options, solve
-from solvers.riccati import riccati
+from liftoff import dynamics
+from liftoff.ocp.formulation import Formulation, Iterate
+from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.riccati import riccati
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class MPC:
     def of_config(cls, build, config, formulation=None, quiet=False, layout=None) -> MPC:
         """The MPC of a task configuration: its ``solver`` section (``formulation`` overrides
         its formulation) and its ``mpc`` section's ``iterations`` and ``first_iterations``."""
-        from .runs import solver_options
+        from liftoff.problems.studies.runs import solver_options
 
         s, m = config.solver, config.mpc
         name = formulation or s.formulation

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .gait_mpc import make_run, window
+from liftoff.problems.tasks.gait_mpc import make_run, window
+
+from .controller import MPC
 from .legged_plant import LeggedPlant
-from .mpc import MPC
-from .mpc_results import timing
 from .plant import closed_loop, describe, disturbances_of, scaled_model
+from .results import timing
 
 FALL_HEIGHT_M, FALL_TILT_DEG = 0.25, 45.0
 

@@ -26,8 +26,8 @@ from dataclasses import replace
 
 import numpy as np
 
-import dynamics
-from dynamics import Contact
+from liftoff import dynamics
+from liftoff.dynamics import Contact
 
 from .plant import Disturbances, Plant
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-import dynamics
-from ocp.lifted import actuation
+from liftoff import dynamics
+from liftoff.ocp.lifted import actuation
 
 
 @dataclass(frozen=True)

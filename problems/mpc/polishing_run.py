@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import dynamics
+from liftoff import dynamics
+from liftoff.problems.tasks.polishing import build_ocp, make_task
 
-from .mpc import MPC
-from .mpc_results import timing
+from .controller import MPC
 from .plant import Plant, closed_loop, describe, disturbances_of, scaled_model
-from .polishing import build_ocp, make_task
+from .results import timing
 
 FORCE_BAND_N = 5.0
 

@@ -17,8 +17,8 @@ import zipfile
 
 import numpy as np
 
-from .config import to_dict
-from .files import ReadError, atomic
+from liftoff.problems.files import ReadError, atomic
+from liftoff.problems.tasks.config import to_dict
 
 
 def timing(ticks, control_seconds, duration) -> dict:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ocp.formulation import Formulation
-from solvers.ipm import IterationLog, Result
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import IterationLog, Result
 
-from .gaits import build_problem
 from .runs import Run
 
 DDP_METHODS = ("fddp", "ilqr")
@@ -42,8 +42,8 @@ def solve_baseline(config, method) -> Run:
 def solve_ddp_config(config, method) -> Run:
     """``config`` by FDDP or iLQR with its solver section's barrier, relaxation, start and
     iteration limit; the message names the relaxation."""
-    from ocp.shooting import Shooting
-    from solvers.ddp import DDPOptions, solve_ddp
+    from liftoff.ocp.shooting import Shooting
+    from liftoff.solvers.ddp import DDPOptions, solve_ddp
 
     s = config.solver
     ocp = build_problem(config)
@@ -71,18 +71,18 @@ def solve_nlp(config, method) -> Run:
     point's fields; its ``kkt`` history is the method's own measure: Ipopt's ``max(inf_pr,
     inf_du)``, the SQP's ``max(relative step, constraint violation)``; its barrier is 0 (the
     exact problem)."""
-    from ocp.nlp import build_nlp
+    from liftoff.ocp.nlp import build_nlp
 
     ocp = build_problem(config)
     form = Formulation(ocp, "lifted", "numpy")
     start = form.trajectories(form.initial_iterate(config.solver.barrier))  # the interior point's start
     nlp = build_nlp(ocp, guess=nlp_guess(ocp, start))
     if method == "ipopt":
-        from solvers.ipopt import solve_ipopt
+        from liftoff.solvers.ipopt import solve_ipopt
 
         out = solve_ipopt(nlp)
     else:
-        from solvers.sqp import solve_sqp
+        from liftoff.solvers.sqp import solve_sqp
 
         out = solve_sqp(nlp)
     per_iteration = out.solve_time_s / max(out.iterations, 1)
@@ -115,7 +115,7 @@ def nlp_guess(ocp, trajectories) -> dict:
 
 def _iterate(form, solution):
     """An NLP solution as the formulation's iterate (no multipliers or slacks: for its trajectories)."""
-    from ocp.formulation import GroupVariables, Iterate
+    from liftoff.ocp.formulation import GroupVariables, Iterate
 
     groups = []
     for group in form.groups:

@@ -16,10 +16,11 @@ import csv
 import json
 from pathlib import Path
 
-from . import plots
+from liftoff.problems.files import OutputError, atomic
+from liftoff.problems.tasks.config import with_solver
+
+from . import figures as plots
 from .baselines import BASELINES, DDP_METHODS, solve_baseline
-from .config import with_solver
-from .files import OutputError, atomic
 from .runs import load_run, run_name, save_run, solve_config, summary
 
 FORMULATIONS = ("lifted", "nonlifted")

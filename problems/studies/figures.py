@@ -25,9 +25,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from dynamics.spatial import quat_to_rotation
-
-from .files import atomic
+from liftoff.dynamics.spatial import quat_to_rotation
+from liftoff.problems.files import atomic
 
 STYLES = {"lifted": "-", "nonlifted": "--", "fddp": (0, (6, 2)), "ilqr": (0, (1, 1)), "ipopt": ":", "sqp": "-."}
 COLORS = {

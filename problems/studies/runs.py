@@ -15,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ocp.formulation import Formulation
-from solvers.ipm import Options, solve
-
-from .config import to_dict, with_solver
-from .files import ReadError, atomic
-from .gaits import build_problem
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.files import ReadError, atomic
+from liftoff.problems.tasks.config import to_dict, with_solver
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.ipm import Options, solve
 
 
 @dataclass(frozen=True)

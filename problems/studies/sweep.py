@@ -19,8 +19,9 @@ import os
 import socket
 from pathlib import Path
 
-from .config import ConfigError, parse_config
-from .files import atomic
+from liftoff.problems.files import atomic
+from liftoff.problems.tasks.config import ConfigError, parse_config
+
 from .sweep_spec import OUTCOME, TIMING, Case, Spec, cases, is_number
 
 BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -41,9 +42,9 @@ def solve_case(case: Case, path: str) -> dict:
     """Solve one case (in a worker) and save its results file; the outcome as a dict. Never
     raises: a configuration the problem builder refuses is ``invalid``, any other failure
     ``error`` with its message."""
-    from dynamics.codegen import compile_seconds
+    from liftoff.dynamics.codegen import compile_seconds
+    from liftoff.problems.tasks.gaits import ProblemError
 
-    from .gaits import ProblemError
     from .runs import save_run, solve_config, summary
 
     worker = f"{socket.gethostname()}:{os.getpid()}"
@@ -74,7 +75,8 @@ def _outcome(s: dict) -> dict:
 
 def _reuse(case: Case, path: Path):
     """The outcome stored in ``path`` if it is a readable results file of ``case``, else None."""
-    from .files import ReadError
+    from liftoff.problems.files import ReadError
+
     from .runs import load_run
 
     if not path.is_file():
@@ -116,7 +118,7 @@ def run_sweep(spec: Spec, out_dir, workers=None, scheduler=None, progress=None) 
     rows = [_row(spec, case, outcomes[case.index], out_dir) for case in all_cases]
     write_table(rows, out_dir)
     if spec.plot is not None:
-        from .plots import sweep_figure
+        from .figures import sweep_figure
 
         sweep_figure(rows, spec.plot, out_dir / "sweep.png")
     return rows

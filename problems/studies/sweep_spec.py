@@ -35,9 +35,15 @@ from pathlib import Path
 
 import yaml
 
-from dynamics.model import close_names
-
-from .config import ConfigError, GaitConfig, _UniqueKeyLoader, _yaml_problem, parse_config, to_dict
+from liftoff.dynamics.model import close_names
+from liftoff.problems.tasks.config import (
+    ConfigError,
+    GaitConfig,
+    _UniqueKeyLoader,
+    _yaml_problem,
+    parse_config,
+    to_dict,
+)
 
 OUTCOME = ("status", "iterations", "cost", "kkt_error", "max_violation", "message")  # columns of the table
 TIMING = ("solve_time_s", "ms_per_iteration", "compile_s", "worker")  # ... that differ from run to run

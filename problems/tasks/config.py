@@ -44,7 +44,7 @@ from typing import ClassVar
 
 import yaml
 
-import dynamics
+from liftoff import dynamics
 
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import dynamics
-from ocp.costs import StateCost
-from ocp.problem import OCP
+from liftoff import dynamics
+from liftoff.ocp.costs import StateCost
+from liftoff.ocp.problem import OCP
 
 from .config import GaitConfig, at_least, at_most, check, convert_fields, no_duplicates, one_of
 from .gaits import build_problem, state_weights

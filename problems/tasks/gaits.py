@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-import dynamics
-from dynamics import Contact
-from dynamics.model import close_names
-from ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
-from ocp.problem import OCP, ContactStage, ImpulseStage
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.dynamics.model import close_names
+from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 
 #: Named configurations (``initial_state.q``); ANYmal's is seed 004's initial state.
 CONFIGURATIONS = {

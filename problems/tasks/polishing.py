@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import dynamics
-from dynamics import Contact
-from dynamics.model import close_names
-from dynamics.robots import named_configuration
-from ocp.costs import FramePositionCost, FrameRotationCost, StateCost, VariableCost
-from ocp.problem import OCP, ContactStage
+from liftoff import dynamics
+from liftoff.dynamics import Contact
+from liftoff.dynamics.model import close_names
+from liftoff.dynamics.robots import named_configuration
+from liftoff.ocp.costs import FramePositionCost, FrameRotationCost, StateCost, VariableCost
+from liftoff.ocp.problem import OCP, ContactStage
 
 from .config import LIMITS, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
 

@@ -17,7 +17,7 @@ import re
 import types
 import typing
 
-import dynamics
+from liftoff import dynamics
 
 from . import config as cfg
 from . import gait_mpc, polishing

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from dynamics.spatial import rotation_about
+from liftoff.dynamics.spatial import rotation_about
 
 
 def read_dae(path) -> tuple:

@@ -25,14 +25,14 @@ from meshcat.animation import Animation
 from meshcat.commands import SetAnimation, SetObject, SetProperty, SetTransform
 from meshcat.path import Path as NodePath
 
-import dynamics
-from dynamics.robots import robot_urdf, robots_dir
-from dynamics.spatial import rotation_about
-from dynamics.urdf import parse_urdf
+from liftoff import dynamics
+from liftoff.dynamics.robots import robot_urdf, robots_dir
+from liftoff.dynamics.spatial import rotation_about
+from liftoff.dynamics.urdf import parse_urdf
+from liftoff.problems.files import ReadError, atomic
+from liftoff.problems.tasks.config import parse_config
+from liftoff.problems.tasks.gaits import foot_plan, initial_state
 
-from .config import parse_config
-from .files import ReadError, atomic
-from .gaits import foot_plan, initial_state
 from .meshes import read_dae
 
 FPS = 100
@@ -240,8 +240,8 @@ def load(path) -> dict:
     """A results file for viewing: of a solve (:func:`problems.runs.load_run`) or of a gait
     MPC run (:mod:`problems.mpc_results`, shown at 50 frames per second of simulated time,
     without planned swing references: the plan moved with every update)."""
-    from .mpc_results import load as load_mpc
-    from .runs import load_run
+    from liftoff.problems.mpc.results import load as load_mpc
+    from liftoff.problems.studies.runs import load_run
 
     try:
         run = load_run(path)
