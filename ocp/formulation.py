@@ -31,8 +31,8 @@ import numpy as np
 from liftoff import dynamics
 
 from . import condensing, lifted, pdipm
+from .backends import BACKENDS, make_stages
 from .lqr import LQR, TerminalLQR
-from .stages import BACKENDS, make_stages
 
 FORMULATIONS = ("lifted", "nonlifted")
 INITS = ("static", "zero_torque")
@@ -115,7 +115,7 @@ class Direction:
 
 class Formulation:
     """The OCP ``ocp`` in the formulation ``name`` (``lifted`` or ``nonlifted``), its stages
-    evaluated by the ``backend`` ``compiled`` or ``numpy`` (:func:`ocp.stages.make_stages`:
+    evaluated by the ``backend`` ``compiled`` or ``numpy`` (:func:`ocp.backends.make_stages`:
     compiled kernels, or numpy when no C compiler is available; ``self.backend`` says which).
 
     ``dynamics_options`` go to :func:`dynamics.constrained_dynamics` and

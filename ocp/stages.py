@@ -13,13 +13,13 @@ du, dw)`` (:mod:`ocp.lifted`):
 
 and, for the non-lifted formulation, ``w`` itself from the constrained forward or impulse
 dynamics. :class:`NumpyStages` is the reference, written with :mod:`dynamics`;
-:class:`ocp.kernels.CompiledStages` evaluates the same equations with compiled kernels.
-The formulation does not know which one it reads.
+:class:`ocp.kernels.CompiledStages` evaluates the same equations with compiled kernels, and
+:func:`ocp.backends.make_stages` chooses between them. The formulation does not know which
+one it reads.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,8 +30,6 @@ from liftoff import dynamics
 from . import lifted
 from .costs import StageVariables
 from .inequalities import Inequalities, inequalities, limit_rows
-
-BACKENDS = ("compiled", "numpy")
 
 
 @dataclass(frozen=True)
@@ -123,22 +121,3 @@ class NumpyStages:
         H, g = self.terminal_cost.gauss_newton(self.model, zT)
         cost = sum(float(np.sum(c)) for c in self.terminal_cost.evaluate(self.model, zT).values())
         return cost, H[0], g[0]
-
-
-def make_stages(ocp, backend="compiled", nonlifted=False, dynamics_options=None, quiet=False) -> Stages:
-    """The stage evaluation of ``ocp`` by ``backend``: ``compiled`` kernels (built or loaded
-    from the cache; ``nonlifted`` adds the forward-dynamics kernel; ``quiet``: no message while
-    compiling), falling back to ``numpy`` with one warning line on stderr when they cannot be
-    compiled; or the ``numpy`` reference."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
-    if backend == "compiled":
-        from liftoff.dynamics.codegen import CompileError
-
-        from .kernels import CompiledStages
-
-        try:
-            return CompiledStages(ocp, forward=nonlifted, quiet=quiet)
-        except CompileError as e:
-            print(f"liftoff: warning: {e}; using the numpy backend", file=sys.stderr)
-    return NumpyStages(ocp, dynamics_options)
