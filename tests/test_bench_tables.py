@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from liftoff import dynamics
-from liftoff.problems.bench.dynamics import contacts_of
+from liftoff.problems.bench.constrained import contacts_of
 from liftoff.problems.bench.tables import MAX_CONDITION, TABLE_CASES, regular_states
 
 

@@ -28,7 +28,7 @@ from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ddp import DDPOptions, solve_ddp
 
-from .dynamics import BenchError
+from .common import BenchError
 
 DEFAULT_CONFIG = "configs/anymal_trot.yaml"
 

@@ -26,12 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.ocp.formulation import Formulation
-from liftoff.problems.studies.runs import solver_options
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
 
-from .dynamics import BenchError
+from .common import BenchError
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 GAITS = ("walk", "trot", "pace", "bound", "jump")
@@ -110,7 +109,7 @@ class LiftoffGait:
         self.form = Formulation(build_problem(config), formulation, "compiled")
         if self.form.backend != "compiled":
             raise BenchError("the solve benchmark times the compiled backend, which needs a C compiler")
-        self.options = solver_options(config)
+        self.options = config.solver.options()
 
     def run(self) -> dict:
         form = self.form

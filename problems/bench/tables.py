@@ -25,18 +25,15 @@ import numpy as np
 
 from liftoff import dynamics
 
-from .dynamics import (
+from .common import check_against_pinocchio, import_pinocchio, pinocchio_model, random_states
+from .constrained import (
     ALGORITHMS,
     ContactCase,
     PinConstrained,
-    _as_arrays,
-    _time,
-    check_against_pinocchio,
+    as_arrays,
     contacts_of,
-    import_pinocchio,
     ours_constrained_kernels,
-    pinocchio_model,
-    random_states,
+    seconds_per_state,
 )
 
 TABLE_CASES = {
@@ -100,7 +97,7 @@ def tables_benchmark(batches=(1, 128), repeat=5, seed=0, progress=None) -> dict:
         errors = {}
         for algorithm in ALGORITHMS:
             ours = ours_constrained_kernels(model, contacts, q, v, tau, algorithm, CHECK)
-            err = check_against_pinocchio(_as_arrays(ours), pins, ("constrained_dynamics",), f" ({robot}, {algorithm})")
+            err = check_against_pinocchio(as_arrays(ours), pins, ("constrained_dynamics",), f" ({robot}, {algorithm})")
             errors[algorithm] = err["constrained_dynamics"]
         osim_pin = (_pin_osim(pin, PinConstrained(pin, pmodel, case), q)(),)
         osims = [a for a in dynamics.OSIM_ALGORITHMS if model.has_free_flyer or a != "cABA-OSIMf"]  # floating bases
@@ -123,16 +120,18 @@ def tables_benchmark(batches=(1, 128), repeat=5, seed=0, progress=None) -> dict:
             first = (q[:B], v[:B], tau[:B])
             say(f"timing {robot}, B = {B}")
             three = PinConstrained(pin, pmodel, case, THREE_ITERATIONS).kernels(*first)["constrained_dynamics"]
-            t_pin = _time(three, repeat, B)
+            t_pin = seconds_per_state(three, repeat, B)
             for algorithm in ALGORITHMS:
                 ours = ours_constrained_kernels(model, contacts, *first, algorithm, THREE_ITERATIONS)
-                t = _time(ours["constrained_dynamics"], repeat, B)
+                t = seconds_per_state(ours["constrained_dynamics"], repeat, B)
                 table2.append(
                     dict(robot=robot, algorithm=algorithm, batch=B, ours_us=t, pinocchio_us=t_pin, ratio=t / t_pin)
                 )
-            t_pin = _time(_pin_osim(pin, PinConstrained(pin, pmodel, case), q[:B]), repeat, B)
+            t_pin = seconds_per_state(_pin_osim(pin, PinConstrained(pin, pmodel, case), q[:B]), repeat, B)
             for algorithm in osims:
-                t = _time(lambda a=algorithm: dynamics.damped_osim(model, q[:B], contacts, OSIM_MU, a), repeat, B)
+                t = seconds_per_state(
+                    lambda a=algorithm: dynamics.damped_osim(model, q[:B], contacts, OSIM_MU, a), repeat, B
+                )
                 table3.append(
                     dict(robot=robot, algorithm=algorithm, batch=B, ours_us=t, pinocchio_us=t_pin, ratio=t / t_pin)
                 )

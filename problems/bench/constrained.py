@@ -1,0 +1,456 @@
+"""``liftoff bench constrained``: proximal constrained forward dynamics (seed 000 eq. 17-18,
+seed 003 Sec. II) and its derivatives (seed 001 Prop. 1) against Pinocchio's
+``constraintDynamics`` (its proxLTL) and ``computeConstraintDynamicsDerivatives`` with the same
+proximal settings, on robots in contact; and, with ``--scaling``, the scaling study of seed 003
+Fig. 3 on serial chains and balanced binary trees of growing size (:func:`scaling_figure`
+draws it).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import platform
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from liftoff import dynamics
+from liftoff.dynamics import sample_models
+from liftoff.problems.files import save_figure
+
+from .common import (
+    TOLERANCE,
+    BenchError,
+    check_against_pinocchio,
+    import_pinocchio,
+    pinocchio_model,
+    random_states,
+    seconds_per_call,
+)
+
+ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV")
+CONSTRAINED_QUANTITIES = ("constrained_dynamics", "constrained_dynamics_derivatives")
+PROXIMAL = dict(mu=1e-4, max_iter=30, tol=1e-10)  # liftoff's defaults, given to Pinocchio alike
+# The scaling study's chains are ill-conditioned at random configurations: the augmented-
+# Lagrangian algorithms (proxLTLs, constrainedABA) need a larger damping to stay within
+# TOLERANCE of Pinocchio (their rounding grows like 1/mu, see dynamics/constrained.py).
+SCALING_PROXIMAL = dict(mu=1e-3, max_iter=60, tol=1e-10)
+REQUIRED_API = ("Contact", "constrained_dynamics", "constrained_dynamics_derivatives")
+CHAIN_SIZES = (8, 16, 32, 64)
+TREE_SIZES = (9, 21, 45, 93)
+SCALING_BATCH = 32
+
+
+@dataclass(frozen=True)
+class ContactCase:
+    """Contacts of one kind, in one reference frame, on some frames of a robot."""
+
+    frames: tuple
+    kind: str  # "3D" or "6D"
+    reference: str  # "LOCAL", "WORLD" or "LOCAL_WORLD_ALIGNED"
+
+
+CONTACT_CASES = {
+    "anymal": ContactCase(("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"), "3D", "LOCAL_WORLD_ALIGNED"),
+    "talos": ContactCase(("left_sole_link", "right_sole_link"), "6D", "LOCAL"),
+}
+
+
+def require_constrained_dynamics(names=REQUIRED_API) -> None:
+    """Raise :class:`BenchError` (not an ImportError traceback) while the API is missing."""
+    missing = [name for name in names if not hasattr(dynamics, name)]
+    if missing:
+        raise BenchError(
+            "the constrained benchmark needs "
+            + ", ".join(f"dynamics.{name}" for name in missing)
+            + ", which this version of liftoff does not have yet"
+        )
+
+
+def contacts_of(case: ContactCase) -> list:
+    return [dynamics.Contact(frame, kind=case.kind, reference=case.reference) for frame in case.frames]
+
+
+class PinConstrained:
+    """Pinocchio's proximal constrained dynamics for the contacts of ``case``, set up once.
+
+    Each contact is a ``RigidConstraintModel`` on the parent joint of the frame, at the
+    frame's placement in that joint; its force ``contact_force`` (stacked: ``data.lambda_c``)
+    is the force on the robot in the contact's reference frame, as liftoff's ``f``.
+    """
+
+    def __init__(self, pin, pmodel, case: ContactCase, settings=PROXIMAL):
+        self.pin, self.pmodel, self.data = pin, pmodel, pmodel.createData()
+        kind = {"3D": pin.ContactType.CONTACT_3D, "6D": pin.ContactType.CONTACT_6D}[case.kind]
+        reference = getattr(pin.ReferenceFrame, case.reference)
+        models = []
+        for name in case.frames:
+            frame = pmodel.frames[pmodel.getFrameId(name)]
+            models.append(pin.RigidConstraintModel(kind, pmodel, frame.parentJoint, frame.placement, reference))
+        self.models = pin.StdVec_RigidConstraintModel(models)
+        self.datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
+        pin.initConstraintDynamics(pmodel, self.data, self.models, self.datas)
+        self.settings = pin.ProximalSettings(settings["tol"], settings["mu"], settings["max_iter"])
+
+    def values(self, q, v, tau, derivatives=True) -> dict:
+        """Results stacked over the states; ``"iterations"``: proximal iterations per state."""
+        pin, pmodel, data = self.pin, self.pmodel, self.data
+        out = {name: [] for name in CONSTRAINED_QUANTITIES}
+        iterations = []
+        for qi, vi, ti in zip(q, v, tau):
+            a = pin.constraintDynamics(pmodel, data, qi, vi, ti, self.models, self.datas, self.settings).copy()
+            out["constrained_dynamics"].append((a, data.lambda_c.copy()))
+            iterations.append(self.settings.iter)
+            if derivatives:
+                parts = pin.computeConstraintDynamicsDerivatives(pmodel, data, self.models, self.datas, self.settings)
+                out["constrained_dynamics_derivatives"].append(tuple(np.array(x) for x in parts))
+        result = {name: tuple(np.stack(p) for p in zip(*rows)) for name, rows in out.items() if rows}
+        result["iterations"] = np.array(iterations)
+        return result
+
+    def kernels(self, q, v, tau) -> dict:
+        """A Python loop over the states per quantity. The derivatives need the forward
+        solution of their state, so their loop calls ``constraintDynamics`` too (as liftoff's
+        ``constrained_dynamics_derivatives`` computes it from ``(q, v, tau)``)."""
+        pin, pmodel, data, models, datas, settings = (
+            self.pin,
+            self.pmodel,
+            self.data,
+            self.models,
+            self.datas,
+            self.settings,
+        )
+        states = [tuple(np.ascontiguousarray(x) for x in s) for s in zip(q, v, tau)]
+
+        def forward():
+            for qi, vi, ti in states:
+                pin.constraintDynamics(pmodel, data, qi, vi, ti, models, datas, settings)
+
+        def derivatives():
+            for qi, vi, ti in states:
+                pin.constraintDynamics(pmodel, data, qi, vi, ti, models, datas, settings)
+                pin.computeConstraintDynamicsDerivatives(pmodel, data, models, datas, settings)
+
+        return dict(zip(CONSTRAINED_QUANTITIES, (forward, derivatives)))
+
+
+def ours_constrained_kernels(model, contacts, q, v, tau, algorithm, settings=PROXIMAL) -> dict:
+    """One batched call per quantity; ``algorithm`` for the forward dynamics."""
+    return {
+        "constrained_dynamics": lambda: dynamics.constrained_dynamics(
+            model, q, v, tau, contacts, algorithm=algorithm, **settings
+        ),
+        "constrained_dynamics_derivatives": lambda: dynamics.constrained_dynamics_derivatives(
+            model, q, v, tau, contacts, **settings
+        ),
+    }
+
+
+def as_arrays(kernels: dict) -> dict:
+    """The kernels with the forward result unpacked to ``(a, f)`` (it also carries statistics)."""
+
+    def forward():
+        a, f = kernels["constrained_dynamics"]()
+        return a, f
+
+    return {**kernels, "constrained_dynamics": forward}
+
+
+def _iterations(result):
+    """Max and mean proximal iterations over the states of a liftoff result (None if absent)."""
+    its = getattr(result, "iterations", None)
+    return None if its is None else _stats(its)
+
+
+def _stats(its) -> dict:
+    return dict(max=int(np.max(its)), mean=float(np.mean(its)))
+
+
+def seconds_per_state(fn, repeat, B) -> float:
+    """µs per state of ``fn``, a call on ``B`` states (best of ``repeat`` runs)."""
+    return seconds_per_call(fn, repeat) / B * 1e6
+
+
+def constrained_benchmark(
+    robots=tuple(CONTACT_CASES), batches=(1, 128), repeat=5, algorithms=ALGORITHMS, seed=0, progress=None
+) -> dict:
+    """Time constrained dynamics and its derivatives against Pinocchio; a JSON-ready dict.
+
+    For each robot of ``CONTACT_CASES``: every algorithm's ``(a, f)`` and the derivatives are
+    checked against Pinocchio on ``max(batches)`` random states, then timed on the first
+    ``B`` of them for each ``B`` of ``batches`` (liftoff: one batched call; Pinocchio: a
+    Python loop).
+    """
+    pin = import_pinocchio()
+    require_constrained_dynamics()
+    retained = dynamics.retain_freed_memory()
+    say = progress or (lambda line: None)
+    cases, rows = [], []
+    for robot in robots:
+        case = CONTACT_CASES[robot]
+        model = dynamics.load(robot)
+        pmodel = pinocchio_model(pin, model, robot)
+        contacts = contacts_of(case)
+        reference = PinConstrained(pin, pmodel, case)
+        q, v, _, tau = random_states(model, max(batches), seed)
+
+        say(f"checking {robot} against Pinocchio {pin.__version__} on {len(q)} states")
+        pins = reference.values(q, v, tau)
+        errors, iterations = {}, {"pinocchio": _stats(pins["iterations"])}
+        for algorithm in algorithms:
+            ours = ours_constrained_kernels(model, contacts, q, v, tau, algorithm)
+            err = check_against_pinocchio(as_arrays(ours), pins, ("constrained_dynamics",), f" ({robot}, {algorithm})")
+            errors[f"constrained_dynamics[{algorithm}]"] = err["constrained_dynamics"]
+            iterations[algorithm] = _iterations(ours["constrained_dynamics"]())
+        ours = ours_constrained_kernels(model, contacts, q, v, tau, algorithms[0])
+        errors.update(check_against_pinocchio(ours, pins, ("constrained_dynamics_derivatives",), f" ({robot})"))
+
+        for B in batches:
+            first = (q[:B], v[:B], tau[:B])
+            theirs = PinConstrained(pin, pmodel, case).kernels(*first)
+            t_pin = {name: seconds_per_state(theirs[name], repeat, B) for name in CONSTRAINED_QUANTITIES}
+            timed = [("constrained_dynamics", algorithm) for algorithm in algorithms] + [
+                ("constrained_dynamics_derivatives", "-")
+            ]
+            for name, algorithm in timed:
+                say(f"timing {robot} {name}" + (f" ({algorithm})" if algorithm != "-" else "") + f", B = {B}")
+                ours = ours_constrained_kernels(
+                    model, contacts, *first, algorithms[0] if algorithm == "-" else algorithm
+                )
+                t = seconds_per_state(ours[name], repeat, B)
+                rows.append(
+                    dict(
+                        robot=robot,
+                        quantity=name,
+                        algorithm=algorithm,
+                        batch=B,
+                        ours_us_per_state=t,
+                        pinocchio_us_per_state=t_pin[name],
+                        ratio_ours_over_pin=t / t_pin[name],
+                    )
+                )
+        cases.append(
+            dict(
+                robot=robot,
+                nq=model.nq,
+                nv=model.nv,
+                contacts=dict(frames=list(case.frames), kind=case.kind, reference=case.reference),
+                constraint_dimension=len(case.frames) * int(case.kind[0]),
+                max_abs_error_vs_pinocchio=errors,
+                iterations=iterations,
+            )
+        )
+    return dict(
+        benchmark="constrained",
+        proximal_settings=PROXIMAL,
+        algorithms=list(algorithms),
+        pinocchio_reference="constraintDynamics (proxLTL) and computeConstraintDynamicsDerivatives, "
+        "same proximal settings; "
+        "the derivatives loop calls constraintDynamics first",
+        seed=seed,
+        repeat=repeat,
+        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
+        tolerance=TOLERANCE,
+        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
+        retained_freed_memory=retained,
+        machine=f"{platform.machine()} {platform.system()}",
+        cases=cases,
+        results=rows,
+    )
+
+
+def _mechanisms(chain_sizes, tree_sizes):
+    """``(mechanism, n, model, urdf text, ContactCase)`` of the scaling study."""
+    for n in chain_sizes:
+        yield (
+            "chain",
+            n,
+            sample_models.serial_chain(n),
+            sample_models.serial_chain_urdf(n),
+            ContactCase(("end_effector",), "6D", "LOCAL"),
+        )
+    for n in tree_sizes:
+        model = sample_models.binary_tree(n)
+        leaves = tuple(sample_models.leaf_frames(model))
+        yield "tree", n, model, sample_models.binary_tree_urdf(n), ContactCase(leaves, "3D", "LOCAL_WORLD_ALIGNED")
+
+
+def scaling_benchmark(
+    chain_sizes=CHAIN_SIZES,
+    tree_sizes=TREE_SIZES,
+    batch=SCALING_BATCH,
+    repeat=5,
+    algorithms=ALGORITHMS,
+    seed=0,
+    progress=None,
+) -> dict:
+    """Seed 003 Fig. 3: µs per state of ``constrained_dynamics`` per algorithm against the size.
+
+    Serial chains of ``n`` links with a 6D contact on ``end_effector`` (LOCAL), balanced
+    binary trees of ``n`` links with 3D contacts on every leaf (LOCAL_WORLD_ALIGNED); ``batch``
+    random states per call, ``SCALING_PROXIMAL`` settings; Pinocchio's ``constraintDynamics``
+    (proxLTL) as the reference column, checked against first.
+    """
+    mechanisms = list(_mechanisms(chain_sizes, tree_sizes))  # a bad size fails before anything runs
+    pin = import_pinocchio()
+    require_constrained_dynamics(("Contact", "constrained_dynamics"))
+    retained = dynamics.retain_freed_memory()
+    say = progress or (lambda line: None)
+    rows = []
+    for mechanism, n, model, text, case in mechanisms:
+        pmodel = pin.buildModelFromXML(text)
+        contacts = contacts_of(case)
+        reference = PinConstrained(pin, pmodel, case, SCALING_PROXIMAL)
+        q, v, _, tau = random_states(model, batch, seed)
+        say(f"checking {mechanism} n = {n} against Pinocchio")
+        pins = reference.values(q, v, tau, derivatives=False)
+        row = dict(
+            mechanism=mechanism,
+            n=n,
+            nv=model.nv,
+            constraint_dimension=len(case.frames) * int(case.kind[0]),
+            contacts=f"{case.kind} in {case.reference} on {'end_effector' if mechanism == 'chain' else 'all leaves'}",
+            ours_us_per_state={},
+            ratio_ours_over_pin={},
+            max_abs_error_vs_pinocchio={},
+            iterations={"pinocchio": _stats(pins["iterations"])},
+        )
+        kernels = {
+            algorithm: ours_constrained_kernels(model, contacts, q, v, tau, algorithm, SCALING_PROXIMAL)
+            for algorithm in algorithms
+        }
+        for algorithm, ours in kernels.items():
+            # relative to the largest entry: long chains at random configurations are ill-conditioned
+            err = check_against_pinocchio(
+                as_arrays(ours),
+                pins,
+                ("constrained_dynamics",),
+                f" ({mechanism} n = {n}, {algorithm})",
+                per_entry=False,
+            )
+            row["max_abs_error_vs_pinocchio"][algorithm] = err["constrained_dynamics"]
+            row["iterations"][algorithm] = _iterations(ours["constrained_dynamics"]())
+        say(f"timing {mechanism} n = {n}, B = {batch}")
+        row["pinocchio_us_per_state"] = seconds_per_state(
+            reference.kernels(q, v, tau)["constrained_dynamics"], repeat, batch
+        )
+        for algorithm, ours in kernels.items():
+            t = seconds_per_state(ours["constrained_dynamics"], repeat, batch)
+            row["ours_us_per_state"][algorithm] = t
+            row["ratio_ours_over_pin"][algorithm] = t / row["pinocchio_us_per_state"]
+        rows.append(row)
+    return dict(
+        benchmark="constrained scaling (seed 003 Fig. 3)",
+        batch=batch,
+        proximal_settings=SCALING_PROXIMAL,
+        algorithms=list(algorithms),
+        pinocchio_reference="constraintDynamics (proxLTL), same proximal settings",
+        seed=seed,
+        repeat=repeat,
+        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
+        tolerance=TOLERANCE,
+        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
+        retained_freed_memory=retained,
+        machine=f"{platform.machine()} {platform.system()}",
+        results=rows,
+    )
+
+
+def _settings_line(result) -> str:
+    s = result["proximal_settings"]
+    return (
+        f"proximal settings mu {s['mu']:g}, max_iter {s['max_iter']}, tol {s['tol']:g}; "
+        f"best of {result['repeat']} runs; Pinocchio {result['versions']['pinocchio']}, "
+        f"numpy {result['versions']['numpy']}, Python {result['versions']['python']}; "
+        f"freed memory retained: {result['retained_freed_memory']}"
+    )
+
+
+def _its(stats) -> str:
+    return "-" if stats is None else f"{stats['max']}"
+
+
+def format_constrained_table(result: dict) -> str:
+    lines = [_settings_line(result), f"reference: Pinocchio {result['pinocchio_reference']}"]
+    for case in result["cases"]:
+        c = case["contacts"]
+        lines.append(
+            f"{case['robot']} (nq={case['nq']}, nv={case['nv']}): "
+            f"{len(c['frames'])} x {c['kind']} contacts in {c['reference']} "
+            f"on {', '.join(c['frames'])} (m = {case['constraint_dimension']})"
+        )
+        lines.append(
+            f"  checked against Pinocchio to {result['tolerance']:g}: max |ours - pin| = "
+            + ", ".join(f"{name} {err:.1e}" for name, err in case["max_abs_error_vs_pinocchio"].items())
+        )
+        lines.append(
+            "  proximal iterations (max over the states): "
+            + ", ".join(f"{name} {_its(stats)}" for name, stats in case["iterations"].items())
+        )
+    columns = (
+        f"{'robot':<7} {'quantity':<33} {'algorithm':<15} {'B':>5} "
+        f"{'ours µs/state':>14} {'pinocchio µs/state':>19} {'ours/pin':>9}"
+    )
+    lines += ["", columns, "-" * len(columns)]
+    for r in result["results"]:
+        lines.append(
+            f"{r['robot']:<7} {r['quantity']:<33} {r['algorithm']:<15} {r['batch']:>5} {r['ours_us_per_state']:>14.2f} "
+            f"{r['pinocchio_us_per_state']:>19.2f} {r['ratio_ours_over_pin']:>9.2f}"
+        )
+    return "\n".join(lines)
+
+
+def format_scaling_table(result: dict) -> str:
+    algorithms = result["algorithms"]
+    lines = [
+        f"{result['benchmark']}: constrained_dynamics, µs per state (B = {result['batch']} random states per call), "
+        "and the ratio ours / Pinocchio's constraintDynamics",
+        _settings_line(result),
+        "chain: 6D contact on end_effector in LOCAL; tree: 3D contacts on all leaves in LOCAL_WORLD_ALIGNED; "
+        f"every algorithm checked against Pinocchio to {result['tolerance']:g} first",
+        "",
+    ]
+    width = max(14, *(len(a) for a in algorithms))
+    columns = (
+        f"{'mechanism':<9} {'n':>4} {'m':>4} "
+        + " ".join(f"{a:>{width}}" for a in algorithms)
+        + f" {'pinocchio':>{width}}  "
+        + " ".join(f"{a + '/pin':>{width + 4}}" for a in algorithms)
+        + "  max iterations (ours | pin)"
+    )
+    lines += [columns, "-" * len(columns)]
+    for r in result["results"]:
+        lines.append(
+            f"{r['mechanism']:<9} {r['n']:>4} {r['constraint_dimension']:>4} "
+            + " ".join(f"{r['ours_us_per_state'][a]:>{width}.1f}" for a in algorithms)
+            + f" {r['pinocchio_us_per_state']:>{width}.1f}  "
+            + " ".join(f"{r['ratio_ours_over_pin'][a]:>{width + 4}.2f}" for a in algorithms)
+            + "  "
+            + " ".join(_its(r["iterations"][a]) for a in algorithms)
+            + f" | {_its(r['iterations']['pinocchio'])}"
+        )
+    return "\n".join(lines)
+
+
+def scaling_figure(result, path):
+    """Seed 003 Fig. 3 from ``liftoff bench constrained --scaling``: µs per state against the
+    number of links, one panel per mechanism, a line per algorithm and Pinocchio's."""
+    rows = result["results"]
+    mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
+    fig, axes = plt.subplots(1, len(mechanisms), figsize=(5.5 * len(mechanisms), 3.8), squeeze=False)
+    for ax, mechanism in zip(axes[0], mechanisms):
+        mine = [r for r in rows if r["mechanism"] == mechanism]
+        n = [r["n"] for r in mine]
+        for algorithm in result["algorithms"]:
+            ax.loglog(n, [r["ours_us_per_state"][algorithm] for r in mine], "o-", label=algorithm)
+        ax.loglog(n, [r["pinocchio_us_per_state"] for r in mine], "k--", label="Pinocchio constraintDynamics")
+        ax.set_title(f"{mechanism}: constrained dynamics, B = {result['batch']}", fontsize=9)
+        ax.set_xlabel("links n")
+        ax.set_ylabel("µs per state")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, path)
