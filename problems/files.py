@@ -3,7 +3,7 @@
 :func:`check_output` refuses, before a solve, a path that cannot be written (a folder, a
 device, a parent that cannot be created or written); :func:`atomic` writes to a temporary
 file beside the target and renames it into place when the writing ends, so that an error or
-an interrupt leaves the previous file as it was.
+an interrupt leaves the previous file as it was; :func:`save_figure` writes a figure so.
 """
 
 from __future__ import annotations
@@ -61,3 +61,16 @@ def atomic(path, mode="wb"):
         if isinstance(e, OSError):
             raise OutputError(f"{path}: cannot write it ({e.strerror or e})") from None
         raise
+
+
+def save_figure(fig, path) -> Path:
+    """Write a matplotlib figure whole (:func:`atomic`) in the format of ``path``'s suffix, and
+    close it."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic(path) as f:
+            fig.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=120)
+    finally:
+        plt.close(fig)
+    return Path(path)

@@ -1,23 +1,15 @@
-"""Figures of a comparison, drawn from results files (:func:`problems.runs.load_run`):
+"""Figures of a comparison, drawn from results files (:func:`problems.studies.runs.load_run`), and of a sweep:
 
 - :func:`kkt_figure`: KKT error against iterations, one panel per gait and barrier, the
   lifted formulation solid and the non-lifted dashed (seed 004 Fig. 1), and the baselines'
-  own measures (:mod:`problems.baselines`) in styles of their own;
+  own measures (:mod:`problems.studies.baselines`) in styles of their own;
 - :func:`time_figure`: time per iteration and total time per gait, log scale (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
   bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
-- :func:`mpc_figures`: a polishing MPC run (:mod:`problems.polishing_run`): the normal force
-  against its target (seed 001 Fig. 2), the tool's path against the circle in the surface
-  plane (Fig. 4), and the histogram of the MPC updates' wall times;
-- :func:`gait_mpc_figures`: a gait MPC run (:mod:`problems.gait_mpc_run`): base velocity
-  against the command, base height, feet forces against the friction cones, update times;
-- :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.sweep`);
-- :func:`constrained_scaling_figure`: seed 003 Fig. 3 from the constrained scaling benchmark.
+- :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.studies.sweep`).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib
 
@@ -25,8 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from liftoff.dynamics.spatial import quat_to_rotation
-from liftoff.problems.files import atomic
+from liftoff.problems.files import save_figure
 
 STYLES = {"lifted": "-", "nonlifted": "--", "fddp": (0, (6, 2)), "ilqr": (0, (1, 1)), "ipopt": ":", "sqp": "-."}
 COLORS = {
@@ -75,7 +66,7 @@ def kkt_figure(runs, path):
     for row in axes:  # each barrier's methods (the baselines have a row of their own)
         row[0].legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def time_figure(runs, path):
@@ -114,7 +105,7 @@ def time_figure(runs, path):
         ax.grid(True, axis="y", alpha=0.3)
     ax_total.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def forces_figure(run, path):
@@ -140,111 +131,12 @@ def forces_figure(run, path):
         f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9
     )
     fig.tight_layout()
-    _save(fig, path)
-
-
-def mpc_figures(results, out_dir) -> list:
-    """``force.png``, ``path.png`` and ``ticks.png`` of a polishing MPC results file (as read by
-    :func:`problems.polishing_run.load`) in ``out_dir``; returns their paths."""
-    out_dir = Path(out_dir)
-    cfg, m = results["config"], results["measures"]
-    t, force = results["t"], results["force"]
-    fig, ax = plt.subplots(figsize=(7, 3))
-    ax.plot(t, force, color="tab:blue", label="normal force")
-    ax.axhline(cfg["surface"]["force"], color="k", ls="--", lw=1, label="target")
-    for push in m["disturbances"]["pushes"]:
-        ax.axvspan(push["start"], push["start"] + push["duration"], color="tab:red", alpha=0.2, label="push")
-    ax.set(xlabel="time [s]", ylabel="force [N]", title=f"normal force along {cfg['surface']['normal']}")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    paths = [out_dir / "force.png"]
-    _save(fig, paths[-1])
-    axis = "xyz".index(cfg["surface"]["normal"][-1])
-    i, j = (k for k in range(3) if k != axis)
-    tool, ref = results["tool"], results["reference"]
-    fig, ax = plt.subplots(figsize=(4, 4))
-    ax.plot(1e2 * ref[:, i], 1e2 * ref[:, j], "k--", lw=1, label="reference")
-    ax.plot(1e2 * tool[:, i], 1e2 * tool[:, j], color="tab:blue", lw=1, label="tool")
-    ax.set(xlabel=f"{'xyz'[i]} [cm]", ylabel=f"{'xyz'[j]} [cm]", title="tool in the surface plane", aspect="equal")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    paths.append(out_dir / "path.png")
-    _save(fig, paths[-1])
-    paths.append(_ticks_figure(results, out_dir))
-    return paths
-
-
-def _ticks_figure(results, out_dir) -> Path:
-    """``ticks.png``: the histogram of the MPC updates' wall times against the MPC period."""
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.hist(results["tick_ms"][1:], bins=40, color="tab:blue")
-    ax.axvline(1e3 * results["config"]["mpc"]["period"], color="k", ls="--", lw=1, label="MPC period")
-    ax.set(
-        xlabel="update wall time [ms]", ylabel="updates", title=f"median {results['measures']['tick_ms_median']:.2f} ms"
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    _save(fig, Path(out_dir) / "ticks.png")
-    return Path(out_dir) / "ticks.png"
-
-
-def gait_mpc_figures(results, out_dir) -> list:
-    """``velocity.png`` (the base's forward velocity against the command), ``height.png`` (the
-    base's height), ``forces.png`` (each foot's normal force and tangential force against the
-    friction pyramid's bound) and ``ticks.png`` of a gait MPC results file."""
-    out_dir, m, cfg = Path(out_dir), results["measures"], results["config"]
-    t, q, v = results["t"], results["q"], results["v"]
-    R = quat_to_rotation(q[:, 3:7].T).transpose(2, 0, 1)
-    forward = np.einsum("sij,sj->si", R, v[:, :3])[:, 0]  # the base's linear velocity in the world
-    fig, ax = plt.subplots(figsize=(7, 3))
-    ax.plot(t, forward, color="tab:blue", lw=1, label="base")
-    ax.axhline(m["command_velocity_mps"], color="k", ls="--", lw=1, label="command")
-    _pushes(ax, m)
-    ax.set(xlabel="time [s]", ylabel="forward velocity [m/s]")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    paths = [out_dir / "velocity.png"]
-    _save(fig, paths[-1])
-    fig, ax = plt.subplots(figsize=(7, 3))
-    ax.plot(t, q[:, 2], color="tab:blue", lw=1)
-    ax.axhline(0.25, color="tab:red", ls="--", lw=1, label="fall")
-    _pushes(ax, m)
-    ax.set(xlabel="time [s]", ylabel="base height [m]")
-    ax.legend(fontsize=8)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    paths.append(out_dir / "height.png")
-    _save(fig, paths[-1])
-    feet = cfg["contacts"]["feet"]
-    f = results["f"].reshape(len(t), len(feet), 3)
-    bound = cfg["contacts"]["friction"] / np.sqrt(2)
-    fig, axes = plt.subplots(len(feet), 1, figsize=(7, 1.6 * len(feet)), sharex=True, squeeze=False)
-    for i, (ax, foot) in enumerate(zip(axes[:, 0], feet)):
-        ax.fill_between(t, -bound * f[:, i, 2], bound * f[:, i, 2], color="0.85", label="cone bound")
-        ax.plot(t, f[:, i, 2], color="tab:blue", lw=1, label="f_z")
-        ax.plot(t, f[:, i, 0], color="tab:orange", lw=1, label="f_x")
-        ax.plot(t, f[:, i, 1], color="tab:green", lw=1, label="f_y")
-        ax.set_ylabel(f"{foot} [N]", fontsize=8)
-    axes[0, 0].legend(fontsize=7, ncol=4)
-    axes[-1, 0].set_xlabel("time [s]")
-    fig.tight_layout()
-    paths.append(out_dir / "forces.png")
-    _save(fig, paths[-1])
-    paths.append(_ticks_figure(results, out_dir))
-    return paths
-
-
-def _pushes(ax, m):
-    for push in m["disturbances"]["pushes"]:
-        ax.axvspan(push["start"], push["start"] + push["duration"], color="tab:red", alpha=0.2)
+    save_figure(fig, path)
 
 
 def sweep_figure(rows, plot, path, columns=5):
     """``plot.y`` against ``plot.x`` over the converged rows of a sweep's table, a line per value
-    of ``plot.lines`` and a panel per combination of ``plot.panels`` (a :class:`problems.sweep_spec.Plot`),
+    of ``plot.lines`` and a panel per combination of ``plot.panels`` (a :class:`problems.studies.sweep_spec.Plot`),
     panels in the table's order, ``columns`` to a row."""
     rows = [r for r in rows if r["status"] == "converged"]
     panels = list(dict.fromkeys(tuple(r[k] for k in plot.panels) for r in rows)) or [()]
@@ -266,34 +158,4 @@ def sweep_figure(rows, plot, path, columns=5):
         ax.set_ylabel(plot.y)
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, path)
-
-
-def constrained_scaling_figure(result, path):
-    """Seed 003 Fig. 3 from ``liftoff bench constrained --scaling``: µs per state against the
-    number of links, one panel per mechanism, a line per algorithm and Pinocchio's."""
-    rows = result["results"]
-    mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
-    fig, axes = plt.subplots(1, len(mechanisms), figsize=(5.5 * len(mechanisms), 3.8), squeeze=False)
-    for ax, mechanism in zip(axes[0], mechanisms):
-        mine = [r for r in rows if r["mechanism"] == mechanism]
-        n = [r["n"] for r in mine]
-        for algorithm in result["algorithms"]:
-            ax.loglog(n, [r["ours_us_per_state"][algorithm] for r in mine], "o-", label=algorithm)
-        ax.loglog(n, [r["pinocchio_us_per_state"] for r in mine], "k--", label="Pinocchio constraintDynamics")
-        ax.set_title(f"{mechanism}: constrained dynamics, B = {result['batch']}", fontsize=9)
-        ax.set_xlabel("links n")
-        ax.set_ylabel("µs per state")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
-    _save(fig, path)
-
-
-def _save(fig, path):
-    """Write the figure whole (a temporary file renamed into place) and close it."""
-    try:
-        with atomic(path) as f:
-            fig.savefig(f, format=Path(path).suffix.lstrip(".") or "png", dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
