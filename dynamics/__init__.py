@@ -24,6 +24,7 @@ from .constrained import (
     impulse_inverse_dynamics_derivatives,
 )
 from .contacts import COMPONENTS, Contact
+from .describe import describe
 from .errors import DimensionError, ModelError, UnknownNameError
 from .forward_dynamics import aba, aba_derivatives
 from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.ocp.formulation import Formulation
-from liftoff.problems.studies.runs import solver_options
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
@@ -20,7 +19,7 @@ print(f"{problem.K} stages ({sum(s.kind == 'impulse' for s in problem.stages)} i
 
 for formulation in ("lifted", "nonlifted"):
     form = Formulation(problem, formulation)
-    result = solve(form, solver_options(config))
+    result = solve(form, config.solver.options())
     print(
         f"{formulation:>9}: {result.status} in {result.iterations} iterations, cost {result.cost:.6e}, "
         f"KKT error {result.kkt_error:.1e}"

@@ -19,7 +19,6 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.kernels import CompiledStages
 from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 from liftoff.ocp.stages import NumpyStages
-from liftoff.problems.studies.runs import solver_options
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
@@ -233,7 +232,7 @@ def test_symbolic_stages_with_a_torque_filter_equal_numpy(name):
 
 @pytest.mark.parametrize("formulation", ["lifted", "nonlifted"])
 def test_trot_solve_is_the_same_with_both_backends(trot, formulation):
-    options = solver_options(load_config(CONFIGS / "anymal_trot.yaml"))
+    options = load_config(CONFIGS / "anymal_trot.yaml").solver.options()
     results = {b: solve(Formulation(trot, formulation, b, quiet=True), options) for b in ("compiled", "numpy")}
     compiled, numpy_ = results["compiled"], results["numpy"]
     assert compiled.converged and numpy_.converged

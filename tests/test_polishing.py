@@ -15,8 +15,8 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.problems.cli import main
 from liftoff.problems.mpc.plant import Push
 from liftoff.problems.mpc.polishing_run import measures, run
-from liftoff.problems.tasks.config import ConfigError, parse_config
-from liftoff.problems.tasks.polishing import PolishingConfig, TaskError, build_ocp, make_task
+from liftoff.problems.tasks.config import ConfigError, ProblemError, parse_config
+from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
 
 SHORT = {"task": "polishing", "mpc": {"duration": 1.0}, "costs": {"tool_position": 200.0}}
@@ -65,7 +65,7 @@ def test_names_the_robot_does_not_have_are_task_errors(changes, message):
     data = {**SHORT, **changes}
     if "controlled" in changes:
         data["costs"] = {**SHORT["costs"], "position_weights": [1.0, 1.0]}
-    with pytest.raises(TaskError, match=message.replace("(", r"\(")):
+    with pytest.raises(ProblemError, match=message.replace("(", r"\(")):
         make_task(parse_config(data, schema=PolishingConfig))
 
 

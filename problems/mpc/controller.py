@@ -104,13 +104,9 @@ class MPC:
     def of_config(cls, build, config, formulation=None, quiet=False, layout=None) -> MPC:
         """The MPC of a task configuration: its ``solver`` section (``formulation`` overrides
         its formulation) and its ``mpc`` section's ``iterations`` and ``first_iterations``."""
-        from liftoff.problems.studies.runs import solver_options
-
         s, m = config.solver, config.mpc
         name = formulation or s.formulation
-        return cls(
-            build, name, s.backend, solver_options(config), m.iterations, m.first_iterations, quiet=quiet, layout=layout
-        )
+        return cls(build, name, s.backend, s.options(), m.iterations, m.first_iterations, quiet=quiet, layout=layout)
 
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an

@@ -1,8 +1,8 @@
 """A gait in closed loop: MPC of its receding horizon against the legged plant, and its measures.
 
-:func:`run` builds the whole run of a :class:`problems.gait_mpc.GaitMPCConfig`, its MPC (the
+:func:`run` builds the whole run of a :class:`problems.tasks.gait_mpc.GaitMPCConfig`, its MPC (the
 kernels built once for the whole run's contacts and costs) and its plant
-(:class:`problems.legged_plant.LeggedPlant`, the same model unless a mass scale is given), and
+(:class:`problems.mpc.legged_plant.LeggedPlant`, the same model unless a mass scale is given), and
 runs them. :func:`measures` gives what ``liftoff mpc --json`` prints:
 
 - ``fell``: the base below 0.25 m or tilted more than 45 degrees at some point;
@@ -12,7 +12,7 @@ runs them. :func:`measures` gives what ``liftoff mpc --json`` prints:
   foot in contact (the plant's feet stick: this is what a real foot would have slipped by);
 - ``max_foot_slip_m``: the largest drift of a foot in contact from its touchdown point;
 - ``max_penetration_m``, ``touchdowns``;
-- the controller's timing (:func:`problems.mpc_results.timing`).
+- the controller's timing (:func:`problems.mpc.results.timing`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class GaitMPCRun:
 
 def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, progress=None, quiet=False):
     """Run the gait MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``) with
-    ``pushes`` (:class:`problems.plant.Push`) and the plant's scaled bodies' mass and inertia
+    ``pushes`` (:class:`problems.mpc.plant.Push`) and the plant's scaled bodies' mass and inertia
     times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
     plan = make_run(config)
     m, p = config.mpc, config.plant
@@ -105,3 +105,13 @@ def measures(r: GaitMPCRun) -> dict:
         **timing(r.ticks, r.control_seconds, duration),
         "disturbances": r.disturbances,
     }
+
+
+def summary_lines(m: dict) -> tuple:
+    """The measures a person reads first, as lines."""
+    return (
+        f"base: mean forward velocity {m['mean_forward_velocity_mps']:.3f} m/s "
+        f"(command {m['command_velocity_mps']:.3f}){' (FELL)' if m['fell'] else ''}",
+        f"feet: {m['touchdowns']} touchdowns, slip up to {1e3 * m['max_foot_slip_m']:.2f} mm, "
+        f"cone violation up to {max(0.0, m['max_cone_violation']):.2f} N",
+    )

@@ -1,7 +1,7 @@
 """A simulated legged robot for closed-loop gait MPC: feet that touch down, stick and lift off.
 
 :class:`LeggedPlant` integrates liftoff's proximal constrained dynamics with the semi-implicit
-Euler scheme of :class:`problems.plant.Plant`, the feet on the ground as 3D contacts held at
+Euler scheme of :class:`problems.mpc.plant.Plant`, the feet on the ground as 3D contacts held at
 their touchdown points by Baumgarte gains. Events within a step:
 
 - **touchdown**: a foot that the schedule holds on the ground and that reaches the ground
@@ -36,7 +36,7 @@ class LeggedPlant(Plant):
     """A legged ``model`` with ``feet`` (frame names) on flat ground at ``ground`` [m], friction
     coefficient ``friction`` (for the reported cone violations), ``schedule(t)``: the feet the
     plan holds on the ground at time ``t``; Baumgarte gains ``kp, kd`` hold the feet in
-    contact; step ``dt``; disturbances as for :class:`problems.plant.Plant`."""
+    contact; step ``dt``; disturbances as for :class:`problems.mpc.plant.Plant`."""
 
     def __init__(
         self, model, feet, ground, friction, schedule, dt=1e-3, kp=0.0, kd=0.0, disturbances=Disturbances(), mu=1e-8

@@ -16,7 +16,7 @@ penetration or compliance model), and the torques are applied exactly. Disturban
 ``J^T F`` of a force at the frame's origin), torque noise and bias, and a model mismatch (the
 plant's links heavier or lighter than the controller's model, :func:`scaled_model`).
 
-:func:`closed_loop` runs an :class:`problems.mpc.MPC` against a plant: the policy at the
+:func:`closed_loop` runs an :class:`problems.mpc.controller.MPC` against a plant: the policy at the
 plant's rate, an update every ``period``.
 """
 
@@ -50,6 +50,22 @@ class Push:
 
     def active(self, t) -> bool:
         return self.start <= t < self.start + self.duration
+
+    @classmethod
+    def parse(cls, text: str) -> Push:
+        """The push of ``FRAME:FX,FY,FZ:T0:DT`` (``liftoff mpc --push``); ``ValueError`` naming
+        the expected form."""
+        parts = text.split(":")
+        try:
+            if len(parts) != 4:
+                raise ValueError
+            force = tuple(float(x) for x in parts[1].split(","))
+            return cls(parts[0], force, float(parts[2]), float(parts[3]))
+        except ValueError as e:
+            why = f": {e}" if str(e) else ""
+            raise ValueError(
+                f"--push {text}: expected FRAME:FX,FY,FZ:T0:DT (e.g. arm_right_7_link:0,0,-20:3:0.1){why}"
+            ) from None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The polishing task in closed loop: MPC against the simulated plant, its measures and its file.
 
-:func:`run` builds the task of a :class:`problems.polishing.PolishingConfig`, its MPC
-(:class:`problems.mpc.MPC`) and its plant (:class:`problems.plant.Plant`, the same model
+:func:`run` builds the task of a :class:`problems.tasks.polishing.PolishingConfig`, its MPC
+(:class:`problems.mpc.controller.MPC`) and its plant (:class:`problems.mpc.plant.Plant`, the same model
 unless a mass scale is given), and runs them for the configured duration. :func:`measures`
 gives what ``liftoff mpc --json`` prints:
 
@@ -13,9 +13,9 @@ gives what ``liftoff mpc --json`` prints:
   of the plant pulled the tool);
 - ``force_settling_s``: from the end of the last push (or from the start), the time after which
   the normal force stays within ``FORCE_BAND_N`` of its target;
-- the controller's timing (:func:`problems.mpc_results.timing`).
+- the controller's timing (:func:`problems.mpc.results.timing`).
 
-Its results file (:mod:`problems.mpc_results`) holds, besides ``t, q, v, u``, the normal
+Its results file (:mod:`problems.mpc.results`) holds, besides ``t, q, v, u``, the normal
 force, the tool position and its reference.
 """
 
@@ -53,7 +53,7 @@ class PolishingRun:
 
 def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, progress=None, quiet=False):
     """Run the polishing MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``)
-    with ``pushes`` (:class:`problems.plant.Push`) and the plant's scaled bodies' mass and
+    with ``pushes`` (:class:`problems.mpc.plant.Push`) and the plant's scaled bodies' mass and
     inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
     task = make_task(config)
     m, p = config.mpc, config.plant
@@ -98,3 +98,13 @@ def measures(r: PolishingRun) -> dict:
         **timing(r.ticks, r.control_seconds, duration),
         "disturbances": r.disturbances,
     }
+
+
+def summary_lines(m: dict) -> tuple:
+    """The measures a person reads first, as lines."""
+    lost = " (CONTACT LOST)" if m["contact_lost"] else ""
+    return (
+        f"normal force: RMS error {m['force_rms_error_N']:.3f} N after the first second, "
+        f"minimum {m['min_normal_force_N']:.2f} N{lost}",
+        f"circle: RMS error {1e3 * m['circle_rms_error_m']:.2f} mm",
+    )

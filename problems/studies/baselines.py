@@ -10,7 +10,7 @@
 - ``ipopt`` and ``sqp`` (:mod:`solvers.ipopt`, :mod:`solvers.sqp`) on the exact NLP
   (:mod:`ocp.nlp`), barrier 0.
 
-Each gives a :class:`problems.runs.Run` with the interior point's result fields.
+Each gives a :class:`problems.studies.runs.Run` with the interior point's result fields.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Lifted against non-lifted: every formulation on every configuration at every barrier, and
-the baselines of ``methods`` (:mod:`problems.baselines`): FDDP and iLQR at each barrier and
+the baselines of ``methods`` (:mod:`problems.studies.baselines`): FDDP and iLQR at each barrier and
 start, Ipopt and the OSQP SQP once on the exact problem (barrier 0).
 
 :func:`compare` solves, saves each run's results file in the output folder and calls
 :func:`report`, which reads the results files back and writes the figures of
-:mod:`problems.plots` and the table (``table.md``, ``table.csv``, ``summary.json``) of
+:mod:`problems.studies.figures` and the table (``table.md``, ``table.csv``, ``summary.json``) of
 iterations, the lifted/non-lifted iteration ratio, time per iteration, total time, final
 cost and status. ``report`` alone redraws everything from a folder of results files without
 solving again.
@@ -19,7 +19,7 @@ from pathlib import Path
 from liftoff.problems.files import OutputError, atomic
 from liftoff.problems.tasks.config import with_solver
 
-from . import figures as plots
+from . import figures
 from .baselines import BASELINES, DDP_METHODS, solve_baseline
 from .runs import load_run, run_name, save_run, solve_config, summary
 
@@ -42,32 +42,55 @@ COLUMNS = (
 )
 
 
-def compare(
-    configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None, inits=None, methods=()
-) -> list:
-    """Solve each config for each barrier, formulation and initial guess of ``inits`` (by
-    default each config's), stages evaluated by ``backend`` (by default each config's), and
-    by each baseline of ``methods`` (:data:`problems.baselines.BASELINES`); return the
-    summaries. ``out_dir`` may hold results files of this comparison only (they are
-    overwritten): the report draws every results file in it, so
-    :class:`problems.files.OutputError` refuses others before anything is solved."""
-    out_dir = Path(out_dir)
-    methods = tuple(methods)
-    by_barrier = formulations + tuple(m for m in methods if m in DDP_METHODS)
-    cases = [
+def methods_of(formulations=None, methods=None) -> tuple:
+    """``(formulations, baselines)`` of a comparison from the formulations and methods asked for:
+    the formulations named in either (both when none is), and the baselines of ``methods``."""
+    given = tuple(formulations or ()) + tuple(m for m in methods or () if m in FORMULATIONS)
+    chosen = tuple(dict.fromkeys(given or FORMULATIONS))
+    return chosen, tuple(dict.fromkeys(m for m in methods or () if m not in chosen))
+
+
+def check_names(paths, configs) -> None:
+    """:class:`problems.files.OutputError` when two configurations (read from ``paths``) have one
+    name: their results would overwrite each other's."""
+    names = [c.name for c in configs]
+    for name in names:
+        if names.count(name) > 1:
+            others = ", ".join(str(p) for p, n in zip(paths, names) if n == name)
+            raise OutputError(f"two configurations named {name!r} ({others}) would overwrite each other's results")
+
+
+def cases(configs, barriers=BARRIERS, formulations=FORMULATIONS, inits=None, methods=()) -> list:
+    """The solves of a comparison, ``(config, method, barrier, init)``: each formulation and DDP
+    baseline at each barrier and initial guess of ``inits`` (by default each config's), and each
+    NLP baseline once at barrier 0."""
+    by_barrier = tuple(formulations) + tuple(m for m in methods if m in DDP_METHODS)
+    return [
         (config, form, eps, init)
         for config in configs
         for init in (inits or (config.solver.init,))
         for eps in barriers
         for form in by_barrier
     ] + [(config, method, 0.0, "static") for config in configs for method in methods if method not in DDP_METHODS]
-    paths = [out_dir / f"{run_name(config.name, form, eps, init)}.npz" for config, form, eps, init in cases]
+
+
+def compare(
+    configs, out_dir, barriers=BARRIERS, formulations=FORMULATIONS, progress=None, backend=None, inits=None, methods=()
+) -> list:
+    """Solve the :func:`cases` of ``configs``, stages evaluated by ``backend`` (by default each
+    config's), the baselines by :mod:`problems.studies.baselines`; return the summaries.
+    ``out_dir`` may hold results files of this comparison only (they are overwritten): the
+    report draws every results file in it, so :class:`problems.files.OutputError` refuses others
+    before anything is solved. ``progress(summary)`` follows each solve."""
+    out_dir = Path(out_dir)
+    todo = cases(configs, barriers, formulations, inits, tuple(methods))
+    paths = [out_dir / f"{run_name(config.name, form, eps, init)}.npz" for config, form, eps, init in todo]
     others = sorted(p.name for p in out_dir.glob("*.npz") if p not in paths)
     if others:
         listed = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
-    for (config, form, eps, init), path in zip(cases, paths):
+    for (config, form, eps, init), path in zip(todo, paths):
         if form in DDP_METHODS:
             run = solve_baseline(with_solver(config, barrier=eps, init=init), form)
         elif form in BASELINES:
@@ -78,6 +101,14 @@ def compare(
         if progress is not None:
             progress(summary(run))
     return report(out_dir)
+
+
+def progress_line(s: dict) -> str:
+    """One solve of a comparison on a line: gait, method, barrier, start, status, iterations, time."""
+    return (
+        f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['init']:>11} {s['status']:>14} "
+        f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s"
+    )
 
 
 def iteration_ratios(summaries) -> list:
@@ -158,12 +189,12 @@ def report(out_dir) -> list:
         writer.writerows(table)
     with atomic(out_dir / "summary.json", "w") as f:
         f.write(json.dumps(summaries, indent=1))
-    plots.kkt_figure(runs, out_dir / "kkt.png")
-    plots.time_figure(runs, out_dir / "time.png")
+    figures.kkt_figure(runs, out_dir / "kkt.png")
+    figures.time_figure(runs, out_dir / "time.png")
     for r in runs:
         s = r["summary"]
         if s["formulation"] == "lifted" and s["barrier"] == min(
             x["barrier"] for x in summaries if x["name"] == s["name"] and x["formulation"] == "lifted"
         ):
-            plots.forces_figure(r, out_dir / f"forces_{s['name']}.png")
+            figures.forces_figure(r, out_dir / f"forces_{s['name']}.png")
     return summaries

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,7 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.problems.files import ReadError, atomic
 from liftoff.problems.tasks.config import to_dict, with_solver
 from liftoff.problems.tasks.gaits import build_problem
-from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.ipm import solve
 
 
 @dataclass(frozen=True)
@@ -33,19 +33,12 @@ class Run:
     trajectories: dict
     times: np.ndarray
     backend: str = "numpy"
-    method: str = ""  # a baseline's name (problems.baselines); empty: the formulation of config.solver
-
-
-def solver_options(config) -> Options:
-    """The :class:`solvers.ipm.Options` of ``config.solver`` (all its fields but the formulation,
-    the backend and the start, which belong to the problem, and the DDP baselines' relaxation)."""
-    problem = ("formulation", "backend", "init", "relaxation")
-    return Options(**{k: v for k, v in asdict(config.solver).items() if k not in problem})
+    method: str = ""  # a baseline's name (problems.studies.baselines); empty: the formulation of config.solver
 
 
 def prepare(config, **overrides):
     """``(config, problem)``: ``config`` with ``overrides`` of its solver section (fields of
-    :class:`problems.config.Solver`; ``None`` keeps the config's), and its OCP in that
+    :class:`problems.tasks.config.Solver`; ``None`` keeps the config's), and its OCP in that
     formulation."""
     changes = {k: v for k, v in overrides.items() if v is not None}
     config = with_solver(config, **changes) if changes else config
@@ -63,9 +56,29 @@ def solve_config(
 
 
 def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
-    result = solve(problem, solver_options(config), warm_start=warm_start, callback=callback)
+    result = solve(problem, config.solver.options(), warm_start=warm_start, callback=callback)
     trajectories = problem.trajectories(result.iterate)
     return Run(config, result, trajectories, problem.ocp.times(), problem.backend)
+
+
+def describe_problem(config, problem) -> str:
+    """One line: the configuration's name, formulation, barrier, stage backend and the sizes of
+    its problem (stages, impulses, variables, equalities, inequalities)."""
+    n = problem.sizes()
+    return (
+        f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages; "
+        f"{n['stages']} stages ({n['impulses']} impulse{'' if n['impulses'] == 1 else 's'}), "
+        f"{n['variables']} variables, {n['equalities']} equalities, {n['inequalities']} inequalities"
+    )
+
+
+def outcome(run: Run, path) -> str:
+    """Two lines: how the solve ended (status, message, cost, violation, time) and where it is saved."""
+    r = run.result
+    return (
+        f"{r.status}: {r.message}; cost {r.cost:.6e}, max constraint violation {r.max_constraint_violation:.1e}, "
+        f"{r.solve_time_s:.2f} s\nsaved {path}"
+    )
 
 
 def summary(run: Run) -> dict:

@@ -1,4 +1,4 @@
-"""Parameter studies: every case of a sweep spec (:mod:`problems.sweep_spec`) solved on a local
+"""Parameter studies: every case of a sweep spec (:mod:`problems.studies.sweep_spec`) solved on a local
 process pool or a Dask cluster, and the table of all cases.
 
 Each case's results file is ``cases/NAME-HASH.npz`` in the output folder (``HASH`` that of its
@@ -20,7 +20,7 @@ import socket
 from pathlib import Path
 
 from liftoff.problems.files import atomic
-from liftoff.problems.tasks.config import ConfigError, parse_config
+from liftoff.problems.tasks.config import ConfigError, ProblemError, parse_config
 
 from .sweep_spec import OUTCOME, TIMING, Case, Spec, cases, is_number
 
@@ -43,7 +43,6 @@ def solve_case(case: Case, path: str) -> dict:
     raises: a configuration the problem builder refuses is ``invalid``, any other failure
     ``error`` with its message."""
     from liftoff.dynamics.codegen import compile_seconds
-    from liftoff.problems.tasks.gaits import ProblemError
 
     from .runs import save_run, solve_config, summary
 
@@ -211,6 +210,15 @@ def _dask(todo, out_dir, workers, scheduler):
 
 
 # ----------------------------------------------------------------------------- the table
+
+
+def outcome_line(rows, out_dir) -> str:
+    """The sweep in one line: its cases by status, and where its table is."""
+    counts = {}
+    for row in rows:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return f"{len(rows)} cases ({done}); table in {Path(out_dir) / 'table.csv'} and table.parquet"
 
 
 def write_table(rows, out_dir) -> None:

@@ -13,9 +13,9 @@ A sweep spec (YAML)::
     plot: {x: contacts.baumgarte.alpha, y: iterations, lines: solver.formulation, panels: [config]}
 
 Each base configuration is combined with every grid point, every explicit case and every
-random case. A key path is a dotted path of the configuration schema (``problems.config``),
+random case. A key path is a dotted path of the configuration schema (``problems.tasks.config``),
 with ``[i]`` for an item of a list (``gait.phases[1].knots``); paths are checked against the
-schema when the spec is loaded (:class:`problems.config.ConfigError`, one line), and every
+schema when the spec is loaded (:class:`problems.tasks.config.ConfigError`, one line), and every
 case's configuration is validated when the cases are expanded (an invalid one becomes a row
 with status ``invalid``, not an error). A case is keyed by a hash of its resolved
 configuration.
@@ -207,7 +207,7 @@ def is_number(x) -> bool:
 
 def check_path(path: str, where: str) -> None:
     """:class:`ConfigError` at ``where`` unless ``path`` names a value of the configuration
-    schema (:class:`problems.config.GaitConfig`)."""
+    schema (:class:`problems.tasks.config.GaitConfig`)."""
     tp = GaitConfig
     for part in _parts(path, where):
         if isinstance(part, int):

@@ -38,6 +38,7 @@ import math
 import numbers
 import types
 import typing
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -45,6 +46,7 @@ from typing import ClassVar
 import yaml
 
 from liftoff import dynamics
+from liftoff.solvers.ipm import Options
 
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")
@@ -53,8 +55,21 @@ BACKENDS = ("compiled", "numpy")
 INITS = ("static", "zero_torque")
 SWING_PROFILES = ("parabola", "triangle")
 COM_REFERENCES = ("standing", "feet")
-PHASE_KINDS = ("stance", "swing", "rising", "falling", "landed")  # problems.gaits.phase_kind
+PHASE_KINDS = ("stance", "swing", "rising", "falling", "landed")  # problems.tasks.gaits.phase_kind
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
+
+
+class ProblemError(ValueError):
+    """A configuration that is valid YAML but does not fit the robot."""
+
+
+@contextmanager
+def naming(source):
+    """Problem errors raised in the block name the file ``source`` they come from."""
+    try:
+        yield
+    except ProblemError as err:
+        raise ProblemError(f"{source}: {err}") from None
 
 
 class ConfigError(ValueError):
@@ -158,7 +173,7 @@ class Gait:
     jump_height: float = 0.0  # in [0, 2], apex of the CoM above its start during a flight phase (m)
     swing_profile: str = "parabola"  # parabola | triangle: the height of a swing foot over its phase
     impulse_contacts: str = "all"  # all | landing: the contacts of an impulse stage (seed 004's code: landing)
-    com_reference: str = "standing"  # standing | feet: the CoM reference's origin (problems.gaits.build_problem)
+    com_reference: str = "standing"  # standing | feet: the CoM reference's origin (problems.tasks.gaits.build_problem)
 
     def __post_init__(self):
         convert_fields(self)
@@ -259,6 +274,12 @@ class Solver:
         at_most(self, ("barrier", "barrier_min", "tol", "relaxation"), 1e3)
         at_most(self, ("max_iterations",), 1_000_000)
 
+    def options(self) -> Options:
+        """The interior point's :class:`solvers.ipm.Options`: every field but the formulation, the
+        backend and the start, which belong to the problem, and the DDP baselines' relaxation."""
+        problem = ("formulation", "backend", "init", "relaxation")
+        return Options(**{k: v for k, v in dataclasses.asdict(self).items() if k not in problem})
+
 
 @dataclass(frozen=True, kw_only=True)
 class GaitConfig:
@@ -306,6 +327,28 @@ def load_config(path, schema=None) -> GaitConfig:
     A missing or unreadable file, invalid YAML (duplicate keys included) and an empty
     document are :class:`ConfigError` too.
     """
+    config = parse_config(_document(path), str(path), schema)
+    return config if config.name else dataclasses.replace(config, name=Path(path).stem)
+
+
+def load_gait_config(path) -> GaitConfig:
+    """The gait configuration of the YAML file ``path``; a task's configuration (one with a
+    ``task`` key) is refused with the command that runs it."""
+    task = task_of(path)
+    if task is not None:
+        raise ConfigError(f"a task: {task} configuration runs with liftoff mpc", source=str(path))
+    return load_config(path)
+
+
+def task_of(path):
+    """The ``task`` key of the YAML file ``path``, None without one (a gait configuration);
+    :class:`ConfigError` if the file does not read as YAML."""
+    data = _document(path)
+    return data.get("task") if isinstance(data, dict) else None
+
+
+def _document(path):
+    """The YAML document of the file ``path``, not empty; :class:`ConfigError` if it does not read."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -319,8 +362,7 @@ def load_config(path, schema=None) -> GaitConfig:
         raise ConfigError(_yaml_problem(error), source=source) from None
     if data is None:
         raise ConfigError("expected a mapping at the top level, got an empty document", source=source)
-    config = parse_config(data, source, schema)
-    return config if config.name else dataclasses.replace(config, name=Path(path).stem)
+    return data
 
 
 def with_solver(config: GaitConfig, **changes) -> GaitConfig:

@@ -1,9 +1,9 @@
 """Gaits in a receding horizon: a gait configuration played periodically by MPC against
-:class:`problems.legged_plant.LeggedPlant`.
+:class:`problems.mpc.legged_plant.LeggedPlant`.
 
-A ``task: gait_mpc`` configuration is a gait configuration (:class:`problems.config.GaitConfig`)
+A ``task: gait_mpc`` configuration is a gait configuration (:class:`problems.tasks.config.GaitConfig`)
 whose phases are played once up to ``mpc.cycle_start`` and then repeated: the whole run's OCP
-is built once by the gait builder (:func:`problems.gaits.build_problem`, its footholds and
+is built once by the gait builder (:func:`problems.tasks.gaits.build_problem`, its footholds and
 references moving at the gait's speed), and each MPC update takes the window of it that
 starts at the update's time: ``mpc.horizon`` contact stages and the impulse stages among them,
 with the state regularization of the stage that follows as the terminal cost
@@ -50,7 +50,7 @@ class GaitMPCSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class LeggedPlantSettings:
-    """The simulated plant (:mod:`problems.legged_plant`)."""
+    """The simulated plant (:mod:`problems.mpc.legged_plant`)."""
 
     dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
     kp: float = 0.0  # in [0, 1e6]: Baumgarte position gain holding the feet in contact

@@ -1,4 +1,4 @@
-"""Legged-gait OCPs from a :class:`problems.config.GaitConfig`: ``build_problem(config) -> OCP``.
+"""Legged-gait OCPs from a :class:`problems.tasks.config.GaitConfig`: ``build_problem(config) -> OCP``.
 
 The gait is a contact schedule: phases, each with the feet in contact and a number of
 contact stages. A foot that is not in contact in a phase swings: over the phase it moves
@@ -31,16 +31,14 @@ from liftoff.dynamics.model import close_names
 from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
 from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 
+from .config import ProblemError
+
 #: Named configurations (``initial_state.q``); ANYmal's is seed 004's initial state.
 CONFIGURATIONS = {
     "anymal": {
         "standing": (0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0)
     },
 }
-
-
-class ProblemError(ValueError):
-    """A configuration that is valid YAML but does not fit the robot."""
 
 
 def initial_state(config, model):

@@ -49,7 +49,7 @@ from liftoff.dynamics.robots import named_configuration
 from liftoff.ocp.costs import FramePositionCost, FrameRotationCost, StateCost, VariableCost
 from liftoff.ocp.problem import OCP, ContactStage
 
-from .config import LIMITS, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
+from .config import LIMITS, ProblemError, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
 
 NORMALS = ("x", "y", "z", "-x", "-y", "-z")
 UPPER_BODY = (
@@ -60,10 +60,6 @@ UPPER_BODY = (
     "arm_right_3_joint",
     "arm_right_4_joint",
 )
-
-
-class TaskError(ValueError):
-    """A polishing configuration that is valid YAML but does not fit the robot."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +161,7 @@ class MPCSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class PlantSettings:
-    """The simulated plant (:mod:`problems.plant`)."""
+    """The simulated plant (:mod:`problems.mpc.plant`)."""
 
     dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
     torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
@@ -272,27 +268,27 @@ class Polishing:
 
 
 def make_task(config: PolishingConfig) -> Polishing:
-    """The reduced model and the initial state of ``config``; :class:`TaskError` for names the
+    """The reduced model and the initial state of ``config``; :class:`ProblemError` for names the
     robot does not have."""
     try:
         posture = named_configuration(config.robot, config.posture)
     except dynamics.ModelError as e:
-        raise TaskError(f"posture: {e}") from None
+        raise ProblemError(f"posture: {e}") from None
     full = dynamics.load(config.robot, floating_base=False)
     for joint in config.controlled:
         if joint not in full.joint_names:
             close = close_names(joint, full.joint_names, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise TaskError(f"controlled: {config.robot} has no joint {joint!r}{hint}")
+            raise ProblemError(f"controlled: {config.robot} has no joint {joint!r}{hint}")
     for joint in config.plant.scaled_joints:
         if joint not in config.controlled:
-            raise TaskError(f"plant.scaled_joints: {joint!r} is not a controlled joint (the others are locked)")
+            raise ProblemError(f"plant.scaled_joints: {joint!r} is not a controlled joint (the others are locked)")
     locked = {j: posture.get(j, 0.0) for j in full.joint_names if j not in config.controlled}
     model = dynamics.load(config.robot, floating_base=False, locked_joints=locked)
     if config.tool not in model.frame_names:
         close = close_names(config.tool, model.frame_names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise TaskError(f"tool: {config.robot} has no frame {config.tool!r}{hint}")
+        raise ProblemError(f"tool: {config.robot} has no frame {config.tool!r}{hint}")
     q0 = np.array([posture.get(j, 0.0) for j in model.joint_names])
     v0 = np.zeros(model.nv)
     R0, p0 = dynamics.frame_placement(model, q0, config.tool)

@@ -1,7 +1,7 @@
 """JSON Schemas of the configuration files, for editors (``liftoff schema [--task TASK]``).
 
-Made from the dataclasses of :mod:`problems.config`, :mod:`problems.polishing` and
-:mod:`problems.gait_mpc`, the one place each schema is written: each
+Made from the dataclasses of :mod:`problems.tasks.config`, :mod:`problems.tasks.polishing` and
+:mod:`problems.tasks.gait_mpc`, the one place each schema is written: each
 field's type gives its JSON type, its default makes it optional, the comment beside it becomes
 its description, and the closed lists of names (robots, formulations, backends, reference
 frames, limits) become enumerations. Value ranges stay in the comments: the loader checks

@@ -3,8 +3,8 @@
 - :mod:`.scene`: the robot, forces, cones and plans of a run as meshcat commands;
 - :mod:`.meshes`: the COLLADA meshes of the robots, read into triangles.
 
-Reads the results files of :mod:`liftoff.problems.studies.runs` and
-:mod:`liftoff.problems.mpc.results`; imports the floors below.
+Imports :mod:`liftoff.problems.studies.runs` and :mod:`liftoff.problems.mpc.results` (whose
+results files it reads), :mod:`liftoff.problems.tasks` and the layers below.
 """
 
 from .scene import export_html, html, load, show

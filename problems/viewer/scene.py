@@ -104,7 +104,7 @@ def _frames(times, speed):
 
 
 def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
-    """The meshcat commands of a results file read by :func:`problems.runs.load_run`
+    """The meshcat commands of a results file read by :func:`problems.studies.runs.load_run`
     (``robot=False``: everything but the robot)."""
     if not (np.isfinite(speed) and speed > 0):
         raise ValueError(f"speed must be a number > 0, got {speed!r}")
@@ -176,7 +176,7 @@ def _rotation_from_y(axis):
 
 
 def _swing_references(config, model) -> list:
-    """The planned swing-foot positions, as points (:func:`problems.gaits.foot_plan`)."""
+    """The planned swing-foot positions, as points (:func:`problems.tasks.gaits.foot_plan`)."""
     q0, _ = initial_state(config, model)
     start = {f: dynamics.frame_placement(model, q0, f)[1] for f in config.contacts.feet}
     _, swing = foot_plan(config, start)
@@ -237,8 +237,8 @@ def show(run: dict, speed: float = 1.0):
 
 
 def load(path) -> dict:
-    """A results file for viewing: of a solve (:func:`problems.runs.load_run`) or of a gait
-    MPC run (:mod:`problems.mpc_results`, shown at 50 frames per second of simulated time,
+    """A results file for viewing: of a solve (:func:`problems.studies.runs.load_run`) or of a gait
+    MPC run (:mod:`problems.mpc.results`, shown at 50 frames per second of simulated time,
     without planned swing references: the plan moved with every update)."""
     from liftoff.problems.mpc.results import load as load_mpc
     from liftoff.problems.studies.runs import load_run

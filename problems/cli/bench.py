@@ -1,0 +1,209 @@
+"""``liftoff bench dynamics | constrained | solve | ddp``: liftoff against the reference
+implementations in the same process (:mod:`liftoff.problems.bench`)."""
+
+from __future__ import annotations
+
+import json
+
+from .arguments import RUN_ERROR, UserError, choose, error, positive_int
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser("bench", help="benchmarks against reference implementations")
+    benches = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    _dynamics_parser(benches)
+    _constrained_parser(benches)
+    _solve_parser(benches)
+    _ddp_parser(benches)
+
+
+def _common(p, repeat, what) -> None:
+    p.add_argument("--repeat", type=positive_int, default=repeat, metavar="N", help=f"{what} (default: {repeat})")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _batch(p) -> None:
+    p.add_argument(
+        "--batch", type=positive_int, nargs="+", default=[1, 128], metavar="B", help="batch sizes (default: 1 128)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random states (default: 0)")
+
+
+def _dynamics_parser(benches) -> None:
+    p = benches.add_parser(
+        "dynamics",
+        help="dynamics kernels vs Pinocchio",
+        description="Time the batched dynamics kernels against Pinocchio on the same random states "
+        "(after checking they agree to 1e-8).",
+    )
+    p.add_argument("--robot", default="anymal", help="robot name or URDF path (default: anymal)")
+    p.add_argument("--frame", default=None, help="frame of frame_jacobian (default: LF_FOOT, else the last frame)")
+    _batch(p)
+    _common(p, 5, "timed runs per kernel, best kept")
+    p.set_defaults(run=dynamics)
+
+
+def _constrained_parser(benches) -> None:
+    p = benches.add_parser(
+        "constrained",
+        help="constrained dynamics and its derivatives vs Pinocchio",
+        description="Time proximal constrained forward dynamics (each algorithm) and its derivatives against "
+        "Pinocchio's constraintDynamics on the same random states (after checking they agree to 1e-8): "
+        "ANYmal with 3D contacts on its feet (LOCAL_WORLD_ALIGNED), Talos with 6D contacts on its soles (LOCAL). "
+        "With --scaling, instead: the scaling study of seed 003 Fig. 3 on serial chains (6D contact on the end "
+        "effector) and balanced binary trees (3D contacts on the leaves).",
+    )
+    # defaults and choices live in liftoff.problems.bench.constrained (imported when the command runs)
+    p.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
+    p.add_argument(
+        "--algorithm",
+        nargs="+",
+        metavar="ALG",
+        help="algorithms among proxLTL, proxLTLs, constrainedABA, proxPV (default: all four)",
+    )
+    _batch(p)
+    p.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
+    p.add_argument(
+        "--figure", metavar="FILE", help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE"
+    )
+    p.add_argument(
+        "--tables",
+        action="store_true",
+        help="seed 003 Tables II and III instead: three proximal iterations, and the damped OSIM, on panda, solo12, "
+        "talos (soles and hands) and talos_full",
+    )
+    p.add_argument(
+        "--chain-sizes", type=positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)"
+    )
+    p.add_argument(
+        "--tree-sizes",
+        type=positive_int,
+        nargs="+",
+        metavar="N",
+        help="links of the binary trees, 3 (2^d - 1): 3, 9, 21, 45, 93, 189, ... (default: 9 21 45 93)",
+    )
+    p.add_argument(
+        "--scaling-batch", type=positive_int, metavar="B", help="states per call in the scaling study (default: 32)"
+    )
+    _common(p, 5, "timed runs per kernel, best kept")
+    p.set_defaults(run=constrained)
+
+
+def _solve_parser(benches) -> None:
+    p = benches.add_parser(
+        "solve",
+        help="gait solves vs Crocoddyl's FDDP",
+        description="Solve the five ANYmal gait configurations (compiled backend, lifted and non-lifted) and "
+        "Crocoddyl's FDDP on its own ANYmal gait examples in the same run, CPU time with one BLAS thread, medians; "
+        "print the time per knot and iteration, its ratio to Crocoddyl's, the total times and the split of an "
+        "iteration. With --scaling, instead: time per iteration of the trot stretched 0.5x to 8x, and its linear fit.",
+    )
+    p.add_argument("--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)")
+    p.add_argument("--scaling", action="store_true", help="time per iteration against the horizon length instead")
+    _common(p, 3, "solves per case, median kept")
+    p.set_defaults(run=solve)
+
+
+def _ddp_parser(benches) -> None:
+    p = benches.add_parser(
+        "ddp",
+        help="liftoff's FDDP vs Crocoddyl's on the same problem",
+        description="Build each gait configuration's OCP without cones and limits both in liftoff and in Crocoddyl "
+        "(same contacts, Baumgarte gains, impacts, costs and explicit Euler steps), solve both with FDDP from the "
+        "same initial guess in the same process, and print the one-step dynamics mismatch, the iterations, the "
+        "final costs and their relative difference.",
+    )
+    p.add_argument(
+        "configs", metavar="CONFIG", nargs="*", default=["configs/anymal_trot.yaml"], help="gait configurations"
+    )
+    p.add_argument("--json", action="store_true", help="print the results as one JSON list")
+    p.set_defaults(run=ddp)
+
+
+def _report(result, table, args) -> int:
+    print(json.dumps(result, indent=2) if args.json else table(result))
+    return 0
+
+
+def dynamics(args) -> int:
+    from liftoff.problems.bench import dynamics as bench
+    from liftoff.problems.bench.common import BenchError, stderr_progress
+
+    try:
+        result = bench.dynamics_benchmark(
+            args.robot, tuple(args.batch), args.repeat, args.frame, args.seed, None if args.quiet else stderr_progress
+        )
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    return _report(result, bench.format_table, args)
+
+
+def constrained(args) -> int:
+    from liftoff.problems.bench import constrained as bench
+    from liftoff.problems.bench import tables
+    from liftoff.problems.bench.common import BenchError, stderr_progress
+    from liftoff.problems.files import check_output
+
+    progress = None if args.quiet else stderr_progress
+    algorithms = choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
+    if args.figure is not None and not args.scaling:
+        raise UserError("--figure draws the scaling study: use it with --scaling")
+    figure = None if args.figure is None else check_output(args.figure)
+    try:
+        if args.tables:
+            result = tables.tables_benchmark(batches=tuple(args.batch), repeat=args.repeat, progress=progress)
+            return _report(result, tables.format_tables, args)
+        if args.scaling:
+            result = bench.scaling_benchmark(
+                chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES),
+                tree_sizes=tuple(args.tree_sizes or bench.TREE_SIZES),
+                batch=args.scaling_batch or bench.SCALING_BATCH,
+                repeat=args.repeat,
+                algorithms=algorithms,
+                seed=args.seed,
+                progress=progress,
+            )
+            if figure is not None:
+                bench.scaling_figure(result, figure)
+            return _report(result, bench.format_scaling_table, args)
+        result = bench.constrained_benchmark(
+            robots=choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
+            batches=tuple(args.batch),
+            repeat=args.repeat,
+            algorithms=algorithms,
+            seed=args.seed,
+            progress=progress,
+        )
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    return _report(result, bench.format_constrained_table, args)
+
+
+def solve(args) -> int:
+    from liftoff.problems.bench import solve as bench
+    from liftoff.problems.bench.common import BenchError, stderr_progress
+
+    progress = None if args.quiet else stderr_progress
+    try:
+        if args.scaling:
+            return _report(bench.scaling_benchmark(repeat=args.repeat, progress=progress), bench.format_scaling, args)
+        result = bench.solve_benchmark(choose(args.gait, bench.GAITS, "--gait"), args.repeat, progress)
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    return _report(result, bench.format_table, args)
+
+
+def ddp(args) -> int:
+    from liftoff.problems.bench import ddp as bench
+    from liftoff.problems.bench.common import BenchError
+    from liftoff.problems.tasks.config import load_gait_config
+
+    for path in args.configs:
+        load_gait_config(path)  # one line for a bad file, before anything runs
+    try:
+        results = [bench.crosscheck(path) for path in args.configs]
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    print(json.dumps(results, indent=2) if args.json else "\n\n".join(map(bench.format_crosscheck, results)))
+    return 0

@@ -1,0 +1,80 @@
+"""``liftoff mpc CONFIG``: a task's MPC in closed loop against a simulated plant."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .arguments import RUN_ERROR, UserError, error, positive_float, quiet_bar
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "mpc",
+        help="a task in closed loop: MPC against a simulated plant (polishing, gaits)",
+        description="Run the MPC of a configuration (task: polishing or task: gait_mpc) against liftoff's "
+        "simulated plant; write the results file (run.npz) and the task's figures (polishing: force.png, "
+        "path.png; gaits: velocity.png, height.png, forces.png; both: ticks.png) to the output folder.",
+    )
+    p.add_argument("config", metavar="CONFIG", help="YAML configuration with task: polishing or gait_mpc")
+    p.add_argument("--duration", type=positive_float, metavar="S", help="override mpc.duration (s)")
+    p.add_argument(
+        "--push",
+        action="append",
+        metavar="FRAME:FX,FY,FZ:T0:DT",
+        help="a force (N, world axes) on FRAME from T0 for DT seconds; repeatable",
+    )
+    p.add_argument(
+        "--mass-scale",
+        type=positive_float,
+        default=1.0,
+        metavar="X",
+        help="the plant's mass and inertia of plant.scaled_joints' bodies times X (a model mismatch)",
+    )
+    p.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: results/NAME_mpc)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the measures as one JSON object")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from liftoff.problems.mpc.controller import MPCError
+    from liftoff.problems.mpc.plant import Push
+    from liftoff.problems.mpc.tasks import run_file
+
+    try:
+        pushes = [Push.parse(text) for text in args.push or ()]
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    bar_format = "{l_bar}{bar}| {n:.2f}/{total:.2f} s simulated [{elapsed}<{remaining}]"
+    bar = tqdm(unit="s", file=sys.stderr, disable=quiet_bar(args), bar_format=bar_format)
+
+    def progress(t, duration):
+        bar.total = round(duration, 6)
+        bar.update(t - bar.n)
+
+    try:
+        with bar:
+            quiet = args.quiet or args.json
+            done = run_file(
+                args.config, args.duration, pushes, args.mass_scale, args.formulation, args.out, progress, quiet
+            )
+    except (MPCError, FloatingPointError) as e:
+        return error(str(e), RUN_ERROR)
+    except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
+        raise UserError(str(e)) from None
+    m = done.measures
+    if args.json:
+        print(json.dumps({**m, "results_file": str(done.results)}))
+    else:
+        head = f"{done.config.name}: {m['formulation']} MPC, {m['backend']} stages, {m['duration_s']:g} s simulated"
+        timing = (
+            f"updates: median {m['tick_ms_median']:.2f} ms, p95 {m['tick_ms_p95']:.2f} ms, "
+            f"real-time factor {m['real_time_factor']:.2f}"
+        )
+        saved = f"saved {done.results} and {', '.join(p.name for p in done.figures)}"
+        print("\n".join((head, *done.lines, timing, saved)))
+    return RUN_ERROR if done.failed else 0
