@@ -8,6 +8,7 @@ is the number to read (DESIGN.md, Speed).
 
 from __future__ import annotations
 
+import platform
 import sys
 import timeit
 from pathlib import Path
@@ -103,3 +104,17 @@ def seconds_per_call(fn, repeat: int) -> float:
 
 def stderr_progress(line: str) -> None:
     print(f"liftoff: {line}", file=sys.stderr, flush=True)
+
+
+def run_facts(pin, repeat: int, retained=None) -> dict:
+    """What a benchmark's result records of how it ran: the repetitions and the timer, the
+    tolerance of the check against Pinocchio, the versions, whether freed memory is retained
+    (:func:`dynamics.retain_freed_memory`) and the machine."""
+    return dict(
+        repeat=repeat,
+        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
+        tolerance=TOLERANCE,
+        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
+        retained_freed_memory=retained,
+        machine=f"{platform.machine()} {platform.system()}",
+    )

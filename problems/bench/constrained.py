@@ -11,7 +11,6 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import platform
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -22,12 +21,12 @@ from liftoff.dynamics import sample_models
 from liftoff.problems.files import save_figure
 
 from .common import (
-    TOLERANCE,
     BenchError,
     check_against_pinocchio,
     import_pinocchio,
     pinocchio_model,
     random_states,
+    run_facts,
     seconds_per_call,
 )
 
@@ -251,12 +250,7 @@ def constrained_benchmark(
         "same proximal settings; "
         "the derivatives loop calls constraintDynamics first",
         seed=seed,
-        repeat=repeat,
-        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
-        tolerance=TOLERANCE,
-        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
-        retained_freed_memory=retained,
-        machine=f"{platform.machine()} {platform.system()}",
+        **run_facts(pin, repeat, retained),
         cases=cases,
         results=rows,
     )
@@ -349,12 +343,7 @@ def scaling_benchmark(
         algorithms=list(algorithms),
         pinocchio_reference="constraintDynamics (proxLTL), same proximal settings",
         seed=seed,
-        repeat=repeat,
-        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
-        tolerance=TOLERANCE,
-        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
-        retained_freed_memory=retained,
-        machine=f"{platform.machine()} {platform.system()}",
+        **run_facts(pin, repeat, retained),
         results=rows,
     )
 

@@ -8,18 +8,16 @@ evaluates a horizon), after every quantity is checked against Pinocchio to
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 
 from liftoff import dynamics
 
 from .common import (
-    TOLERANCE,
     check_against_pinocchio,
     import_pinocchio,
     pinocchio_model,
     random_states,
+    run_facts,
     seconds_per_call,
 )
 
@@ -142,13 +140,8 @@ def dynamics_benchmark(robot="anymal", batches=(1, 128), repeat=5, frame=None, s
         nv=model.nv,
         frame=frame_name,
         seed=seed,
-        repeat=repeat,
-        timer="best of `repeat` runs of n calls, n set so one run lasts >= 0.2 s; time per state = time per call / B",
         max_abs_error_vs_pinocchio=errors,
-        tolerance=TOLERANCE,
-        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
-        retained_freed_memory=retained,
-        machine=f"{platform.machine()} {platform.system()}",
+        **run_facts(pin, repeat, retained),
         results=rows,
     )
 

@@ -19,13 +19,11 @@ one batched call over ``B`` states, Pinocchio a Python loop, in the same run.
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 
 from liftoff import dynamics
 
-from .common import check_against_pinocchio, import_pinocchio, pinocchio_model, random_states
+from .common import check_against_pinocchio, import_pinocchio, pinocchio_model, random_states, run_facts
 from .constrained import (
     ALGORITHMS,
     ContactCase,
@@ -140,8 +138,7 @@ def tables_benchmark(batches=(1, 128), repeat=5, seed=0, progress=None) -> dict:
         three_iterations=dict(mu=THREE_ITERATIONS["mu"], max_iter=3),
         osim_mu=OSIM_MU,
         checked_with=CHECK,
-        versions=dict(python=platform.python_version(), numpy=np.__version__, pinocchio=pin.__version__),
-        repeat=repeat,
+        **run_facts(pin, repeat),
         cases=cases,
         table2=table2,
         table3=table3,
