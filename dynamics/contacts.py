@@ -4,10 +4,13 @@ A :class:`Contact` holds a frame of the robot still, against the world or agains
 frame of the robot (a loop closure). Its rows are components of one of two motions:
 
 - translational kinds (``"3D"``, or a subset of ``"x"``, ``"y"``, ``"z"``, e.g. ``"z"`` for a
-  1D normal contact): the frame origin ``p`` as a point, velocity rows ``R_ref^T pdot`` and
-  acceleration rows ``R_ref^T pddot`` (the *classical* acceleration, Pinocchio's
+  1D normal contact): the frame origin ``p`` as a point, velocity rows ``R_c^T R_ref^T pdot``
+  and acceleration rows ``R_c^T R_ref^T pddot`` (the *classical* acceleration, Pinocchio's
   CONTACT_3D), with ``R_ref`` the frame's rotation in LOCAL and the identity in WORLD and
-  LOCAL_WORLD_ALIGNED (a point force has no moment to transport: both are world axes);
+  LOCAL_WORLD_ALIGNED (a point force has no moment to transport: both are world axes), and
+  ``R_c`` the contact's constant ``rotation`` (the identity by default): its columns are the
+  contact's axes in the reference's axes (Crocoddyl's ``Rref``; a 1D ``"z"`` contact whose
+  ``R_c`` has the surface normal ``n`` as third column holds ``n^T R_ref^T pdot``);
 - ``"6D"`` and subsets with rotations (``"x y z rz"``, names from ``COMPONENTS``): the
   spatial motion of the frame, ``X_ref`` applied to the world motion of its body, with
   ``X_ref = Ad(oMf)^-1`` (LOCAL), the shift to ``p`` (LOCAL_WORLD_ALIGNED) or the identity
@@ -19,10 +22,12 @@ closure's rows are those of its first frame minus those of the second: for 6D ki
 or WORLD, no position gain) ``X_ref (v1 - v2)``, with the acceleration rows their time
 derivative, ``X_ref (a1 - a2 + v1 x v2)`` in LOCAL. The
 force ``f`` of a contact is expressed like its rows (same frame, same components) and is the
-force the environment applies to the robot; its world wrench at the origin is ``K^T f``.
+force the environment applies to the robot; its world wrench at the origin is ``K^T f``
+(translational kinds: the world force ``R_ref R_c f_full``, ``f_full`` the rows of ``f``
+scattered into their three components, at ``p``).
 
 Baumgarte stabilization: the desired contact acceleration is ``alpha* = -kp e - kd (J v)``
-with ``e`` the position error of the rows (``R_ref^T (p - p_target)``; for 6D,
+with ``e`` the position error of the rows (``R_c^T R_ref^T (p - p_target)``; for 6D,
 ``log6(M_target^-1 M)`` in LOCAL, the same rotated by ``R`` in LOCAL_WORLD_ALIGNED (as
 Pinocchio's corrector), ``log6(M M_target^-1)`` in WORLD), seed 004 eq. 5-6 with
 ``kp = beta^2, kd = 2 alpha``.
@@ -81,6 +86,12 @@ class Contact:
 
     ``placement``: target of the Baumgarte position error, ``p (3,)`` or ``(R, p)`` (arrays
     with a leading batch axis are fine); needed when ``kp > 0`` for a world contact.
+
+    ``rotation``: translational kinds only, a constant rotation ``R_c (3, 3)`` whose columns
+    are the contact's axes in the reference's axes (the frame's in LOCAL, the world's
+    otherwise); rows and position errors are ``R_c^T R_ref^T (.)``, the force ``f`` is in
+    those axes (world force ``R_ref R_c f_full``). ``None``: the identity. Stored read-only;
+    ``rotation_key`` is its hashable copy, what ``==``, ``hash`` and slot keys compare.
     """
 
     frame: str
@@ -90,11 +101,16 @@ class Contact:
     kd: float = 0.0
     frame2: str | None = None
     placement: object = None
+    rotation: object = field(default=None, compare=False)
     rows: tuple = field(init=False, repr=False, compare=False)
+    rotation_key: tuple | None = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "rows", _parse_kind(self.kind))
         object.__setattr__(self, "reference", ReferenceFrame.parse(self.reference))
+        rotation = None if self.rotation is None else _check_rotation(self)
+        object.__setattr__(self, "rotation", rotation)
+        object.__setattr__(self, "rotation_key", None if rotation is None else tuple(rotation.ravel().tolist()))
         for name in ("kp", "kd"):
             value = getattr(self, name)
             if not (np.isscalar(value) and np.isfinite(value) and value >= 0):
@@ -138,6 +154,26 @@ class Contact:
                 f"contact on {self.frame!r}: target rotation must have shape (3, 3) or (B, 3, 3), got {R.shape}"
             )
         return R.reshape(-1, 3, 3).transpose(1, 2, 0), p
+
+
+def _check_rotation(c: Contact) -> np.ndarray:
+    """``c.rotation`` as a read-only ``(3, 3)`` array; ``ValueError`` unless it is a rotation
+    (finite, ``R^T R = 1`` and ``det R = +1`` to 1e-9) of a translational contact."""
+    if not c.translational:
+        raise ValueError(
+            f"contact on {c.frame!r}: a rotation of the contact's axes needs a translational kind "
+            f"('3D' or among 'x', 'y', 'z'), got kind {c.kind!r}"
+        )
+    R = np.array(c.rotation, dtype=float)
+    if R.shape != (3, 3):
+        raise ValueError(f"contact on {c.frame!r}: rotation must be a (3, 3) matrix, got shape {R.shape}")
+    if not np.all(np.isfinite(R)):
+        raise ValueError(f"contact on {c.frame!r}: rotation must be finite")
+    orthonormal = np.max(np.abs(R.T @ R - np.eye(3))) <= 1e-9
+    if not (orthonormal and abs(np.linalg.det(R) - 1.0) <= 1e-9):
+        raise ValueError(f"contact on {c.frame!r}: rotation must be orthonormal with determinant +1 (to 1e-9)")
+    R.setflags(write=False)
+    return R
 
 
 @dataclass(frozen=True)
@@ -244,7 +280,7 @@ class ContactRows:
     drift: np.ndarray  # (m, B)  acceleration rows at zero acceleration
     target: np.ndarray  # (m, B)  alpha* = -kp e - kd J v
     points: tuple  # the _Point of each frame (for derivatives)
-    R_ref_t: np.ndarray | None  # translational kinds: R_ref^T (3, 3, B)
+    R_ref_t: np.ndarray | None  # translational kinds: R_c^T R_ref^T (3, 3, B)
     X: np.ndarray | None  # 6D kinds: X_ref (6, 6, B)
     error: np.ndarray | None
 
@@ -256,7 +292,7 @@ def contact_rows(model, kin, rc: ResolvedContact) -> ContactRows:
     sel = list(c.rows)
     pt = _point(model, kin, rc.frame, rc.joint)
     if c.translational:
-        R_ref_t = transpose(pt.R) if c.reference is ReferenceFrame.LOCAL else eye(3, pt.p)
+        R_ref_t = _rotated(c, transpose(pt.R) if c.reference is ReferenceFrame.LOCAL else eye(3, pt.p))
         bodies = [(pt.j, _point_rows(R_ref_t, pt.p))]
         vel, acc, points, error = pt.pdot, pt.pddot, (pt,), None
         if rc.frame2 is not None:
@@ -287,6 +323,11 @@ def contact_rows(model, kin, rc: ResolvedContact) -> ContactRows:
         target = target - c.kp * error_rows
     bodies = tuple((j, K[sel]) for j, K in bodies)
     return ContactRows(bodies, J[sel], vel[sel], acc[sel], target[sel], points, R_ref_t, X, error)
+
+
+def _rotated(c: Contact, R_ref_t):
+    """``R_c^T R_ref^T (3, 3, B)``: the contact's axes (``R_ref_t`` itself without a rotation)."""
+    return R_ref_t if c.rotation is None else matmul(c.rotation.T[:, :, None], R_ref_t)
 
 
 def _loop_drift(reference, X, pt, pt2):
@@ -399,7 +440,7 @@ def row_derivatives(model, kin, rc: ResolvedContact, rows: ContactRows) -> RowDe
             dvel = dvel - cross(w_k, vel[:, None])
             dacc_dq = dacc_dq - cross(w_k, acc[:, None])
             derr = None if derr is None else derr - cross(w_k, rows.error[:, None])
-        Rt = rows.R_ref_t[:, :, None]
+        Rt = rows.R_ref_t[:, :, None]  # R_c is constant: d(R_c^T R^T x) = R_c^T d(R^T x)
         dvel, dacc_dq, dacc_dv = (matvec(Rt, x) for x in (dvel, dacc_dq, dacc_dv))
         derr = None if derr is None else matvec(Rt, derr)
     elif rc.frame2 is not None:  # 6D loop closure: X (v1 - v2), X (a1 - a2 + v1 x v2) in LOCAL
@@ -468,7 +509,8 @@ def generalized_force_derivative(model, kin, rc: ResolvedContact, rows: ContactR
         S = world_jacobian(model, kin, j)
         F = np.einsum("rcb,rb->cb", K, f)[:, None]
         turn = force_cross(S, F)
-        if c.translational:  # F = (g, p x g): dF = (dg, dp x g + p x dg), dg = w_k x g in LOCAL
+        if c.translational:  # F = (g, p x g), g = R_ref R_c f_full: dF = (dg, dp x g + p x dg),
+            # dg = w_k x g in LOCAL (R_c is constant), none otherwise
             dp = shift_motion(S, pt.p[:, None])[:3]
             dg = np.zeros_like(dp) if g_rot is None else cross(g_rot, F[:3])
             dF = np.concatenate((dg, cross(dp, F[:3]) + cross(pt.p[:, None], dg)))

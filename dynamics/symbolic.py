@@ -271,9 +271,9 @@ def _point(model, kin, frame):
 
 
 def contact_rows(model, kin: Kinematics, contact, force, target=None) -> ContactRows:
-    """Rows of ``contact`` (a :class:`dynamics.Contact`; its ``placement`` is ignored, the
-    Baumgarte target is ``target``: ``p (3,)``, or ``(R (3, 3), p)`` for rotational kinds)
-    with ``force`` (SX, ``contact.dim``) in its frame."""
+    """Rows of ``contact`` (a :class:`dynamics.Contact`, its ``rotation`` a constant; its
+    ``placement`` is ignored, the Baumgarte target is ``target``: ``p (3,)``, or ``(R (3, 3),
+    p)`` for rotational kinds) with ``force`` (SX, ``contact.dim``) in its frame."""
     sel = list(contact.rows)
     full = ca.SX.zeros(6)
     for r, i in enumerate(sel):
@@ -282,6 +282,8 @@ def contact_rows(model, kin: Kinematics, contact, force, target=None) -> Contact
     ref = contact.reference
     if contact.translational:
         Rt = R.T if ref is ReferenceFrame.LOCAL else ca.SX.eye(3)
+        if contact.rotation is not None:  # R_c^T R_ref^T, R_c a compile-time constant
+            Rt = const(contact.rotation.T) @ Rt
         vel, acc, err, points = pdot, pddot, None, [(j, p, 1.0)]
         if contact.frame2 is not None:
             j2, _, p2, _, _, pdot2, pddot2 = _point(model, kin, contact.frame2)
@@ -289,7 +291,7 @@ def contact_rows(model, kin: Kinematics, contact, force, target=None) -> Contact
             points.append((j2, p2, -1.0))
         elif target is not None:
             err = p - target
-        lin = Rt.T @ full[:3]  # the force in the world axes
+        lin = Rt.T @ full[:3]  # the force in the world axes, R_ref R_c f
         wrenches = [(jj, sign * ca.vertcat(lin, cross(pp, lin))) for jj, pp, sign in points if jj >= 0]
         rows = (Rt @ vel, Rt @ acc, None if err is None else Rt @ err)
     else:

@@ -188,7 +188,8 @@ class Formulation:
         - ``static``: each contact stage in static equilibrium (least-squares ``S u + J^T f =
           g(q)``) with ``a = 0``;
         - ``zero_torque``: ``u = 0``, ``a = 0`` and a quarter of the robot's weight on the
-          normal row of each contact (seed 004's start, that of the authors' code); the
+          normal row of each contact (seed 004's start, that of the authors' code; along the
+          reference's z axis for a rotated contact, :func:`_weight_share`); the
           non-lifted formulation takes ``(a, f)`` from the dynamics at ``u = 0`` instead, a
           falling robot whose forces violate their cones (the slacks start from those)."""
         model, K, nv = self.model, self.ocp.K, self.model.nv
@@ -211,8 +212,7 @@ class Formulation:
                 u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
                 offset = nv
                 for c in group.contacts:
-                    if 2 in c.rows:  # the normal (z) row
-                        w[0, offset + c.rows.index(2)] = model.mass * np.linalg.norm(model.gravity) / 4
+                    _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
                     offset += c.dim
             elif group.kind == "contact":
                 contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
@@ -402,6 +402,8 @@ class Formulation:
                     continue
                 force = np.zeros((len(idx), 3))
                 force[:, list(c.rows)] = rows
+                if c.rotation is not None:  # R_c f: in the reference's axes
+                    force = force @ c.rotation.T
                 if c.reference is dynamics.ReferenceFrame.LOCAL:
                     R, _ = dynamics.frame_placement(self.model, it.q[idx], c.frame)
                     force = np.einsum("sij,sj->si", R, force)
@@ -428,3 +430,13 @@ def check_finite(quantity, group, *arrays):
         bad = ~np.all(np.isfinite(x.reshape(len(x), -1)), axis=1)
         if np.any(bad):
             raise NonFiniteError(quantity, int(group.index[np.argmax(bad)]))
+
+
+def _weight_share(rows, contact, weight):
+    """Write the ``zero_torque`` start's force of ``contact`` into its ``rows``: ``weight`` along
+    the z axis of its reference (the world's, the frame's in LOCAL), that is on its z row, or
+    with a ``rotation`` ``R_c`` the components ``weight R_c^T e_z`` of the rows it has."""
+    if contact.rotation is not None:
+        rows[:] = weight * contact.rotation[2, list(contact.rows)]
+    elif 2 in contact.rows:  # the normal (z) row
+        rows[contact.rows.index(2)] = weight

@@ -5,9 +5,11 @@ For the world force ``(fx, fy, fz)`` of a contact, the five rows ``g >= 0``:
     fz,   mu' fz - fx,   mu' fz + fx,   mu' fz - fy,   mu' fz + fy
 
 with ``mu' = mu / sqrt(2)``: the pyramid inscribed in the circular cone of coefficient ``mu``
-(every force it admits sticks). Forces are given as the contacts' rows (their frame); a
-LOCAL force turns with the frame, ``f_world = R f``, so the cone depends on ``q`` through
-``d(R f)/dq_k = w_k x (R f)`` with ``w_k`` the angular Jacobian column of the frame's body.
+(every force it admits sticks). Forces are given as the contacts' rows (their frame, turned
+by the contact's constant ``rotation`` ``R_c``, the identity by default): ``f_world = R_c f``
+in WORLD and LOCAL_WORLD_ALIGNED; a LOCAL force turns with the frame, ``f_world = R R_c f``,
+so the cone depends on ``q`` through ``d(R R_c f)/dq_k = w_k x f_world`` with ``w_k`` the
+angular Jacobian column of the frame's body.
 """
 
 from __future__ import annotations
@@ -43,13 +45,17 @@ def friction_cones(model, q, f, contacts, mu):
         fi = f[:, cols]
         if c.reference is dynamics.ReferenceFrame.LOCAL:
             R, _ = dynamics.frame_placement(model, q, c.frame)
+            R = R if c.rotation is None else R @ c.rotation
             f_world = np.einsum("sij,sj->si", R, fi)
             w = dynamics.frame_jacobian(model, q, c.frame, "LOCAL_WORLD_ALIGNED")[:, 3:]  # (S, 3, nv)
             df_world_dq = np.cross(np.swapaxes(w, 1, 2), f_world[:, None, :]).transpose(0, 2, 1)
             dg_dq[:, rows] = P @ df_world_dq
             dg_df[:, rows, cols] = P @ R
-        else:
+        elif c.rotation is None:
             f_world = fi
             dg_df[:, rows, cols] = P
+        else:
+            f_world = fi @ c.rotation.T
+            dg_df[:, rows, cols] = P @ c.rotation
         g[:, rows] = f_world @ P.T
     return g, dg_dq, dg_df

@@ -50,8 +50,10 @@ from .problem import term_key
 
 
 def contact_key(c):
-    """What makes two contacts the same slot of a :class:`Layout` (gains and targets are inputs)."""
-    return (c.frame, c.kind, str(c.reference), c.frame2)
+    """What makes two contacts the same slot of a :class:`Layout` (gains and targets are inputs;
+    the rotation of a contact's axes is a constant of the generated code)."""
+    key = (c.frame, c.kind, str(c.reference), c.frame2)
+    return key if c.rotation_key is None else key + (c.rotation_key,)
 
 
 @dataclass(frozen=True)
@@ -373,6 +375,8 @@ def _inequalities(layout, rows, cfg_kin, q, v, torque, variables):
             if slot.cone is None:
                 continue
             f = variables.named["f"][slot.offset : slot.offset + 3]
+            if slot.contact.rotation is not None:  # R_c f: in the reference's axes
+                f = sx.const(slot.contact.rotation) @ f
             if slot.contact.reference is ReferenceFrame.LOCAL:
                 R, _ = sx.frame_placement(model, cfg_kin, slot.contact.frame)
                 f = R @ f
