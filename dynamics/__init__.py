@@ -28,6 +28,12 @@ from .describe import describe
 from .errors import DimensionError, ModelError, UnknownNameError
 from .forward_dynamics import aba, aba_derivatives
 from .inverse_dynamics import crba, generalized_gravity, nonlinear_effects, rnea, rnea_derivatives
+from .joint_friction import (
+    has_passive_torque,
+    keep_joint_friction,
+    passive_torque,
+    passive_torque_derivative,
+)
 from .kinematics import (
     ReferenceFrame,
     center_of_mass,
@@ -47,5 +53,5 @@ from .manifold import (
     random_configuration,
 )
 from .memory import retain_freed_memory
-from .model import Model
+from .model import Model, add_frame
 from .robots import ROBOTS, load, load_urdf_string, robot_urdf

@@ -11,7 +11,7 @@ work on all joints at once instead of looping over them.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -129,7 +129,9 @@ class Model:
     frame (at zero motion); ``axis`` is the axis of 1-dof joints; the body inertia is
     ``body_mass``, ``body_com`` and ``body_inertia`` (about the centre of mass) in the joint
     frame. Per frame: parent joint ``frame_parent`` (``-1``: universe) and placement
-    ``frame_rotation, frame_translation`` in that joint's frame.
+    ``frame_rotation, frame_translation`` in that joint's frame. Per degree of freedom: the
+    URDF's limits, and its ``<dynamics>``: viscous ``damping`` [N m s/rad] and Coulomb
+    ``friction`` [N m] (zero for a free flyer; see :mod:`dynamics.joint_friction`).
     """
 
     name: str
@@ -159,6 +161,13 @@ class Model:
     effort_limit: np.ndarray
     gravity: np.ndarray
     tree: Tree
+    damping: np.ndarray | None = None
+    friction: np.ndarray | None = None
+
+    def __post_init__(self):
+        for name in ("damping", "friction"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, _frozen(np.zeros(self.nv)))
 
     @property
     def njoints(self) -> int:
@@ -185,6 +194,30 @@ class Model:
 
     def __repr__(self):
         return f"Model({self.name!r}, nq={self.nq}, nv={self.nv}, njoints={self.njoints}, nframes={self.nframes})"
+
+
+def add_frame(model: Model, name: str, parent: str, rotation=None, translation=None) -> Model:
+    """``model`` with one more frame ``name`` (an operational frame, Pinocchio's ``addFrame``)
+    rigidly attached to the frame ``parent`` at ``(rotation, translation)`` in that frame:
+    a tool tip, a sensor, a contact point. The model is not modified."""
+    if name in model.frame_names:
+        raise ModelError(f"model {model.name!r} already has a frame {name!r}")
+    f = model.frame_id(parent)
+    R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
+    p = np.zeros(3) if translation is None else np.asarray(translation, dtype=float)
+    if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+        raise ModelError(f"frame {name!r}: expected a finite rotation (3, 3) and translation (3,)")
+    if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
+        raise ModelError(f"frame {name!r}: the rotation is not a rotation matrix")
+    Rf, pf = model.frame_rotation[f], model.frame_translation[f]
+    return replace(
+        model,
+        frame_names=model.frame_names + (name,),
+        frame_types=model.frame_types + ("op_frame",),
+        frame_parent=_frozen(np.append(model.frame_parent, model.frame_parent[f]), int),
+        frame_rotation=_frozen(np.concatenate((model.frame_rotation, (Rf @ R)[None]))),
+        frame_translation=_frozen(np.concatenate((model.frame_translation, (Rf @ p + pf)[None]))),
+    )
 
 
 def _lookup(name, names, what, model_name) -> int:
@@ -281,7 +314,7 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
     nqs = np.array([JOINT_NQ[t] for t in types], dtype=int)
     nvs = np.array([JOINT_NV[t] for t in types], dtype=int)
     parents = np.array([j["parent"] for j in b.joints], dtype=int)
-    lower, upper, velocity, effort = [], [], [], []
+    lower, upper, velocity, effort, damping, friction = [], [], [], [], [], []
     for j in b.joints:
         uj = j["urdf"]
         if j["type"] == FREE_FLYER:
@@ -290,7 +323,12 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
             upper += [t] * 3 + [1.0] * 4
             velocity += [np.inf] * 6
             effort += [np.inf] * 6
-        elif j["type"] == CONTINUOUS:
+            damping += [0.0] * 6
+            friction += [0.0] * 6
+            continue
+        damping.append(uj.damping)
+        friction.append(uj.friction)
+        if j["type"] == CONTINUOUS:
             lower += [-1.0, -1.0]
             upper += [1.0, 1.0]
             velocity.append(uj.velocity)
@@ -335,6 +373,8 @@ def build_model(urdf: Urdf, floating_base: bool, locked_joints=None, name=None) 
         velocity_limit=_frozen(velocity),
         effort_limit=_frozen(effort),
         gravity=_frozen([0.0, 0.0, -9.81]),
+        damping=_frozen(damping),
+        friction=_frozen(friction),
         tree=_tree(
             parents,
             nvs,

@@ -51,6 +51,8 @@ class Joint:
     upper: float
     velocity: float
     effort: float
+    damping: float = 0.0  # <dynamics damping>: N m s/rad (N s/m)
+    friction: float = 0.0  # <dynamics friction>: Coulomb friction, N m (N)
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,10 @@ def _joint(elem) -> Joint:
     inf = np.inf
     lower = float(lim.get("lower", -inf if kind == "continuous" else 0.0))
     upper = float(lim.get("upper", inf if kind == "continuous" else 0.0))
+    dyn = elem.find("dynamics")
+    damping, friction = (float(dyn.attrib.get(k, 0.0)) if dyn is not None else 0.0 for k in ("damping", "friction"))
+    if not (np.isfinite(damping) and damping >= 0 and np.isfinite(friction) and friction >= 0):
+        raise ModelError(f"{where}/dynamics: damping and friction must be finite and >= 0, got {damping}, {friction}")
     return Joint(
         name=name,
         type=kind,
@@ -166,6 +172,8 @@ def _joint(elem) -> Joint:
         upper=upper,
         velocity=float(lim.get("velocity", inf)),
         effort=float(lim.get("effort", inf)),
+        damping=damping,
+        friction=friction,
     )
 
 
