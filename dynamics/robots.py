@@ -56,6 +56,15 @@ def robot_urdf(name: str) -> Path:
     return robots_dir() / ROBOTS[name][0]
 
 
+def mesh_path(filename: str) -> Path:
+    """The file of a URDF mesh name (``package://example-robot-data/...``, another package of
+    example-robot-data's robots, or a path)."""
+    if filename.startswith("package://"):
+        package, _, inner = filename[len("package://") :].partition("/")
+        return (robots_dir().parent if package == "example-robot-data" else robots_dir()) / inner
+    return Path(filename)
+
+
 def named_configuration(robot: str, name: str) -> dict:
     """The joint positions of the group state ``name`` (e.g. ``"half_sitting"``) of the SRDF
     of a registry robot: ``{joint name: value}`` for its one-dof joints (the root joint left out)."""

@@ -26,7 +26,7 @@ from meshcat.commands import SetAnimation, SetObject, SetProperty, SetTransform
 from meshcat.path import Path as NodePath
 
 from liftoff import dynamics
-from liftoff.dynamics.robots import robot_urdf, robots_dir
+from liftoff.dynamics.robots import mesh_path, robot_urdf
 from liftoff.dynamics.spatial import rotation_about
 from liftoff.dynamics.urdf import parse_urdf
 from liftoff.problems.files import ReadError, atomic
@@ -59,18 +59,10 @@ def _material(rgba, **kw):
     return g.MeshLambertMaterial(color=color, opacity=float(a), transparent=bool(a < 1), **kw)
 
 
-def _mesh_file(filename: str) -> Path:
-    """A URDF mesh file name (``package://example-robot-data/...`` or a path)."""
-    if filename.startswith("package://"):
-        package, _, inner = filename[len("package://") :].partition("/")
-        return (robots_dir().parent if package == "example-robot-data" else robots_dir()) / inner
-    return Path(filename)
-
-
 def _shape(visual):
     """``(meshcat geometry, its static transform)`` of a URDF visual."""
     if visual.kind == "mesh":
-        path = _mesh_file(visual.filename)
+        path = mesh_path(visual.filename)
         suffix = path.suffix.lower()
         if not path.is_file() or suffix not in (*MESHES, ".dae"):
             return None, None
@@ -265,7 +257,7 @@ def _mpc_run(mpc) -> dict:
     step = max(1, int(round(0.02 / (t[1] - t[0])))) if len(t) > 1 else 1
     config = {k: v for k, v in mpc["config"].items() if k not in ("task", "mpc", "plant")}
     feet = config["contacts"]["feet"]
-    f = mpc["f"][::step].reshape(-1, len(feet), 3)[:-1]
+    f = mpc["contact_force"][::step][:-1]
     return {
         "times": t[::step],
         "q": mpc["q"][::step],
