@@ -244,6 +244,11 @@ def generalized_forces(model, kin: Kinematics, forces):
     return ca.vertcat(*[ca.SX(x) for x in tau])
 
 
+def passive_torque(model, v, width):
+    """The joints' damping and smoothed Coulomb friction torque (:func:`dynamics.passive_torque`)."""
+    return -const(model.damping) * v - const(model.friction) * ca.tanh(v / width)
+
+
 # ----------------------------------------------------------------------------- contacts
 
 

@@ -20,6 +20,10 @@ def make_stages(ocp, backend="compiled", nonlifted=False, dynamics_options=None,
     compiled; or the ``numpy`` reference."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
+    if nonlifted and any(stage.sliding for stage in ocp.stages):
+        raise ValueError(
+            "sliding friction needs the lifted formulation: the non-lifted one's forward dynamics has no such force"
+        )
     if backend == "compiled":
         try:
             return CompiledStages(ocp, forward=nonlifted, quiet=quiet)

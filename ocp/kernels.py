@@ -138,10 +138,12 @@ class CompiledStages:
             c = gains.get(slot.offset, (None, slot))[0]
             contact_inputs += [np.tile([c.kp, c.kd] if c is not None else [0.0, 0.0], (S, 1)), _target(c, slot, S)]
         contact_inputs = np.concatenate(contact_inputs, axis=1) if contact_inputs else np.zeros((S, 0))
+        disturbance = np.tile(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, (S, 1))
         if group.kind == "contact":
             terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
             gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
-            static = np.concatenate((group.dt[:, None], gain, contact_inputs, terms), axis=1)
+            sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
+            static = np.concatenate((group.dt[:, None], gain, disturbance, contact_inputs, sliding, terms), axis=1)
             cones = [lay.slot(c).cone for c in group.contacts if lay.slot(c).cone is not None]
             cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
             bounds = bound_rows(lay.limits, nv, nu, len(y))
@@ -156,8 +158,9 @@ class CompiledStages:
             "G": (cones[:, None] * ny + y).ravel(),
         }
         supports = self._supports(group.kind, y, cones, nx + nu)
+        forward = np.concatenate((disturbance, contact_inputs), axis=1)
         return GroupMap(
-            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, contact_inputs
+            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward
         )
 
     def _supports(self, kind, y, cones, nz):

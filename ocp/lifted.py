@@ -22,8 +22,11 @@ Local equalities, eliminated by :mod:`ocp.condensing`:
     contact: ID(q, v, a, f) - S u = 0  (eq. 16-17; S tau with a filter),   alpha(q, v, a) = 0  (eq. 5)
     impulse: M(q) dv - J^T Lambda = 0  (eq. 9),       J (v + dv) = 0      (eq. 12)
 
-whose Jacobian in ``w`` is ``[[M, -J^T], [J, 0]]`` (eq. 23). Everything is batched over the
-stages of one kind (leading axis).
+whose Jacobian in ``w`` is ``[[M, -J^T], [J, 0]]`` (eq. 23), with ``ID = RNEA(q, v, a) - J^T f -
+tau_p(v) - tau_d``: the joints' damping and smoothed Coulomb friction (:mod:`dynamics.joint_friction`),
+the sliding friction of a tool (:func:`sliding_friction`) and an estimated disturbance
+``tau_d`` are on the side of the applied torques. Everything is batched over the stages of one kind
+(leading axis).
 """
 
 from __future__ import annotations
@@ -91,10 +94,30 @@ def next_state(model, q, v, w_v, dt, filtered=None):
     return q_next, v_next, keep * tau + (1 - keep) * u
 
 
-def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g, filtered=None) -> LiftedStages:
+def contact_stages(
+    model,
+    contacts,
+    dt,
+    q,
+    v,
+    a,
+    f,
+    u,
+    q_next,
+    v_next,
+    H,
+    g,
+    filtered=None,
+    width=dynamics.joint_friction.DEFAULT_WIDTH,
+    sliding=(),
+    disturbance=None,
+) -> LiftedStages:
     """Lifted contact stages at ``(q, v, a, f, u)`` (arrays with a leading stage axis) toward
     ``(q_next, v_next)``, with the cost ``H, g`` in ``y = (dq, dv, dtau, du, da, df)``;
-    ``filtered``: ``(tau, tau_next, gain)`` of a torque filter, or None."""
+    ``filtered``: ``(tau, tau_next, gain)`` of a torque filter, or None; ``width``: the
+    smoothing width of the joints' Coulomb friction; ``sliding``: the
+    :class:`ocp.problem.SlidingFriction` of the contacts, whose forces enter ``ID``;
+    ``disturbance (nv,)``: an estimated generalized force applied on the joints, or None."""
     nv = model.nv
     Sel = actuation(model)
     nu, m = Sel.shape[1], f.shape[1]
@@ -107,6 +130,14 @@ def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g, fil
     (ID, dID_dq, dID_dv, dID_da, dID_df), (alpha, dal_dq, dal_dv, dal_da) = _contact_equalities(
         model, contacts, q, v, a, f
     )
+    if dynamics.has_passive_torque(model):
+        ID = ID - dynamics.passive_torque(model, v, width)
+        dID_dv = dID_dv - dynamics.passive_torque_derivative(model, v, width)[:, :, None] * np.eye(nv)
+    for s in sliding:
+        G, dG_dq, _, dG_df = sliding_friction(model, contacts, s, q, v, f)
+        ID, dID_dq, dID_df = ID + G, dID_dq + dG_dq, dID_df + dG_df
+    if disturbance is not None:
+        ID = ID - disturbance
     C = np.zeros((S, nv + m, ny))
     C[:, :nv, :nv], C[:, :nv, nv : 2 * nv] = dID_dq, dID_dv
     torque = slice(2 * nv, nx) if filtered is not None else slice(nx, nx + nu)  # the columns of S's input
@@ -117,6 +148,24 @@ def contact_stages(model, contacts, dt, q, v, a, f, u, q_next, v_next, H, g, fil
     applied = u if filtered is None else filtered[0]
     c = np.concatenate((ID - applied @ Sel.T, alpha), axis=1)
     return LiftedStages(nx, nu, H, g, C, c, A, b)
+
+
+def sliding_friction(model, contacts, sliding, q, v, f):
+    """``G = -J^T F`` of the :class:`ocp.problem.SlidingFriction` ``sliding`` (its force ``F =
+    -mu f_n d`` at the contact's frame, ``mu (S,)``, ``d (S, 3)``; ``J`` the frame's point
+    Jacobian in the world axes) and its derivatives in ``q``, ``v`` and ``f``, as terms of ``ID``."""
+    S, nv, m = q.shape[0], model.nv, f.shape[1]
+    point = (dynamics.Contact(contacts[sliding.contact].frame, "3D", "LOCAL_WORLD_ALIGNED"),)
+    column = sum(c.dim for c in contacts[: sliding.contact])
+    mu_d = np.broadcast_to(np.asarray(sliding.mu, dtype=float)[..., None] * sliding.direction, (S, 3))
+    F = -f[:, column : column + 1] * mu_d
+    Jt = np.swapaxes(dynamics.contact_jacobian(model, q, point), 1, 2)
+    zero = np.zeros((S, nv))
+    held = dynamics.contact_inverse_dynamics_derivatives(model, q, zero, zero, F, point)[0]  # d(rnea - J^T F)/dq
+    dG_df = np.zeros((S, nv, m))
+    dG_df[:, :, column] = np.einsum("sij,sj->si", Jt, mu_d)  # -J^T dF/df_n
+    dG_dq = held - dynamics.rnea_derivatives(model, q, zero, zero)[0]
+    return -np.einsum("sij,sj->si", Jt, F), dG_dq, np.zeros((S, nv, nv)), dG_df
 
 
 def _contact_equalities(model, contacts, q, v, a, f):

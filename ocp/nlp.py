@@ -17,7 +17,7 @@ symbolic model (:mod:`dynamics.symbolic`):
   their residuals are kept as a vector for Gauss-Newton methods (:mod:`solvers.sqp`).
 
 The program's optimum is the OCP's; the interior point of :mod:`solvers.ipm` reaches it as
-its barrier goes to zero. OCPs with a torque filter are not covered.
+its barrier goes to zero. OCPs with a torque filter or sliding friction are not covered.
 """
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ def build_nlp(ocp, guess=None) -> NLP:
     the initial state everywhere, no control, no contact variables)."""
     if ocp.torque_filter is not None:
         raise ValueError("the NLP of an OCP with a torque filter is not built")
+    if any(stage.sliding for stage in ocp.stages):
+        raise ValueError("the NLP of an OCP with sliding friction is not built")
     model, K, nv, nu = ocp.model, ocp.K, ocp.model.nv, ocp.nu
     guess = guess or {
         "q": np.tile(ocp.q0, (K + 1, 1)),
@@ -105,6 +107,7 @@ def build_nlp(ocp, guess=None) -> NLP:
     b.equal(v[0] - ca.DM(ocp.v0))
     limits = limit_rows(model, ocp.limits)
     S = ca.DM(actuation(model))
+    disturbance = ca.DM(np.zeros(nv) if ocp.disturbance is None else ocp.disturbance)
     residuals = []
     for k, stage in enumerate(ocp.stages):
         m = sum(c.dim for c in stage.contacts)
@@ -123,7 +126,8 @@ def build_nlp(ocp, guess=None) -> NLP:
             kin = sx.forward(model, config, v[k], a)
             rows = _rows(model, kin, stage.contacts, f, targets=True)
             tau_f = sx.generalized_forces(model, kin, [x for _, r in rows for x in r.wrenches])
-            b.equal(sx.rnea(model, kin) - tau_f - S @ u)
+            passive = sx.passive_torque(model, v[k], ocp.joint_friction_width) + disturbance
+            b.equal(sx.rnea(model, kin) - tau_f - passive - S @ u)
             b.equal(
                 ca.vertcat(
                     *[r.acceleration + c.kd * r.velocity + (0 if r.error is None else c.kp * r.error) for c, r in rows]

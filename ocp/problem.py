@@ -37,12 +37,43 @@ LIMITS = ("position", "velocity", "torque")
 
 
 @dataclass(frozen=True)
+class SlidingFriction:
+    """Coulomb friction on a tool that the plan slides along a surface: the force
+
+        F = -mu f_n d
+
+    at the origin of the frame of ``contact`` (the index of a 1D contact in the stage's contacts,
+    whose force row is the surface's normal force ``f_n``), ``d (3,)`` the world unit direction
+    in which the plan slides the tool at this stage (a polishing circle's tangent). An
+    approximation of Coulomb's law, whose direction is the tool's actual sliding velocity: it
+    keeps the stage's equations smooth (a direction that turns with the velocity makes the Newton
+    steps oscillate near rest), and a controller's disturbance observer takes the difference. Its
+    generalized force ``J^T F`` enters the inverse dynamics of the lifted contact stage; the
+    non-lifted formulation, whose forward dynamics has no such term, refuses it."""
+
+    contact: int
+    mu: float
+    direction: np.ndarray
+
+    def __post_init__(self):
+        d = np.asarray(self.direction, dtype=float)
+        if d.shape[-1:] != (3,) or not np.allclose(np.linalg.norm(d, axis=-1), 1.0, atol=1e-9):
+            raise ValueError(f"sliding friction: the direction must be a unit vector (3,), got {self.direction!r}")
+        mu = np.asarray(self.mu, dtype=float)
+        if not (np.all(np.isfinite(mu)) and np.all(mu >= 0)):
+            raise ValueError(f"sliding friction: expected mu >= 0, got {self.mu!r}")
+        object.__setattr__(self, "direction", d)
+
+
+@dataclass(frozen=True)
 class ContactStage:
-    """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active."""
+    """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active, and the
+    ``sliding`` friction (:class:`SlidingFriction`) of some of them."""
 
     contacts: tuple
     dt: float
     costs: tuple = ()
+    sliding: tuple = ()
 
     kind = "contact"
 
@@ -57,6 +88,7 @@ class ImpulseStage:
     costs: tuple = ()
 
     kind = "impulse"
+    sliding = ()  # no time passes: nothing slides
 
 
 @dataclass(frozen=True)
@@ -66,7 +98,11 @@ class OCP:
     and which URDF ``limits`` are imposed (a subset of ``position, velocity, torque``; with a
     filter the torque limits bound ``tau``). ``torque_filter``: the filter's cut-off
     frequency ``f_c`` [Hz] (module docstring; ``None``: the torques are the controls), with
-    the initial torques ``tau0`` (default zero)."""
+    the initial torques ``tau0`` (default zero). The joints' damping and Coulomb friction are
+    the model's (:mod:`dynamics.joint_friction`), the friction smoothed over
+    ``joint_friction_width`` [rad/s]. ``disturbance (nv,)``: a generalized force the model
+    misses, estimated from measurements by the controller (offset-free MPC); it acts on the
+    joints over the whole horizon as an applied torque (None: zero)."""
 
     model: object
     q0: np.ndarray
@@ -77,6 +113,8 @@ class OCP:
     limits: tuple = LIMITS
     torque_filter: float | None = None
     tau0: np.ndarray | None = None
+    joint_friction_width: float = dynamics.joint_friction.DEFAULT_WIDTH
+    disturbance: np.ndarray | None = None
 
     def __post_init__(self):
         model = self.model
@@ -98,6 +136,13 @@ class OCP:
                 raise ValueError(f"stage {k}: an impulse stage needs contacts")
             if stage.contacts:
                 dynamics.contacts.resolve(model, stage.contacts)  # unknown frames raise here
+            for s in stage.sliding:
+                if not (0 <= s.contact < len(stage.contacts) and stage.contacts[s.contact].dim == 1):
+                    raise ValueError(f"stage {k}: sliding friction on contact {s.contact}, not a 1D contact")
+        if self.disturbance is not None:
+            object.__setattr__(self, "disturbance", _vector(self.disturbance, model.nv, "disturbance"))
+        if not (np.isfinite(self.joint_friction_width) and self.joint_friction_width > 0):
+            raise ValueError(f"the joint friction's smoothing width must be > 0, got {self.joint_friction_width!r}")
         if self.friction is not None and not (np.isfinite(self.friction) and self.friction > 0):
             raise ValueError(f"friction coefficient must be > 0, got {self.friction}")
         unknown = set(self.limits) - set(LIMITS)
@@ -136,7 +181,13 @@ class OCP:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
         keys: dict = {}
         for k, stage in enumerate(self.stages):
-            key = (stage.kind, tuple(_contact_key(c) for c in stage.contacts), tuple(term_key(t) for t in stage.costs))
+            sliding = tuple(s.contact for s in stage.sliding)
+            key = (
+                stage.kind,
+                tuple(_contact_key(c) for c in stage.contacts),
+                tuple(term_key(t) for t in stage.costs),
+                sliding,
+            )
             keys.setdefault(key, []).append(k)
         return tuple(_group(self.stages, np.array(index)) for index in keys.values())
 
@@ -158,6 +209,7 @@ class StageGroup:
     contacts: tuple
     costs: CostSum
     dt: np.ndarray | None
+    sliding: tuple = ()
 
     @property
     def size(self) -> int:
@@ -174,7 +226,7 @@ def _vector(x, n, name):
 
 
 def _contact_key(c):
-    return (c.frame, c.kind, str(c.reference), c.kp, c.kd, c.frame2, c.placement is None)
+    return (c.frame, c.kind, str(c.reference), c.kp, c.kd, c.frame2, c.placement is None, c.rotation_key)
 
 
 def term_key(term):
@@ -225,4 +277,12 @@ def _group(stages, index):
     contacts = tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(first.contacts)))
     costs = CostSum(tuple(_stack_term([m.costs[i] for m in members], len(members)) for i in range(len(first.costs))))
     dt = np.array([m.dt for m in members]) if first.kind == "contact" else None
-    return StageGroup(first.kind, index, contacts, costs, dt)
+    sliding = tuple(
+        SlidingFriction(
+            s.contact,
+            np.array([float(m.sliding[i].mu) for m in members]),
+            np.stack([m.sliding[i].direction for m in members]),
+        )
+        for i, s in enumerate(first.sliding)
+    )
+    return StageGroup(first.kind, index, contacts, costs, dt, sliding)

@@ -94,7 +94,24 @@ class NumpyStages:
         cost = sum(group.costs.evaluate(model, z).values(), np.zeros(group.size))
         if group.kind == "contact":
             filtered = None if tau is None else (tau, tau_next, self.ocp.filter_gain(group.dt))
-            st = lifted.contact_stages(model, group.contacts, group.dt, q, v, a, f, u, q_next, v_next, H, g, filtered)
+            st = lifted.contact_stages(
+                model,
+                group.contacts,
+                group.dt,
+                q,
+                v,
+                a,
+                f,
+                u,
+                q_next,
+                v_next,
+                H,
+                g,
+                filtered,
+                self.ocp.joint_friction_width,
+                group.sliding,
+                self.ocp.disturbance,
+            )
             ineq = self.inequalities(group, q, v, u, f, tau)
         else:
             filtered = None if tau is None else (tau, tau_next)
@@ -104,16 +121,20 @@ class NumpyStages:
 
     def dynamics(self, group, q, v, torque):
         """``w``: ``(a, f)`` of the constrained forward dynamics under the actuated joints'
-        ``torque`` (a flight: the ABA), or ``(dv, Lambda)`` of the impulse dynamics."""
+        ``torque`` and the joints' passive torques (a flight: the ABA), or ``(dv, Lambda)`` of
+        the impulse dynamics."""
         model, opts = self.model, self.dynamics_options
-        if group.kind == "contact" and not group.contacts:
-            return dynamics.aba(model, q, v, torque @ self.S.T)
-        if group.kind == "contact":
-            return np.concatenate(
-                dynamics.constrained_dynamics(model, q, v, torque @ self.S.T, group.contacts, **opts), axis=1
-            )
-        v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
-        return np.concatenate((v_plus - v, impulse), axis=1)
+        if group.kind == "impulse":
+            v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
+            return np.concatenate((v_plus - v, impulse), axis=1)
+        applied = torque @ self.S.T
+        if dynamics.has_passive_torque(model):
+            applied = applied + dynamics.passive_torque(model, v, self.ocp.joint_friction_width)
+        if self.ocp.disturbance is not None:
+            applied = applied + self.ocp.disturbance
+        if not group.contacts:
+            return dynamics.aba(model, q, v, applied)
+        return np.concatenate(dynamics.constrained_dynamics(model, q, v, applied, group.contacts, **opts), axis=1)
 
     def terminal(self, q, v, tau=None):
         """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv, dtau)``."""

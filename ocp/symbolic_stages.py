@@ -6,16 +6,19 @@ row offset in the stacked forces ``f_all``, the forces of contacts inactive at a
 zero) and the union of its cost terms (a term absent from a stage gets zero weights). Each
 stage kind then has one function of a flat input row:
 
-- **contact**: ``(q, v, a, f_all, u, q_next, v_next, tau, tau_next | dt, filter gain, contact
-  gains and targets, term parameters)`` -> ``(cost, g, H, c, C, b, A, g_in, G)``: the
-  Gauss-Newton cost in ``y = (dq, dv, dtau, du, da, df_all)``, the local equalities ``ID - S u``
-  (``ID - S tau`` with a torque filter), ``alpha`` (seed 004 eq. 16-17, 5), the state equation
+- **contact**: ``(q, v, a, f_all, u, q_next, v_next, tau, tau_next | dt, filter gain,
+  disturbance, contact gains and targets, sliding frictions, term parameters)`` -> ``(cost, g,
+  H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in ``y = (dq, dv, dtau, du, da, df_all)``, the
+  local equalities ``ID - S u`` (``ID - S tau`` with a torque filter; ``ID`` with the joints'
+  passive torques, the sliding frictions and the disturbance, :mod:`ocp.lifted`), ``alpha``
+  (seed 004 eq. 16-17, 5), the state equation
   (eq. 3; seed 001 eq. 49) and the inequalities (friction cones of every 3D contact, eq. 36,
   then the joint limits) with the Jacobian ``G`` of the cones;
 - **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next, tau, tau_next | term parameters)`` ->
   ``(cost, g, H, c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
-- **forward**: ``(q, v | contact gains and targets)`` -> ``(M, h, J_all, r_all, J_all v)``: what
-  the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T f``, ``J a = r``;
+- **forward**: ``(q, v | disturbance, contact gains and targets)`` -> ``(M, h, J_all, r_all,
+  J_all v)``: what the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T
+  f``, ``J a = r`` (``h`` with the passive torques and the disturbance on its side);
 - **terminal**: ``(q, v, tau | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv, dtau)``.
 
 The torque state ``tau`` (and the filter gain) are empty inputs without a torque filter
@@ -84,6 +87,7 @@ class Layout:
     friction: float | None
     limits: dict  # ocp.inequalities.limit_rows
     ntau: int = 0  # the size of the torque state (0: no torque filter)
+    friction_width: float = dynamics.joint_friction.DEFAULT_WIDTH  # the joints' Coulomb friction smoothing
 
     @property
     def m(self):
@@ -111,6 +115,7 @@ class Layout:
             ],
             "friction": self.friction,
             "ntau": self.ntau,
+            "friction_width": self.friction_width,
             "limits": {k: [np.asarray(x) for x in (*rows, *bounds)] for k, (rows, bounds) in self.limits.items()},
         }
 
@@ -147,6 +152,7 @@ def layout(ocp) -> Layout:
         ocp.friction,
         limit_rows(ocp.model, ocp.limits),
         ocp.ntau,
+        ocp.joint_friction_width,
     )
 
 
@@ -233,6 +239,43 @@ def _contact_inputs(layout):
         sizes[f"gains{i}"] = 2
         sizes[f"target{i}"] = s.target_size
     return sizes
+
+
+def _sliding_inputs(layout):
+    """Per 1D contact slot, its sliding friction (:class:`ocp.problem.SlidingFriction`):
+    ``mu d``; zero where a stage has none."""
+    return {f"sliding{i}": 3 for i, s in enumerate(layout.contacts) if s.dim == 1}
+
+
+def sliding_parameters(layout: Layout, contacts, sliding, S) -> np.ndarray:
+    """``(S, 3 per 1D slot)``: the :func:`_sliding_inputs` of a group with ``contacts`` and
+    ``sliding`` frictions (stacked over its stages)."""
+    by_slot = {layout.slot(contacts[s.contact]).offset: s for s in sliding}
+    blocks = []
+    for slot in layout.contacts:
+        if slot.dim != 1:
+            continue
+        s = by_slot.get(slot.offset)
+        mu_d = np.zeros((S, 3)) if s is None else np.asarray(s.mu, dtype=float)[..., None] * s.direction
+        blocks.append(np.broadcast_to(mu_d, (S, 3)))
+    return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+
+
+def _sliding_wrenches(layout, kin, f_all, inputs):
+    """The wrenches ``[(joint, (F, p x F))]`` of the sliding frictions of the 1D contact slots:
+    ``F = -f_n mu d`` at each slot's frame (:class:`ocp.problem.SlidingFriction`)."""
+    out = []
+    for i, slot in enumerate(layout.contacts):
+        if slot.dim != 1:
+            continue
+        f = layout.model.frame_id(slot.contact.frame)
+        j = int(layout.model.frame_parent[f])
+        if j < 0:
+            continue
+        _, p = sx.frame_placement(layout.model, kin, f)
+        F = -f_all[slot.offset] * inputs[f"sliding{i}"]
+        out.append((j, ca.vertcat(F, sx.cross(p, F))))
+    return out
 
 
 def _term_inputs(layout, slots):
@@ -398,8 +441,8 @@ def contact_function(layout: Layout) -> ca.Function:
     model, m, nu, ntau = layout.model, layout.m, layout.nu, layout.ntau
     nq, nv = model.nq, model.nv
     sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
-    sizes |= {"dt": 1, "gain": 1 if ntau else 0}
-    sizes |= _contact_inputs(layout) | _term_inputs(layout, layout.contact_terms)
+    sizes |= {"dt": 1, "gain": 1 if ntau else 0, "disturbance": nv}
+    sizes |= _contact_inputs(layout) | _sliding_inputs(layout) | _term_inputs(layout, layout.contact_terms)
     x = _Inputs(sizes)
     q, v, a, f, u, tau = x["q"], x["v"], x["a"], x["f"], x["u"], x["tau"]
     var = _Variables(model, v=v, tau=tau, u=u, a=a, f=f)
@@ -407,13 +450,15 @@ def contact_function(layout: Layout) -> ca.Function:
     cfg = sx.configuration(model, q, var.dq)
     kin = sx.forward(model, cfg, v, a)
     rows = _contacts(layout, kin, f, x)
-    tau_f = sx.generalized_forces(model, kin, _wrenches(rows))  # J^T f
+    tau_f = sx.generalized_forces(model, kin, _wrenches(rows) + _sliding_wrenches(layout, kin, f, x))  # J^T f
     kin0 = sx.forward(model, sx.configuration(model, q), v, a)
     dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
-    ID = sx.rnea(model, kin0) - tau_f - ca.vertcat(ca.SX.zeros(nv - nu), applied)
+    passive = sx.passive_torque(model, v, layout.friction_width) + x["disturbance"]
+    ID = sx.rnea(model, kin0) - tau_f - passive - ca.vertcat(ca.SX.zeros(nv - nu), applied)
     selection = ca.horzcat(ca.SX.zeros(nu, nv - nu), ca.SX.eye(nu)).T
     d_tau, d_u = (-selection, ca.SX.zeros(nv, nu)) if ntau else (ca.SX.zeros(nv, 0), -selection)
-    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dtau_dv, d_tau, d_u, M, -ca.jacobian(tau_f, f))
+    dID_dv = dtau_dv - ca.jacobian(tau_f + passive, v)
+    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dID_dv, d_tau, d_u, M, -ca.jacobian(tau_f, f))
     alpha = []
     for i, (slot, r) in enumerate(rows):
         kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
@@ -462,12 +507,12 @@ def forward_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the forward-dynamics pieces (module docstring)."""
     model, m = layout.model, layout.m
     nv = model.nv
-    sizes = {"q": model.nq, "v": nv} | _contact_inputs(layout)
+    sizes = {"q": model.nq, "v": nv, "disturbance": nv} | _contact_inputs(layout)
     x = _Inputs(sizes)
     q, v = x["q"], x["v"]
     a = ca.SX.sym("a", nv)
     kin = sx.forward(model, sx.configuration(model, q), v, a)
-    tau = sx.rnea(model, kin)
+    tau = sx.rnea(model, kin) - sx.passive_torque(model, v, layout.friction_width) - x["disturbance"]
     rows = _contacts(layout, kin, ca.SX.zeros(m), x)
     acc, vel, target = [], [], []
     for i, (_, r) in enumerate(rows):
