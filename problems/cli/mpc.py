@@ -12,9 +12,9 @@ def add_parser(commands) -> None:
     p = commands.add_parser(
         "mpc",
         help="a task in closed loop: MPC against a simulated plant (polishing, gaits)",
-        description="Run the MPC of a configuration (task: polishing or task: gait_mpc) against liftoff's "
-        "simulated plant; write the results file (run.npz) and the task's figures (polishing: force.png, "
-        "path.png; gaits: velocity.png, height.png, forces.png; both: ticks.png) to the output folder.",
+        description="Run the MPC of a configuration (task: polishing or task: gait_mpc) against a simulated plant "
+        "(MuJoCo, or liftoff's idealized one); write the results file (run.npz) and the task's figures (polishing: "
+        "force.png, path.png; gaits: velocity.png, height.png, forces.png; both: ticks.png) to the output folder.",
     )
     p.add_argument("config", metavar="CONFIG", help="YAML configuration with task: polishing or gait_mpc")
     p.add_argument("--duration", type=positive_float, metavar="S", help="override mpc.duration (s)")
@@ -32,6 +32,11 @@ def add_parser(commands) -> None:
         help="the plant's mass and inertia of plant.scaled_joints' bodies times X (a model mismatch)",
     )
     p.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
+    p.add_argument(
+        "--plant",
+        choices=("mujoco", "liftoff"),
+        help="override plant.engine: MuJoCo, or liftoff's idealized plant (rigid bilateral contacts)",
+    )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/NAME_mpc)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the measures as one JSON object")
@@ -42,7 +47,8 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from liftoff.problems.mpc.controller import MPCError
-    from liftoff.problems.mpc.plant import Push
+    from liftoff.problems.mpc.disturbances import Push
+    from liftoff.problems.mpc.plants.mujoco_model import PlantError
     from liftoff.problems.mpc.tasks import run_file
 
     try:
@@ -60,10 +66,20 @@ def run(args) -> int:
         with bar:
             quiet = args.quiet or args.json
             done = run_file(
-                args.config, args.duration, pushes, args.mass_scale, args.formulation, args.out, progress, quiet
+                args.config,
+                args.duration,
+                pushes,
+                args.mass_scale,
+                args.formulation,
+                args.out,
+                progress,
+                quiet,
+                args.plant,
             )
-    except (MPCError, FloatingPointError) as e:
+    except MPCError as e:
         return error(str(e), RUN_ERROR)
+    except PlantError as e:
+        raise UserError(str(e)) from None
     except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
         raise UserError(str(e)) from None
     m = done.measures

@@ -31,19 +31,19 @@ def polishing_figures(results, out_dir) -> list:
     ax.axhline(cfg["surface"]["force"], color="k", ls="--", lw=1, label="target")
     for push in m["disturbances"]["pushes"]:
         ax.axvspan(push["start"], push["start"] + push["duration"], color="tab:red", alpha=0.2, label="push")
-    ax.set(xlabel="time [s]", ylabel="force [N]", title=f"normal force along {cfg['surface']['normal']}")
+    normal = ", ".join(f"{x:.2f}" for x in cfg["surface"]["normal"])
+    ax.set(xlabel="time [s]", ylabel="force [N]", title=f"normal force along ({normal}), {m['plant']['engine']}")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     paths = [out_dir / "force.png"]
     save_figure(fig, paths[-1])
-    axis = "xyz".index(cfg["surface"]["normal"][-1])
-    i, j = (k for k in range(3) if k != axis)
-    tool, ref = results["tool"], results["reference"]
+    plane = np.asarray(m["surface_plane"])  # (3, 2): the plane's axes e1, e2
+    tool, ref = results["tool"] @ plane, results["reference"] @ plane
     fig, ax = plt.subplots(figsize=(4, 4))
-    ax.plot(1e2 * ref[:, i], 1e2 * ref[:, j], "k--", lw=1, label="reference")
-    ax.plot(1e2 * tool[:, i], 1e2 * tool[:, j], color="tab:blue", lw=1, label="tool")
-    ax.set(xlabel=f"{'xyz'[i]} [cm]", ylabel=f"{'xyz'[j]} [cm]", title="tool in the surface plane", aspect="equal")
+    ax.plot(1e2 * ref[:, 0], 1e2 * ref[:, 1], "k--", lw=1, label="reference")
+    ax.plot(1e2 * tool[:, 0], 1e2 * tool[:, 1], color="tab:blue", lw=1, label="tool")
+    ax.set(xlabel="e1 [cm]", ylabel="e2 [cm]", title="tool in the surface plane", aspect="equal")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -86,17 +86,18 @@ def gait_figures(results, out_dir) -> list:
     paths = [out_dir / "velocity.png"]
     save_figure(fig, paths[-1])
     fig, ax = plt.subplots(figsize=(7, 3))
-    ax.plot(t, q[:, 2], color="tab:blue", lw=1)
+    ground = m.get("ground_m", 0.0)
+    ax.plot(t, q[:, 2] - ground, color="tab:blue", lw=1)
     ax.axhline(0.25, color="tab:red", ls="--", lw=1, label="fall")
     _pushes(ax, m)
-    ax.set(xlabel="time [s]", ylabel="base height [m]")
+    ax.set(xlabel="time [s]", ylabel="base height above the ground [m]")
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     paths.append(out_dir / "height.png")
     save_figure(fig, paths[-1])
     feet = cfg["contacts"]["feet"]
-    f = results["f"].reshape(len(t), len(feet), 3)
+    f = results["contact_force"]
     bound = cfg["contacts"]["friction"] / np.sqrt(2)
     fig, axes = plt.subplots(len(feet), 1, figsize=(7, 1.6 * len(feet)), sharex=True, squeeze=False)
     for i, (ax, foot) in enumerate(zip(axes[:, 0], feet)):

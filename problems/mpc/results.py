@@ -1,12 +1,16 @@
 """A closed-loop MPC run as a file, and the measures every run shares.
 
-A results file (``.npz``) holds the plant-rate arrays of the run (``t, q, v, u`` and the task's
-own), the per-update ``tick_t, tick_ms, tick_iterations, tick_kkt``, and the run's measures
-and configuration as JSON strings. :func:`timing` gives the measures of the controller:
+A results file (``.npz``) holds the plant-rate arrays of the run (the log's ``t, q, v, tau, u``
+and contact readings, and the task's own), the per-update ``tick_t, tick_ms, tick_iterations,
+tick_kkt``, and the run's measures and configuration as JSON strings. :func:`timing` gives the
+measures of the loop's speed (wall time):
 
-- ``tick_ms_median``, ``tick_ms_p95``: wall time of the MPC updates (the first solve left out);
-- ``real_time_factor``: simulated time over the wall time of the controller (updates and
-  policy evaluations; the first solve and the plant's simulation not counted);
+- ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates (the first solve left out);
+- ``policy_us_median``: one evaluation of the policy between updates;
+- ``plant_ms_per_step``: one step of the plant;
+- ``real_time_factor``: simulated time over the wall time of the loop (updates, policy and
+  plant; the first solve not counted), and ``controller_real_time_factor``: over the
+  controller's alone;
 - ``updates`` and ``update_iterations`` (Newton iterations after the first solve).
 """
 
@@ -21,13 +25,19 @@ from liftoff.problems.files import ReadError, atomic
 from liftoff.problems.tasks.config import to_dict
 
 
-def timing(ticks, control_seconds, duration) -> dict:
-    """The controller's measures (module docstring)."""
+def timing(log, duration) -> dict:
+    """The loop's speed over ``duration`` simulated seconds of ``log`` (module docstring)."""
+    ticks = log.ticks
     ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks[1:]] or [np.nan])
+    steps = max(len(log.t), 1)
     return {
         "tick_ms_median": float(np.median(ticks_ms)),
         "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
-        "real_time_factor": float(duration / control_seconds),
+        "tick_ms_max": float(np.max(ticks_ms)),
+        "policy_us_median": 1e6 * float(np.median(log.policy_seconds)) if log.policy_seconds else float("nan"),
+        "plant_ms_per_step": 1e3 * log.plant_seconds / steps,
+        "real_time_factor": float(duration / max(log.control_seconds + log.plant_seconds, 1e-12)),
+        "controller_real_time_factor": float(duration / max(log.control_seconds, 1e-12)),
         "updates": len(ticks),
         "update_iterations": int(sum(tick.iterations for tick in ticks[1:])),
     }

@@ -4,7 +4,7 @@ file (``liftoff mpc``): the configuration loaded and checked, the run, its resul
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -38,7 +38,7 @@ TASKS = {
         polishing_run.measures,
         figures.polishing_figures,
         polishing_run.summary_lines,
-        lambda m: m["contact_lost"],
+        lambda m: m["status"] != "completed" or m["contact_lost_periods_fraction"] > 0,
     ),
     "gait_mpc": MPCTask(
         GaitMPCConfig,
@@ -46,7 +46,7 @@ TASKS = {
         gait_run.measures,
         figures.gait_figures,
         gait_run.summary_lines,
-        lambda m: m["fell"],
+        lambda m: m["status"] != "completed",
     ),
 }
 
@@ -73,15 +73,25 @@ def task_of_file(path) -> MPCTask:
 
 
 def run_file(
-    path, duration=None, pushes=(), mass_scale=1.0, formulation=None, out_dir=None, progress=None, quiet=False
+    path,
+    duration=None,
+    pushes=(),
+    mass_scale=1.0,
+    formulation=None,
+    out_dir=None,
+    progress=None,
+    quiet=False,
+    engine=None,
 ):
-    """Run the MPC of the configuration file ``path`` (:class:`.plant.Push` ``pushes``, the
+    """Run the MPC of the configuration file ``path`` (:class:`.disturbances.Push` ``pushes``, the
     plant's scaled bodies times ``mass_scale``, ``formulation`` and ``duration`` overriding the
-    file's) and write its results file and figures to ``out_dir`` (default
-    ``results/NAME_mpc``), checked before the run. ``progress(t, duration)`` follows the
-    simulated time."""
+    file's, and ``engine`` its ``plant.engine``) and write its results file and figures to
+    ``out_dir`` (default ``results/NAME_mpc``), checked before the run. ``progress(t, duration)``
+    follows the simulated time."""
     task = task_of_file(path)
     config = load_config(path, task.schema)
+    if engine is not None:
+        config = replace(config, plant=replace(config.plant, engine=engine))
     out_dir = Path(out_dir or Path("results") / f"{config.name}_mpc")
     target = check_output(out_dir / "run.npz")  # before the run, not after
     duration = config.mpc.duration if duration is None else duration
@@ -89,6 +99,6 @@ def run_file(
         follow = None if progress is None else (lambda t: progress(t, duration))
         run = task.run(config, duration, pushes, mass_scale, formulation, progress=follow, quiet=quiet)
     m = task.measures(run)
-    results.save(target, run.arrays, run.ticks, m, config)
+    results.save(target, run.arrays, run.log.ticks, m, config)
     drawn = task.figures(results.load(target), out_dir)
     return Outcome(config, m, target, drawn, task.failed(m), task.lines(m))

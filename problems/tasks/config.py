@@ -53,6 +53,7 @@ LIMITS = ("position", "velocity", "torque")
 FORMULATIONS = ("lifted", "nonlifted")
 BACKENDS = ("compiled", "numpy")
 INITS = ("static", "zero_torque")
+ENGINES = ("mujoco", "liftoff")
 SWING_PROFILES = ("parabola", "triangle")
 COM_REFERENCES = ("standing", "feet")
 PHASE_KINDS = ("stance", "swing", "rising", "falling", "landed")  # problems.tasks.gaits.phase_kind
@@ -282,6 +283,70 @@ class Solver:
 
 
 @dataclass(frozen=True, kw_only=True)
+class JointFriction:
+    """The URDF's joint damping and Coulomb friction in the controller's model
+    (:mod:`dynamics.joint_friction`); switch them off to measure what they are worth."""
+
+    damping: bool = True  # the viscous damping torque -D v
+    coulomb: bool = True  # the Coulomb friction torque, smoothed: -F tanh(v / width)
+    width: float = 0.5  # in (0, 10]: the smoothing width of the Coulomb friction (rad/s)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("width",), 0, strict=True)
+        at_most(self, ("width",), 10.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MujocoContact:
+    """MuJoCo's soft-contact parameters of the contacts with the environment; null keeps
+    MuJoCo's default. ``solref``: the time constant (s) and damping ratio of the contact's
+    spring-damper, (0.02, 1) by default; stiffer with a smaller time constant (at least two
+    plant steps). ``solimp``: the impedance (d0, d_width, width (m), midpoint, power), (0.9,
+    0.95, 0.001, 0.5, 2) by default: how much of the contact's penetration it resists, from d0 at
+    no penetration to d_width at ``width``."""
+
+    solref: tuple[float, float] | None = None  # (time constant > 0, damping ratio > 0)
+    solimp: tuple[float, float, float, float, float] | None = (
+        None  # d0, d_width in (0, 1); width > 0; midpoint in [0, 1]; power >= 1
+    )
+
+    def __post_init__(self):
+        convert_fields(self)
+        if self.solref is not None:
+            check(all(x > 0 for x in self.solref), "solref", "a time constant > 0 and a damping ratio > 0", self.solref)
+        if self.solimp is not None:
+            d0, dwidth, width, midpoint, power = self.solimp
+            ok = 0 < d0 < 1 and 0 < dwidth < 1 and width > 0 and 0 <= midpoint <= 1 and power >= 1
+            check(ok, "solimp", "d0, d_width in (0, 1), width > 0, midpoint in [0, 1], power >= 1", self.solimp)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlantBase:
+    """What every simulated plant shares: its engine, time step, the disturbances drawn in it."""
+
+    engine: str = "mujoco"  # mujoco | liftoff: MuJoCo, or liftoff's idealized plant (rigid bilateral contacts)
+    dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
+    contact: MujocoContact = field(default_factory=MujocoContact)  # MuJoCo's contact parameters
+    joint_friction: bool = True  # MuJoCo applies the URDF's joint damping and friction
+    torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
+    torque_bias: float = 0.0  # |.| <= 1e3: added to every torque (N m)
+    seed: int = 0  # of the noise
+
+    def __post_init__(self):
+        convert_fields(self)
+        one_of(self.engine, ENGINES, "engine")
+        at_least(self, ("dt",), 0, strict=True)
+        at_least(self, ("torque_noise",), 0)
+        at_most(self, ("dt",), 0.1)
+        at_most(self, ("torque_noise",), 1e3)
+        at_most(self, ("torque_bias",), 1e3, magnitude=True)
+        if self.contact.solref is not None:
+            ok = self.contact.solref[0] >= 2 * self.dt
+            check(ok, "contact.solref", f"a time constant >= 2 dt = {2 * self.dt:g} s", self.contact.solref)
+
+
+@dataclass(frozen=True, kw_only=True)
 class GaitConfig:
     name: str = ""  # label for plots and tables; load_config uses the file stem if empty
     robot: str  # required, a name of dynamics.ROBOTS
@@ -290,6 +355,7 @@ class GaitConfig:
     gait: Gait  # required
     costs: Costs = field(default_factory=Costs)
     limits: tuple[str, ...] = LIMITS  # the limits imposed: a subset of position, velocity, torque
+    joint_friction: JointFriction = field(default_factory=JointFriction)
     solver: Solver = field(default_factory=Solver)
 
     def __post_init__(self):

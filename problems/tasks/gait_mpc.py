@@ -23,7 +23,7 @@ from liftoff import dynamics
 from liftoff.ocp.costs import StateCost
 from liftoff.ocp.problem import OCP
 
-from .config import GaitConfig, at_least, at_most, check, convert_fields, no_duplicates, one_of
+from .config import GaitConfig, PlantBase, at_least, at_most, check, convert_fields, no_duplicates, one_of
 from .gaits import build_problem, state_weights
 
 
@@ -49,25 +49,18 @@ class GaitMPCSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LeggedPlantSettings:
-    """The simulated plant (:mod:`problems.mpc.legged_plant`)."""
+class LeggedPlantSettings(PlantBase):
+    """The simulated plant (:mod:`problems.mpc.plants`)."""
 
-    dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
-    kp: float = 0.0  # in [0, 1e6]: Baumgarte position gain holding the feet in contact
-    kd: float = 0.0  # in [0, 1e4]: Baumgarte velocity gain
-    torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
-    torque_bias: float = 0.0  # |.| <= 1e3: added to every torque (N m)
-    seed: int = 0  # of the noise
+    kp: float = 0.0  # in [0, 1e6]: liftoff's plant: Baumgarte position gain holding the feet in contact
+    kd: float = 0.0  # in [0, 1e4]: liftoff's plant: Baumgarte velocity gain
     scaled_joints: tuple[str, ...] = ("root_joint",)  # the bodies whose mass --mass-scale multiplies (the base's)
 
     def __post_init__(self):
-        convert_fields(self)
-        at_least(self, ("dt",), 0, strict=True)
-        at_least(self, ("kp", "kd", "torque_noise"), 0)
-        at_most(self, ("dt",), 0.1)
+        super().__post_init__()
+        at_least(self, ("kp", "kd"), 0)
         at_most(self, ("kp",), 1e6)
-        at_most(self, ("kd", "torque_noise"), 1e4)
-        at_most(self, ("torque_bias",), 1e3, magnitude=True)
+        at_most(self, ("kd",), 1e4)
         no_duplicates(self.scaled_joints, "scaled_joints")
 
 
@@ -155,5 +148,4 @@ def window(run: GaitRun, t, q, v) -> OCP:
     state = next(term for term in run.ocp.stages[end].costs if term.name == "state")
     weights = state_weights(cfg.costs.terminal_state, run.model.nv)
     terminal = (StateCost(state.q_ref, state.v_ref, weights, "state"),)
-    o = run.ocp
-    return OCP(o.model, q, v, o.stages[start:end], terminal, o.friction, o.limits)
+    return dataclasses.replace(run.ocp, q0=q, v0=v, stages=run.ocp.stages[start:end], terminal_costs=terminal)

@@ -129,7 +129,8 @@ def phase_kind(phases, feet, i: int, j: int) -> str:
 
 def build_problem(config) -> OCP:
     """The OCP of ``config`` (module docstring)."""
-    model = dynamics.load(config.robot)
+    jf = config.joint_friction
+    model = dynamics.keep_joint_friction(dynamics.load(config.robot), jf.damping, jf.coulomb)
     if not model.has_free_flyer:
         raise ProblemError(f"robot: gaits need a floating base; {config.robot} is fixed")
     for foot in config.contacts.feet:
@@ -193,4 +194,13 @@ def build_problem(config) -> OCP:
             stages.append(ContactStage(contacts(stance[i]), gait.dt, terms))
     _, q_end = references(len(gait.phases) - 1, gait.phases[-1].knots - 1)
     terminal = (StateCost(q_end, zero_v, state_weights(costs.terminal_state, nv), "state"),)
-    return OCP(model, q0, v0, tuple(stages), terminal, friction=config.contacts.friction, limits=tuple(config.limits))
+    return OCP(
+        model,
+        q0,
+        v0,
+        tuple(stages),
+        terminal,
+        friction=config.contacts.friction,
+        limits=tuple(config.limits),
+        joint_friction_width=jf.width,
+    )

@@ -2,13 +2,19 @@
 
 The upper body of Talos in MPC: the ``controlled`` joints (torso_1, torso_2, arm_right_1..4
 by default, ``nq = nv = 6``) move, every other joint is locked at the SRDF ``posture``
-(``half_sitting``; joints the posture does not name at 0) and the base is fixed. The tool
-frame (``arm_right_7_link``) presses on a flat surface with a 1D contact along the surface
-normal in LOCAL_WORLD_ALIGNED (the world axes centred on the tool, seed 001's heart frame):
-``surface.normal: z`` for a horizontal table, ``y`` for a vertical board, a sign for the
-other side. The surface passes through the tool's initial position (moved by
-``surface.offset`` along the normal); the contact is bilateral with Baumgarte gains ``kp,
-kd`` toward it.
+(``half_sitting``; joints the posture does not name at 0) and the base is fixed. The gripper
+of the right wrist (``tool.frame``, ``arm_right_7_link``) holds a pad, a sphere of
+``tool.radius``; the OCP's contact frame ``tool`` is the pad's contact point, ``tool.position``
+in the wrist's frame. It presses on a flat surface of outward normal ``surface.normal`` (any
+world direction: ``[0, 0, 1]`` a horizontal table, ``[0, 1, 0]`` a vertical board, a tilted
+board between) through a 1D contact along that normal in LOCAL_WORLD_ALIGNED (the world axes
+centred on the tool, seed 001's heart frame), its axes turned so that its third is the
+normal (:class:`dynamics.Contact`'s ``rotation``). The surface passes through the tool's
+initial position (moved by ``surface.offset`` along the normal); in the OCP the contact is
+bilateral with Baumgarte gains ``kp, kd`` toward it. The surface's Coulomb friction
+``surface.friction`` resists the pad's sliding: the OCP models it as the force ``-mu f_n d``,
+``d`` the direction of the circle at each stage (:class:`ocp.problem.SlidingFriction`, lifted
+formulation), unless ``surface.model_friction`` is false.
 
 The cost of each stage (seed 001 eq. 50, without its barrier penalties, which are left to
 the exact limits below):
@@ -16,9 +22,9 @@ the exact limits below):
 - state regularization toward the initial state, ``costs.state`` times the per-joint
   ``position_weights`` and ``velocity_weight``; at the terminal stage ``costs.terminal_state``;
 - normal-force tracking of ``surface.force`` newtons, weight ``costs.force``;
-- tool position tracking of a circle in the surface plane, weight ``costs.tool_position`` on
-  the two in-plane axes: radius ``circle.radius``, angular velocity
-  ``circle.angular_velocity``, starting at the tool's initial position;
+- tool position tracking of a circle in the surface plane, weight ``costs.tool_position``
+  (on every axis: the contact holds the normal one): radius ``circle.radius``, angular
+  velocity ``circle.angular_velocity``, starting at the tool's initial position;
 - tool orientation toward its initial one (the SO(3) logarithm of the error),
   ``costs.tool_orientation``;
 - control regularization around the gravity torques of the initial configuration,
@@ -33,7 +39,12 @@ the torques.
 
 The joint position, velocity and torque limits (``limits``; the torque limits bound ``tau``
 with a filter) are exact inequalities of the interior point; ``w`` has no limits, only its
-regularization.
+regularization. The joints' damping and Coulomb friction are the URDF's (``joint_friction``).
+
+Offset-free MPC: each horizon takes the generalized force its model misses as the plant's
+measurements show it (:mod:`problems.mpc.observer`, filtered over ``observer.time_constant``;
+``build_ocp``'s ``disturbance``): what a model error (a heavier arm, a joint's stiction) would
+leave as a constant force error, the MPC compensates.
 """
 
 from __future__ import annotations
@@ -47,11 +58,23 @@ from liftoff.dynamics import Contact
 from liftoff.dynamics.model import close_names
 from liftoff.dynamics.robots import named_configuration
 from liftoff.ocp.costs import FramePositionCost, FrameRotationCost, StateCost, VariableCost
-from liftoff.ocp.problem import OCP, ContactStage
+from liftoff.ocp.problem import OCP, ContactStage, SlidingFriction
 
-from .config import LIMITS, ProblemError, Solver, at_least, at_most, check, convert_fields, no_duplicates, one_of
+from .config import (
+    LIMITS,
+    JointFriction,
+    PlantBase,
+    ProblemError,
+    Solver,
+    at_least,
+    at_most,
+    check,
+    convert_fields,
+    no_duplicates,
+    one_of,
+)
 
-NORMALS = ("x", "y", "z", "-x", "-y", "-z")
+TOOL_FRAME = "tool"  # the OCP's contact frame, added to the model at the pad's contact point
 UPPER_BODY = (
     "torso_1_joint",
     "torso_2_joint",
@@ -64,28 +87,67 @@ UPPER_BODY = (
 
 @dataclass(frozen=True, kw_only=True)
 class Surface:
-    normal: str = "z"  # x | y | z | -x | -y | -z: the world axis of the force the surface applies on the tool
+    normal: tuple[float, float, float] = (
+        0.0,
+        0.0,
+        1.0,
+    )  # the outward normal (world axes; normalized): the direction of its force on the tool
     force: float = 30.0  # in (0, 1e3]: the normal force to exert (N)
     offset: float = 0.0  # |.| <= 1: the surface's distance from the tool's initial position along the normal (m)
+    friction: float = 0.0  # in [0, 2]: the Coulomb coefficient between the pad and the surface
+    model_friction: bool = True  # the OCP models the pad's sliding friction (lifted formulation)
     kp: float = 5.0  # in [0, 1e4]: Baumgarte position gain of the contact
     kd: float = 10.0  # in [0, 1e4]: Baumgarte velocity gain
 
     def __post_init__(self):
         convert_fields(self)
-        one_of(self.normal, NORMALS, "normal")
+        n = np.asarray(self.normal, dtype=float)
+        check(
+            np.all(np.isfinite(n)) and np.linalg.norm(n) > 1e-9, "normal", "a non-zero direction [x, y, z]", self.normal
+        )
+        object.__setattr__(self, "normal", tuple(float(x) for x in n / np.linalg.norm(n)))
         at_least(self, ("force",), 0, strict=True)
-        at_least(self, ("kp", "kd"), 0)
+        at_least(self, ("kp", "kd", "friction"), 0)
         at_most(self, ("force",), 1e3)
         at_most(self, ("kp", "kd"), 1e4)
+        at_most(self, ("friction",), 2.0)
         at_most(self, ("offset",), 1.0, magnitude=True)
 
     @property
-    def axis(self) -> int:
-        return "xyz".index(self.normal[-1])
+    def axes(self) -> np.ndarray:
+        """``(e1, e2, n)`` as the columns of a rotation: the surface plane's axes, then the normal.
+        ``e1`` is the world axis least aligned with the normal, projected on the plane (x for a
+        table, x for a board facing y), ``e2 = n x e1``."""
+        n = np.asarray(self.normal)
+        e1 = np.eye(3)[int(np.argmin(np.abs(n)))]
+        e1 = e1 - (e1 @ n) * n
+        e1 = e1 / np.linalg.norm(e1)
+        return np.column_stack((e1, np.cross(n, e1), n))
 
-    @property
-    def sign(self) -> float:
-        return -1.0 if self.normal.startswith("-") else 1.0
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    frame: str = "arm_right_7_link"  # the link that holds the pad
+    position: tuple[float, float, float] = (0.0, 0.0, -0.28)  # the pad's contact point in that link's frame (m)
+    radius: float = (
+        0.03  # in (0, 0.2]: the pad, a sphere (m) whose centre is that far from the contact point along the normal
+    )
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("radius",), 0, strict=True)
+        at_most(self, ("radius",), 0.2)
+        check(all(abs(x) <= 1 for x in self.position), "position", "coordinates within 1 m", self.position)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observer:
+    time_constant: float = 0.02  # in [0, 1]: the disturbance observer's filter (s); 0: no observer
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("time_constant",), 0)
+        at_most(self, ("time_constant",), 1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,22 +222,13 @@ class MPCSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlantSettings:
-    """The simulated plant (:mod:`problems.mpc.plant`)."""
+class PlantSettings(PlantBase):
+    """The simulated plant (:mod:`problems.mpc.plants`)."""
 
-    dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
-    torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
-    torque_bias: float = 0.0  # |.| <= 1e3: added to every torque (N m)
-    seed: int = 0  # of the noise
     scaled_joints: tuple[str, ...] = UPPER_BODY[2:]  # the bodies whose mass --mass-scale multiplies (the arm's)
 
     def __post_init__(self):
-        convert_fields(self)
-        at_least(self, ("dt",), 0, strict=True)
-        at_least(self, ("torque_noise",), 0)
-        at_most(self, ("dt",), 0.1)
-        at_most(self, ("torque_noise",), 1e3)
-        at_most(self, ("torque_bias",), 1e3, magnitude=True)
+        super().__post_init__()
         no_duplicates(self.scaled_joints, "scaled_joints")
 
 
@@ -186,12 +239,14 @@ class PolishingConfig:
     robot: str = "talos"  # a robot of dynamics.ROBOTS with named configurations
     controlled: tuple[str, ...] = UPPER_BODY  # the joints in MPC; the others are locked
     posture: str = "half_sitting"  # the SRDF configuration of the locked joints and the initial state
-    tool: str = "arm_right_7_link"  # the frame in contact
+    tool: Tool = field(default_factory=Tool)
     torque_filter: float | None = 5.0  # in (0, 1e3]: cut-off frequency of the torque filter (Hz); null: none
     surface: Surface = field(default_factory=Surface)
     circle: Circle = field(default_factory=Circle)
     costs: PolishingCosts = field(default_factory=PolishingCosts)
     limits: tuple[str, ...] = LIMITS  # imposed exactly: a subset of position, velocity, torque
+    joint_friction: JointFriction = field(default_factory=JointFriction)
+    observer: Observer = field(default_factory=Observer)
     solver: Solver = field(default_factory=Solver)
     mpc: MPCSettings = field(default_factory=MPCSettings)
     plant: PlantSettings = field(default_factory=PlantSettings)
@@ -221,13 +276,15 @@ class PolishingConfig:
 
 @dataclass(frozen=True)
 class Polishing:
-    """The task made concrete: the reduced ``model``, the initial state ``(q0, v0)``, the tool's
-    initial position ``p0`` and rotation ``R0``, the gravity torques ``u_gravity`` at ``q0`` and the torques
-    ``u_pressing`` that hold ``q0`` still while pressing with the target force (the initial
-    torques with a torque filter)."""
+    """The task made concrete: the reduced ``model`` (with the contact frame ``tool``), the
+    ``locked`` joints and their values, the initial state ``(q0, v0)``, the tool's initial
+    position ``p0`` and rotation ``R0``, the gravity torques ``u_gravity`` at ``q0`` and the
+    torques ``u_pressing`` that hold ``q0`` still while pressing with the target force (the
+    initial torques with a torque filter)."""
 
     config: PolishingConfig
     model: object
+    locked: dict
     q0: np.ndarray
     v0: np.ndarray
     p0: np.ndarray
@@ -236,13 +293,17 @@ class Polishing:
     u_pressing: np.ndarray
 
     @property
-    def plane(self) -> tuple:
-        """The two world axes of the surface plane, in order (the circle's first and second)."""
-        return tuple(i for i in range(3) if i != self.config.surface.axis)
+    def normal(self) -> np.ndarray:
+        return np.asarray(self.config.surface.normal)
+
+    @property
+    def plane(self) -> np.ndarray:
+        """``(3, 2)``: the surface plane's axes ``e1, e2`` (the circle's first and second)."""
+        return self.config.surface.axes[:, :2]
 
     def surface_point(self) -> np.ndarray:
         s = self.config.surface
-        return self.p0 + s.offset * s.sign * np.eye(3)[s.axis]
+        return self.p0 + s.offset * self.normal
 
     def circle(self, t) -> np.ndarray:
         """The tool's reference positions ``(len(t), 3)`` at times ``t``: on the circle in the
@@ -251,25 +312,46 @@ class Polishing:
         that of the surface."""
         c = self.config.circle
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        e1, e2 = (np.eye(3)[i] for i in self.plane)
+        e1, e2 = self.plane.T
         angle = c.start_angle + c.angular_velocity * t[:, None]
         start = np.cos(c.start_angle) * e1 + np.sin(c.start_angle) * e2
         return self.surface_point() + c.radius * (np.cos(angle) * e1 + np.sin(angle) * e2 - start)
 
     def contact(self) -> Contact:
+        """The OCP's contact: the tool held along the normal (the third of the surface's axes)."""
         s = self.config.surface
         return Contact(
-            self.config.tool, "xyz"[s.axis], "LOCAL_WORLD_ALIGNED", kp=s.kp, kd=s.kd, placement=self.surface_point()
+            TOOL_FRAME, "z", "LOCAL_WORLD_ALIGNED", kp=s.kp, kd=s.kd, placement=self.surface_point(), rotation=s.axes
         )
 
-    def normal_force(self, f) -> np.ndarray:
-        """The force the surface applies along its outward normal, from the contact's force rows."""
-        return self.config.surface.sign * np.asarray(f)[..., 0]
+    def sliding(self, t) -> tuple:
+        """The sliding friction the OCP models at time ``t``: opposite to the circle's velocity
+        (none on a frictionless surface or a circle that does not move)."""
+        s, c = self.config.surface, self.config.circle
+        if s.friction == 0 or not s.model_friction or c.radius == 0 or c.angular_velocity == 0:
+            return ()
+        angle = c.start_angle + c.angular_velocity * t
+        e1, e2 = self.plane.T
+        tangent = np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
+        return (SlidingFriction(0, s.friction, tangent),)
+
+    def modelled_forces(self, t, measurement) -> list:
+        """The forces the OCP's contact model gives for the pad's measured force at time ``t``:
+        its normal component and the sliding friction at that normal force (for a disturbance
+        observer, :mod:`problems.mpc.observer`)."""
+        reading = measurement.contacts["tool"]
+        normal = float(self.normal_force(reading.force))
+        force = normal * self.normal - sum((normal * s.mu * s.direction for s in self.sliding(t)), np.zeros(3))
+        return [(TOOL_FRAME, reading.position, force)]
+
+    def normal_force(self, force) -> np.ndarray:
+        """The force the surface applies along its outward normal, from world forces ``(..., 3)``."""
+        return np.asarray(force) @ self.normal
 
 
 def make_task(config: PolishingConfig) -> Polishing:
-    """The reduced model and the initial state of ``config``; :class:`ProblemError` for names the
-    robot does not have."""
+    """The reduced model and the initial state of ``config``; :class:`ProblemError` for names
+    the robot does not have."""
     try:
         posture = named_configuration(config.robot, config.posture)
     except dynamics.ModelError as e:
@@ -284,31 +366,35 @@ def make_task(config: PolishingConfig) -> Polishing:
         if joint not in config.controlled:
             raise ProblemError(f"plant.scaled_joints: {joint!r} is not a controlled joint (the others are locked)")
     locked = {j: posture.get(j, 0.0) for j in full.joint_names if j not in config.controlled}
-    model = dynamics.load(config.robot, floating_base=False, locked_joints=locked)
-    if config.tool not in model.frame_names:
-        close = close_names(config.tool, model.frame_names, n=3)
+    jf = config.joint_friction
+    model = dynamics.keep_joint_friction(
+        dynamics.load(config.robot, floating_base=False, locked_joints=locked), jf.damping, jf.coulomb
+    )
+    tool = config.tool
+    if tool.frame not in model.frame_names:
+        close = close_names(tool.frame, model.frame_names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ProblemError(f"tool: {config.robot} has no frame {config.tool!r}{hint}")
+        raise ProblemError(f"tool.frame: {config.robot} has no frame {tool.frame!r}{hint}")
+    model = dynamics.add_frame(model, TOOL_FRAME, tool.frame, translation=tool.position)
     q0 = np.array([posture.get(j, 0.0) for j in model.joint_names])
     v0 = np.zeros(model.nv)
-    R0, p0 = dynamics.frame_placement(model, q0, config.tool)
+    R0, p0 = dynamics.frame_placement(model, q0, TOOL_FRAME)
     u_gravity = dynamics.rnea(model, q0, v0, v0)
-    J = dynamics.frame_jacobian(model, q0, config.tool, "LOCAL_WORLD_ALIGNED")[:3]
+    J = dynamics.frame_jacobian(model, q0, TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:3]
     s = config.surface
-    u_pressing = u_gravity - J.T @ (s.sign * s.force * np.eye(3)[s.axis])  # the surface's force on the tool
-    return Polishing(config, model, q0, v0, np.asarray(p0), np.asarray(R0), u_gravity, u_pressing)
+    u_pressing = u_gravity - J.T @ (s.force * np.asarray(s.normal))  # the surface's force on the tool
+    return Polishing(config, model, locked, q0, v0, np.asarray(p0), np.asarray(R0), u_gravity, u_pressing)
 
 
-def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
+def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None, disturbance=None) -> OCP:
     """The OCP of the horizon starting at time ``t0`` from ``(q0, v0)`` and the torques ``tau0``
-    with a filter (default: the task's initial state, pressing):
-    ``mpc.horizon`` contact stages of ``mpc.dt`` (module docstring)."""
+    with a filter (default: the task's initial state, pressing): ``mpc.horizon`` contact stages
+    of ``mpc.dt`` (module docstring); ``disturbance (nv,)``: the generalized force the model
+    misses, as the controller estimates it (:class:`ocp.problem.OCP`)."""
     cfg, model = task.config, task.model
     c, dt, n = cfg.costs, cfg.mpc.dt, cfg.mpc.horizon
     state_weights = np.concatenate((c.position_weights, np.full(model.nv, c.velocity_weight)))
-    in_plane = np.zeros(3)
-    in_plane[list(task.plane)] = c.tool_position
-    force_ref = np.array([cfg.surface.sign * cfg.surface.force])
+    force_ref = np.array([cfg.surface.force])
     contact = task.contact()
     zero_v = np.zeros(model.nv)
     references = task.circle(t0 + dt * np.arange(n))
@@ -321,11 +407,12 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
             (
                 StateCost(task.q0, zero_v, c.state * state_weights, "state"),
                 VariableCost("f", force_ref, np.array([c.force]), "force"),
-                FramePositionCost(cfg.tool, references[k], in_plane, "tool"),
-                FrameRotationCost(cfg.tool, task.R0, c.tool_orientation * np.ones(3), "orientation"),
+                FramePositionCost(TOOL_FRAME, references[k], np.full(3, c.tool_position), "tool"),
+                FrameRotationCost(TOOL_FRAME, task.R0, c.tool_orientation * np.ones(3), "orientation"),
                 VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control"),
             )
             + torque,
+            task.sliding(t0 + k * dt),
         )
         for k in range(n)
     )
@@ -333,4 +420,5 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None) -> OCP:
     q0 = task.q0 if q0 is None else q0
     v0 = task.v0 if v0 is None else v0
     tau0 = (task.u_pressing if tau0 is None else tau0) if filtered else None
-    return OCP(model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0)
+    width = cfg.joint_friction.width
+    return OCP(model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0, width, disturbance)

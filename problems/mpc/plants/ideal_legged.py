@@ -1,8 +1,8 @@
-"""A simulated legged robot for closed-loop gait MPC: feet that touch down, stick and lift off.
+"""liftoff's own legged plant for closed-loop gait MPC: feet that touch down, stick and lift off.
 
-:class:`LeggedPlant` integrates liftoff's proximal constrained dynamics with the semi-implicit
-Euler scheme of :class:`problems.mpc.plant.Plant`, the feet on the ground as 3D contacts held at
-their touchdown points by Baumgarte gains. Events within a step:
+:class:`IdealLeggedPlant` integrates liftoff's proximal constrained dynamics with the
+semi-implicit Euler scheme of :class:`.ideal.IdealPlant`, the feet on the ground as 3D contacts
+held at their touchdown points by Baumgarte gains. Events within a step:
 
 - **touchdown**: a foot that the schedule holds on the ground and that reaches the ground
   height during the step. The step is cut at the event, located by bisection on the step
@@ -12,12 +12,12 @@ their touchdown points by Baumgarte gains. Events within a step:
 - **lift-off**: a foot leaves the ground when the schedule releases it or when its normal
   force would turn negative.
 
-What it idealizes, as the polishing plant does: feet in contact stick and are bilateral (a
-foot cannot slide: its ``slip`` is the Baumgarte drift from its touchdown point, and a force
-outside the friction pyramid is reported as a cone violation, not simulated); the ground is
-flat at the height of the feet in the initial configuration and only where the schedule
-expects a stance (a foot that dips below it while the schedule swings it goes through;
-``penetration`` reports how deep); the schedule, the controller's plan, decides lift-off.
+What it idealizes, as :class:`.ideal.IdealPlant` does: feet in contact stick and are bilateral
+(a foot cannot slide: it drifts only by the Baumgarte error, and a force outside the friction
+cone is applied, not limited); the ground is flat at the height of the feet in the initial
+configuration and only where the schedule expects a stance (a foot that dips below it while the
+schedule swings it goes through: its reading's ``depth`` says how deep); the schedule, the
+controller's plan, decides lift-off.
 """
 
 from __future__ import annotations
@@ -28,35 +28,42 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.dynamics import Contact
+from liftoff.problems.mpc.disturbances import Disturbances
 
-from .plant import Disturbances, Plant
+from . import ContactReading, Measurement
+from .ideal import IdealPlant
+
+DESCRIPTION = "liftoff's idealized legged plant (the controller's model, feet that stick and may pull)"
 
 
-class LeggedPlant(Plant):
-    """A legged ``model`` with ``feet`` (frame names) on flat ground at ``ground`` [m], friction
-    coefficient ``friction`` (for the reported cone violations), ``schedule(t)``: the feet the
-    plan holds on the ground at time ``t``; Baumgarte gains ``kp, kd`` hold the feet in
-    contact; step ``dt``; disturbances as for :class:`problems.mpc.plant.Plant`."""
+class IdealLeggedPlant(IdealPlant):
+    """A legged ``model`` with ``feet`` (frame names) on flat ground at ``ground`` [m],
+    ``schedule(t)``: the feet the plan holds on the ground at time ``t``; Baumgarte gains ``kp,
+    kd`` hold the feet in contact; step ``dt``; disturbances as for :class:`.ideal.IdealPlant`."""
 
-    def __init__(
-        self, model, feet, ground, friction, schedule, dt=1e-3, kp=0.0, kd=0.0, disturbances=Disturbances(), mu=1e-8
-    ):
-        super().__init__(model, (), dt, disturbances, mu)
+    description = DESCRIPTION
+
+    def __init__(self, model, feet, ground, schedule, dt=1e-3, kp=0.0, kd=0.0, disturbances=Disturbances(), mu=1e-8):
+        super().__init__(model, {}, dt, disturbances, mu)
         for foot in feet:
             model.frame_id(foot)  # unknown frames raise here
-        self.feet, self.ground, self.friction, self.schedule = tuple(feet), float(ground), float(friction), schedule
+        self.feet, self.ground, self.schedule = tuple(feet), float(ground), schedule
+        self.contact_names = self.feet
         self.kp, self.kd = kp, kd
         self.stance: dict = {}  # foot -> touchdown point
-        self.touchdowns = 0
-        self.max_cone_violation = self.max_slip = self.max_penetration = 0.0
 
-    def start(self, q):
-        """The feet of ``q`` at the ground height (within 1 mm) are in contact where they stand."""
+    def reset(self, q, v, tau=None) -> Measurement:
+        """Start from ``(q, v)``: the feet at the ground height (within 1 mm) are in contact
+        where they stand."""
+        self._rng = np.random.default_rng(self.disturbances.seed)
+        self.q, self.v, self.tau = np.array(q, dtype=float), np.array(v, dtype=float), None
         self.stance = {}
         for foot in self.feet:
-            _, p = dynamics.frame_placement(self.model, q, foot)
+            _, p = dynamics.frame_placement(self.model, self.q, foot)
             if abs(p[2] - self.ground) < 1e-3:
                 self.stance[foot] = np.asarray(p, dtype=float)
+        torque = self.torque(0.0, self.q, self.v, np.zeros(self.model.nv - 6), False)
+        return self._readings(self._dynamics(self.q, self.v, torque)[1])
 
     def _contacts(self, stance):
         return tuple(
@@ -84,11 +91,11 @@ class LeggedPlant(Plant):
     def _heights(self, q, feet):
         return np.array([dynamics.frame_placement(self.model, q, foot)[1][2] for foot in feet]) - self.ground
 
-    def step(self, t, q, v, command, tau=None):
-        """``(q+, v+, forces, None)``: one step from ``(q, v)`` under the torques ``command`` at
-        time ``t`` (events in the module docstring); ``forces (3 nfeet,)`` the feet's world
-        forces at the end of the step (zero in the air)."""
-        tau = self.torque(t, q, command)
+    def step(self, t, command) -> Measurement:
+        """One step under the torques ``command`` at time ``t`` (events in the module docstring);
+        the readings carry the feet's world forces at the end of the step."""
+        q, v = self.q, self.v
+        tau = self.torque(t, q, v, command)
         held = self.schedule(t + self.dt)
         for foot in [f for f in self.stance if f not in self.schedule(t)]:
             del self.stance[foot]  # lift-off: released by the plan
@@ -96,9 +103,6 @@ class LeggedPlant(Plant):
         q1, v1 = self._advance(q, v, a, self.dt)
         landing = [f for f in self.feet if f not in self.stance and f in held]
         below = [f for f, h in zip(landing, self._heights(q1, landing)) if h < 0]
-        swinging = [f for f in self.feet if f not in self.stance and f not in held]
-        if swinging:
-            self.max_penetration = max(self.max_penetration, float(-min(0.0, self._heights(q1, swinging).min())))
         if below:
             lo, hi = 0.0, 1.0  # the first fraction of the step at which a landing foot reaches the ground
             for _ in range(30):
@@ -112,19 +116,17 @@ class LeggedPlant(Plant):
                 self.stance[foot] = np.array(dynamics.frame_placement(self.model, qe, foot)[1], dtype=float)
             contacts = tuple(replace(c, kp=0.0, kd=0.0) for c in self._contacts(self.stance))  # velocities only
             ve, _ = dynamics.impulse_dynamics(self.model, qe, ve, contacts, mu=self.mu)[:2]
-            self.touchdowns += len(below)
             a, forces = self._dynamics(qe, ve, tau)
             q1, v1 = self._advance(qe, ve, a, (1 - hi) * self.dt)
-        self._record(q1, forces)
-        out = np.zeros(3 * len(self.feet))
-        for i, foot in enumerate(self.feet):
-            if foot in forces:
-                out[3 * i : 3 * i + 3] = forces[foot]
-        return q1, v1, out, None
+        self.q, self.v = q1, v1
+        return self._readings(forces)
 
-    def _record(self, q, forces):
-        m = self.friction / np.sqrt(2.0)
-        for foot, f in forces.items():
-            self.max_cone_violation = max(self.max_cone_violation, float(max(abs(f[0]), abs(f[1])) - m * f[2]))
-            _, p = dynamics.frame_placement(self.model, q, foot)
-            self.max_slip = max(self.max_slip, float(np.linalg.norm((p - self.stance[foot])[:2])))
+    def _readings(self, forces) -> Measurement:
+        readings = {}
+        heights = self._heights(self.q, self.feet)
+        for foot, height in zip(self.feet, heights):
+            _, p = dynamics.frame_placement(self.model, self.q, foot)
+            touching = foot in forces
+            force = np.asarray(forces[foot], dtype=float) if touching else np.zeros(3)
+            readings[foot] = ContactReading(touching, force, np.asarray(p, dtype=float), float(max(0.0, -height)))
+        return Measurement(self.q.copy(), self.v.copy(), None, readings)

@@ -1,0 +1,134 @@
+"""The closed loop: an MPC against a plant, and the log of what happened.
+
+:func:`closed_loop` starts the MPC from the plant's first measurement, then at the plant's rate
+evaluates the policy on the latest measurement and steps the plant, and every MPC period
+updates the MPC from the measurement. It ends after ``duration`` seconds, or earlier with a
+status: ``diverged`` when the plant's state is not finite or a joint is more than
+:data:`LIMIT_MARGIN` beyond its limits (a simulation that blew up), or when an MPC update
+fails; or the status ``stop(measurement)`` returns (a legged robot that fell). Everything up to
+then is in the :class:`Log`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .controller import MPCError
+
+LIMIT_MARGIN = 0.5  # rad (m for prismatic joints): a joint this far beyond its limits has diverged
+
+
+@dataclass
+class Log:
+    """A closed-loop run at the plant's rate: per step ``t``, the state ``q, v`` and the
+    actuators' torques ``tau`` at its start (``tau`` empty without a filter), the command ``u``,
+    and each named contact's reading during the step (``contact_active (n, k)``,
+    ``contact_force, contact_position (n, k, 3)``, ``contact_depth (n, k)``, contacts in
+    ``contact_names`` order). ``ticks`` are the MPC's updates; ``control_seconds`` the wall time
+    of the updates and policy evaluations, ``policy_seconds`` that of each policy evaluation,
+    ``plant_seconds`` that of the plant; ``status``
+    ``completed``, ``diverged`` or a stop's status, at ``end_time`` [s], with a ``message``."""
+
+    contact_names: tuple = ()
+    t: list = field(default_factory=list)
+    q: list = field(default_factory=list)
+    v: list = field(default_factory=list)
+    tau: list = field(default_factory=list)
+    u: list = field(default_factory=list)
+    readings: list = field(default_factory=list)
+    ticks: list = field(default_factory=list)
+    policy_seconds: list = field(default_factory=list)
+    control_seconds: float = 0.0
+    plant_seconds: float = 0.0
+    status: str = "completed"
+    end_time: float = 0.0
+    message: str = ""
+
+    def record(self, t, measurement, u, readings):
+        self.t.append(t)
+        self.q.append(measurement.q)
+        self.v.append(measurement.v)
+        self.tau.append(np.zeros(0) if measurement.tau is None else measurement.tau)
+        self.u.append(np.asarray(u, dtype=float))
+        self.readings.append([readings[name] for name in self.contact_names])
+
+    def arrays(self) -> dict:
+        out = {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u")}
+        n, k = len(self.t), len(self.contact_names)
+        out["contact_active"] = np.array([[r.active for r in row] for row in self.readings], dtype=bool).reshape(n, k)
+        for name in ("force", "position"):
+            out[f"contact_{name}"] = np.array(
+                [[getattr(r, name) for r in row] for row in self.readings], dtype=float
+            ).reshape(n, k, 3)
+        out["contact_depth"] = np.array([[r.depth for r in row] for row in self.readings], dtype=float).reshape(n, k)
+        return out
+
+
+def diverged(model, measurement) -> str | None:
+    """Why the state of ``measurement`` is a simulation that blew up, or None."""
+    q, v = measurement.q, measurement.v
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        return "the simulated state is not finite"
+    lower, upper = model.lower_position_limit, model.upper_position_limit
+    beyond = np.maximum(lower - LIMIT_MARGIN - q, q - upper - LIMIT_MARGIN)
+    beyond[: 7 if model.has_free_flyer else 0] = -1  # the base moves freely
+    if np.any(beyond > 0):
+        i = int(np.argmax(beyond))
+        return f"configuration coordinate {i} is {beyond[i] + LIMIT_MARGIN:.2f} beyond its limit"
+    return None
+
+
+def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0=None, stop=None, observe=None) -> Log:
+    """Run ``mpc`` (started here) against ``plant`` from ``(q0, v0)`` (and the actuators'
+    torques ``tau0`` with a torque filter) for ``duration`` seconds (module docstring):
+    ``model`` is the controller's (for the divergence test), ``period`` the time between MPC
+    updates (a multiple of the plant's step), ``progress(t)`` called after each update,
+    ``stop(measurement)`` a status that ends the run, or None; ``observe(t, before, command,
+    after)`` sees every step (a controller's estimator)."""
+    steps = int(round(period / plant.dt))
+    if steps < 1 or abs(steps * plant.dt - period) > 1e-9 * period:
+        raise ValueError(f"the MPC period {period!r} is not a multiple of the plant's step {plant.dt!r}")
+    log = Log(tuple(plant.contact_names))
+    measurement = plant.reset(q0, v0, tau0)
+    policy = mpc.start(0.0, measurement.q, measurement.v, measurement.tau)  # not counted in the controller's time
+    updates = int(round(duration / period))
+    with np.errstate(all="ignore"):  # a plant that blows up is a status, not a flood of warnings
+        for k in range(updates):
+            for j in range(steps):
+                t = (k * steps + j) * plant.dt
+                begin = time.perf_counter()
+                u = policy(t, measurement.q, measurement.v, measurement.tau)
+                middle = time.perf_counter()
+                after = plant.step(t, u)
+                log.plant_seconds += time.perf_counter() - middle
+                log.control_seconds += middle - begin
+                log.policy_seconds.append(middle - begin)
+                log.record(t, measurement, u, after.contacts)
+                if observe is not None:
+                    observe(t, measurement, u, after)
+                measurement = after
+                why = diverged(model, measurement)
+                status = ("diverged", why) if why else (None, "")
+                if status[0] is None and stop is not None:
+                    status = (stop(measurement), "")
+                if status[0] is not None:
+                    return _ended(log, mpc, status[0], t + plant.dt, status[1])
+            t = (k + 1) * period
+            if k + 1 < updates:  # no update after the last period
+                begin = time.perf_counter()
+                try:
+                    policy = mpc.update(t, measurement.q, measurement.v, measurement.tau)
+                except MPCError as e:
+                    return _ended(log, mpc, "diverged", t, str(e))
+                log.control_seconds += time.perf_counter() - begin
+            if progress is not None:
+                progress(t)
+    return _ended(log, mpc, "completed", updates * period, "")
+
+
+def _ended(log, mpc, status, t, message) -> Log:
+    log.ticks, log.status, log.end_time, log.message = list(mpc.ticks), status, float(t), message
+    return log

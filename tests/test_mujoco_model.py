@@ -1,0 +1,196 @@
+"""The MuJoCo model generated from the URDF the controller reads, held against liftoff's model:
+mass, joint-space inertia, generalized gravity and frame placements at random configurations;
+the conventions converted in one place (quaternion order, the free joint's velocity frames,
+MuJoCo's ``qacc``); the plant's readings, pushes and model mismatch; its errors."""
+
+from __future__ import annotations
+
+import sys
+
+import mujoco
+import numpy as np
+import pytest
+
+from liftoff import dynamics
+from liftoff.dynamics.robots import named_configuration
+from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
+from liftoff.problems.mpc.plants import mujoco_model as mm
+from liftoff.problems.mpc.plants.mujoco_plant import MujocoPlant
+
+RELATIVE = 1e-6  # the issue's tolerance; the placeholder inertias repaired are 1e-6 of the model's
+
+
+def talos_arm():
+    """The polishing task's reduced Talos: the torso and right arm, the rest locked at half sitting."""
+    posture = named_configuration("talos", "half_sitting")
+    full = dynamics.load("talos", floating_base=False)
+    controlled = ("torso_1_joint", "torso_2_joint", "arm_right_1_joint", "arm_right_2_joint")
+    locked = {j: posture.get(j, 0.0) for j in full.joint_names if j not in controlled}
+    return "talos", dynamics.load("talos", floating_base=False, locked_joints=locked), locked
+
+
+CASES = {
+    "anymal": lambda: ("anymal", dynamics.load("anymal"), None),
+    "talos": lambda: ("talos", dynamics.load("talos"), None),
+    "talos arm": talos_arm,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def generated(request):
+    robot, model, locked = CASES[request.param]()
+    return model, mm.build(robot, model, locked)
+
+
+def velocity_map(robot, q) -> np.ndarray:
+    """``T (mj.nv, nv)``: MuJoCo's velocities of liftoff's, ``qvel = T v`` (the free joint's linear
+    velocity turned to the world)."""
+    T = np.zeros((robot.mj.nv, robot.model.nv))
+    T[robot.dof_index, np.arange(robot.model.nv)] = 1.0
+    if robot.free:
+        T[:3, :3] = dynamics.spatial.quat_to_rotation(q[3:7][:, None])[:, :, 0]
+    return T
+
+
+def test_the_generated_model_is_liftoffs(generated):
+    model, robot = generated
+    mj, data, rng = robot.mj, mujoco.MjData(robot.mj), np.random.default_rng(0)
+    moving = [b for b in range(1, mj.nbody) if mj.body_weldid[b] != 0]
+    assert sum(mj.body_mass[moving]) == pytest.approx(model.mass, rel=RELATIVE)
+    bodies = [name for name, kind in zip(model.frame_names, model.frame_types) if kind == "body"]
+    for q in dynamics.random_configuration(model, rng, 5):
+        data.qpos[:], data.qvel[:] = robot.to_mujoco(q, np.zeros(model.nv))
+        mujoco.mj_forward(mj, data)
+        M = np.zeros((mj.nv, mj.nv))
+        mujoco.mj_fullM(mj, data, M)
+        T = velocity_map(robot, q)
+        reference = dynamics.crba(model, q)
+        np.testing.assert_allclose(T.T @ M @ T, reference, atol=RELATIVE * np.abs(reference).max())
+        gravity = dynamics.generalized_gravity(model, q)
+        np.testing.assert_allclose(T.T @ data.qfrc_bias, gravity, atol=RELATIVE * np.abs(gravity).max())
+        for name in bodies:
+            R, p = dynamics.frame_placement(model, q, name)
+            b = mj.body(name).id
+            np.testing.assert_allclose(data.xpos[b], p, atol=1e-12)
+            np.testing.assert_allclose(data.xmat[b].reshape(3, 3), R, atol=1e-12)
+
+
+def test_the_state_and_the_acceleration_convert_in_one_place():
+    """Round trips, MuJoCo's quaternion order and world-frame linear velocity, and ``qacc``: a
+    free fall under random torques gives liftoff's ABA."""
+    model = dynamics.load("anymal")
+    robot = mm.build("anymal", model, joint_friction=False)
+    rng = np.random.default_rng(1)
+    q = dynamics.random_configuration(model, rng)
+    v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv - 6)
+    qpos, qvel = robot.to_mujoco(q, v)
+    np.testing.assert_allclose(qpos[3:7], np.roll(q[3:7], 1) / np.linalg.norm(q[3:7]))
+    R = dynamics.spatial.quat_to_rotation(q[3:7][:, None])[:, :, 0]
+    np.testing.assert_allclose(qvel[:3], R @ v[:3], atol=1e-14)
+    q_back, v_back = robot.from_mujoco(qpos, qvel)
+    np.testing.assert_allclose(q_back, q / np.r_[1, 1, 1, [np.linalg.norm(q[3:7])] * 4, np.ones(12)], atol=1e-14)
+    np.testing.assert_allclose(v_back, v, atol=1e-14)
+    data = mujoco.MjData(robot.mj)
+    data.qpos[:], data.qvel[:] = qpos, qvel
+    data.ctrl[robot.actuators] = tau
+    mujoco.mj_forward(robot.mj, data)
+    *_, a = robot.from_mujoco(data.qpos, data.qvel, data.qacc)
+    expected = dynamics.aba(model, q_back, v, np.concatenate((np.zeros(6), tau)))
+    np.testing.assert_allclose(a, expected, atol=1e-6 * np.abs(expected).max())
+
+
+def test_placeholder_inertias_are_repaired_in_one_place():
+    import xml.etree.ElementTree as ET
+
+    from liftoff.dynamics.robots import robot_urdf
+
+    root = ET.parse(robot_urdf("anymal")).getroot()
+    assert mm.repair_inertias(root) == ["base"]  # 1e-6 in every entry: not positive definite
+    inertia = next(link for link in root.iter("link") if link.get("name") == "base").find("inertial/inertia")
+    assert [float(inertia.get(k)) for k in ("ixy", "ixz", "iyz")] == [0.0, 0.0, 0.0]
+
+
+def test_the_urdfs_damping_and_friction_and_effort_limits_are_in():
+    robot, model, locked = talos_arm()
+    generated = mm.build(robot, model, locked)
+    dofs = generated.dof_index
+    np.testing.assert_array_equal(generated.mj.dof_damping[dofs], model.damping)
+    np.testing.assert_array_equal(generated.mj.dof_frictionloss[dofs], model.friction)
+    np.testing.assert_array_equal(generated.mj.actuator_ctrlrange[generated.actuators, 1], model.effort_limit)
+    off = mm.build(robot, model, locked, joint_friction=False)
+    assert not np.any(off.mj.dof_damping) and not np.any(off.mj.dof_frictionloss)
+    filtered = mm.build(robot, model, locked, torque_filter=5.0)
+    assert filtered.filtered and np.allclose(filtered.mj.actuator_dynprm[:, 0], 1 / (2 * np.pi * 5.0))
+
+
+def standing_anymal(surfaces_friction=0.7, **kw):
+    model = dynamics.load("anymal")
+    q = np.array([0, 0, 0.4792, 0, 0, 0, 1, -0.1, 0.7, -1.0, -0.1, -0.7, 1.0, 0.1, 0.7, -1.0, 0.1, -0.7, 1.0])
+    feet = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
+    bare = mm.build("anymal", model)
+    ground = mm.lowest_point(bare, q, [g for f in feet for g in mm.body_geoms(bare, f)])
+    robot = mm.build(
+        "anymal",
+        model,
+        surfaces=(mm.Surface("ground", "plane", np.array([0, 0, ground]), friction=surfaces_friction),),
+        **kw,
+    )
+    return model, q, feet, robot
+
+
+def test_standing_feet_carry_the_weight_and_report_where():
+    model, q0, feet, robot = standing_anymal()
+    plant = MujocoPlant(robot, {f: (f, mm.body_geoms(robot, f)) for f in feet})
+    measurement = plant.reset(q0, np.zeros(model.nv))
+    for k in range(1000):  # PD-held joints, 1 s
+        measurement = plant.step(k * plant.dt, 80 * (q0[7:] - measurement.q[7:]) - 2 * measurement.v[6:])
+    readings = measurement.contacts
+    assert all(r.active for r in readings.values())
+    total = sum(r.force for r in readings.values())
+    assert total[2] == pytest.approx(model.mass * 9.81, rel=0.05)  # the adapters' cylinders may touch too
+    for foot, reading in readings.items():
+        _, p = dynamics.frame_placement(model, measurement.q, foot)
+        assert np.linalg.norm(reading.position[:2] - p[:2]) < 0.03 and reading.depth < 0.01  # the sphere and the leg
+
+
+def test_a_push_acts_at_its_frame_and_a_heavier_plant_weighs_more():
+    model, q0, feet, robot = standing_anymal()
+    push = Push("LF_FOOT", (3.0, -2.0, 5.0), 0.0, 1.0)
+    plant = MujocoPlant(robot, {}, Disturbances(pushes=(push,)))
+    plant.reset(q0, np.zeros(model.nv))
+    plant.step(0.0, np.zeros(model.nv - 6))
+    data = plant.data
+    generalized = np.zeros(robot.mj.nv)
+    body = robot.mj.body("LF_FOOT").id
+    mujoco.mj_applyFT(
+        robot.mj, data, data.xfrc_applied[body, :3], data.xfrc_applied[body, 3:], data.xipos[body], body, generalized
+    )
+    J = dynamics.frame_jacobian(model, q0, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3]
+    T = velocity_map(robot, q0)
+    np.testing.assert_allclose(T.T @ generalized, J.T @ np.array(push.force), atol=1e-9)
+    heavy = mm.build("anymal", model, scaled=(["root_joint"], 1.1))
+    expected = scaled_model(model, ["root_joint"], 1.1).mass
+    assert sum(heavy.mj.body_mass) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_frictionless_surface_is_a_frictionless_contact_and_surfaces_decide():
+    _, _, _, robot = standing_anymal(surfaces_friction=0.0)
+    ground = robot.mj.geom("ground")
+    assert ground.condim[0] == 1 and ground.priority[0] == 1
+    assert robot.mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+    robot_geoms = [g for g in range(robot.mj.ngeom) if g != ground.id]
+    assert not np.any(robot.mj.geom_conaffinity[robot_geoms])  # no self-collision
+
+
+def test_what_mujoco_cannot_do_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "mujoco", None)
+    with pytest.raises(mm.PlantError, match="pip install mujoco"):
+        mm.import_mujoco()
+    monkeypatch.undo()
+    bad = tmp_path / "bad.urdf"
+    link = '<link name="a"><inertial><mass value="-1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>'
+    bad.write_text(f'<robot name="r">{link}</robot>')
+    monkeypatch.setattr(mm, "robot_urdf", lambda robot: bad)
+    with pytest.raises(mm.PlantError) as error:
+        mm.build("bad", dynamics.load_urdf_string(bad.read_text()))
+    assert "\n" not in str(error.value) and "bad" in str(error.value)
