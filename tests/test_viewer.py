@@ -16,6 +16,7 @@ from liftoff.problems import viewer
 from liftoff.problems.cli import main
 from liftoff.problems.studies.runs import save_run, solve_config
 from liftoff.problems.tasks.config import load_config
+from liftoff.problems.viewer.scene import scene
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 SIZE = (480, 360)
@@ -84,3 +85,20 @@ def test_live_viewer_serves_the_scene(pages):
         assert "MeshCat.Viewer" in visualizer.static_html()  # the server holds the scene
     finally:
         visualizer.window.server_proc.kill()
+
+
+def test_the_viewer_plays_a_polishing_run_with_its_surface_and_force(tmp_path):
+    """A polishing MPC run (here 0.1 s on liftoff's plant): the reduced Talos, the table, the
+    tool's measured force, the circle as reference points."""
+    path = tmp_path / "p.yaml"
+    path.write_text("task: polishing\nmpc: {horizon: 10, duration: 0.1}\nplant: {engine: liftoff}\n", encoding="utf-8")
+    assert main(["mpc", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    motion = viewer.load(tmp_path / "out" / "run.npz")
+    assert motion.robot == "talos" and motion.q.shape == (5, 6) and motion.ground is None
+    ((position, rotation, _),) = motion.surfaces
+    np.testing.assert_allclose(rotation[:, 2], [0.0, 0.0, 1.0])
+    frame, force = motion.forces["tool"]
+    assert frame == "tool" and force.shape == (5, 3) and np.all(force[1:, 2] > 20)
+    assert np.allclose((motion.points - position) @ rotation[:, 2], 0.0)  # the circle lies on the surface
+    commands = [c.lower() for c in scene(motion)]
+    assert any("surfaces/0" in str(c.get("path", "")) for c in commands)

@@ -1,11 +1,13 @@
 """The meshcat viewer of a results file: the motion, live in a browser or as one HTML file.
 
-The scene is a list of meshcat commands (:func:`scene`): the robot's visual meshes as its
-URDF names them (from example-robot-data), each placed at every knot by liftoff's own
-kinematics; the contact force of each foot in contact as an arrow (``FORCE_SCALE`` metres per
-newton, from the foot along the force); the friction pyramid of each foot in contact; the
-planned swing-foot positions as points; a ground plane. One animation holds the motion at the
-knot times (an impulse stage takes no time), played on a loop at ``speed``.
+A results file becomes a :class:`Motion` (:func:`load`: a gait solve, a gait MPC run, a
+polishing run, on any plant), and the motion a list of meshcat commands (:func:`scene`): the
+robot's visual meshes as its URDF names them (from example-robot-data), each placed at every
+moment by liftoff's own kinematics; each contact force as an arrow (``FORCE_SCALE`` metres per
+newton, from its frame along the force); the friction pyramid of each foot in contact; the
+reference points (planned swing feet, a polishing circle); the ground, or the polished
+surface. One animation holds the motion at its times (an impulse stage takes no time), played
+on a loop at ``speed``.
 
 :func:`export_html` writes the scene as a standalone HTML page (meshcat's viewer script and
 the commands, no server); :func:`show` sends it to a meshcat server and prints its address.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import meshcat
@@ -95,18 +98,41 @@ def _frames(times, speed):
     return frames
 
 
-def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
-    """The meshcat commands of a results file read by :func:`problems.studies.runs.load_run`
-    (``robot=False``: everything but the robot)."""
+@dataclass(frozen=True)
+class Motion:
+    """What the viewer draws: ``robot`` (a name of :data:`dynamics.ROBOTS`) moving as ``q (K, nq)``
+    of ``model`` at ``times (K,)``; per contact ``forces[name] = (frame, force (K, 3))`` drawn
+    from the frame's origin (a zero force hides it), with friction pyramids of coefficient
+    ``friction`` (None: none); flat ``surfaces`` ``(position, rotation, half size)``; the ground
+    at ``ground`` (None: none); reference ``points (n, 3)``; a ``title``."""
+
+    title: str
+    robot: str
+    model: object
+    times: np.ndarray
+    q: np.ndarray
+    forces: dict
+    friction: float | None = None
+    ground: float | None = 0.0
+    surfaces: tuple = ()
+    points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+
+
+def scene(motion: Motion, speed: float = 1.0, robot: bool = True) -> list:
+    """The meshcat commands of ``motion`` (``robot=False``: everything but the robot)."""
     if not (np.isfinite(speed) and speed > 0):
         raise ValueError(f"speed must be a number > 0, got {speed!r}")
-    config = parse_config(run["config"])
-    model = dynamics.load(config.robot)
-    q, kinds = run["q"], run["kinds"]
-    frames = _frames(run["times"], speed)
+    model, q = motion.model, motion.q
+    frames = _frames(motion.times, speed)
     animation = Animation(default_framerate=FPS)
-    commands = [SetObject(g.Box([4.0, 4.0, 0.01]), _material((0.55, 0.6, 0.55, 1.0)), _node("ground"))]
-    commands.append(SetTransform(_transform(p=np.array([0.0, 0.0, -0.005])), _node("ground")))
+    commands = []
+    if motion.ground is not None:
+        commands.append(SetObject(g.Box([4.0, 4.0, 0.01]), _material((0.55, 0.6, 0.55, 1.0)), _node("ground")))
+        commands.append(SetTransform(_transform(p=np.array([0.0, 0.0, motion.ground - 0.005])), _node("ground")))
+    for i, (position, rotation, half) in enumerate(motion.surfaces):
+        box, node = g.Box([2 * float(x) for x in half]), _node("surfaces", str(i))
+        commands.append(SetObject(box, _material((0.6, 0.5, 0.4, 1.0)), node))
+        commands.append(SetTransform(_transform(rotation, position - half[2] * rotation[:, 2]), node))
 
     def animate(node, k, **what):
         if frames[k] is None:
@@ -119,7 +145,7 @@ def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
             if "scale" in what:
                 frame[node].set_property("scale", "vector3", [1.0, float(what["scale"]), 1.0])
 
-    for link in parse_urdf(robot_urdf(config.robot)).links.values() if robot else ():
+    for link in parse_urdf(robot_urdf(motion.robot)).links.values() if robot else ():
         if not link.visuals or link.name not in model.frame_names:
             continue
         R, p = dynamics.frame_placement(model, q, link.name)
@@ -134,25 +160,30 @@ def scene(run: dict, speed: float = 1.0, robot: bool = True) -> list:
                 T = _transform(R[k] @ visual.rotation, R[k] @ visual.translation + p[k])
                 animate("/".join(node), k, transform=T)
 
-    mu = config.contacts.friction / np.sqrt(2.0)
-    h, w = PYRAMID_HEIGHT, mu * PYRAMID_HEIGHT
-    corners = np.array([[0, 0, 0], [w, w, h], [-w, w, h], [-w, -w, h], [w, -w, h]], dtype=float)
-    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]])
-    for foot, force in run["forces"].items():
-        _, p = dynamics.frame_placement(model, q[:-1], foot)
-        commands += [SetObject(g.Cylinder(1.0, 0.008), _material((0.9, 0.2, 0.1, 1.0)), _node("forces", foot, "arrow"))]
-        commands += [SetTransform(_transform(p=np.array([0.0, 0.5, 0.0])), _node("forces", foot, "arrow"))]
-        pyramid = g.TriangularMeshGeometry(corners, faces)
-        commands += [SetObject(pyramid, _material((0.2, 0.4, 0.9, 0.35)), _node("cones", foot))]
-        for k in range(len(q) - 1):
+    if motion.friction is not None:
+        mu = motion.friction / np.sqrt(2.0)
+        h, w = PYRAMID_HEIGHT, mu * PYRAMID_HEIGHT
+        corners = np.array([[0, 0, 0], [w, w, h], [-w, w, h], [-w, -w, h], [w, -w, h]], dtype=float)
+        faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 4], [0, 4, 1]])
+    for name, (frame, force) in motion.forces.items():
+        _, p = dynamics.frame_placement(model, q[: len(force)], frame)
+        commands += [SetObject(g.Cylinder(1.0, 0.008), _material((0.9, 0.2, 0.1, 1.0)), _node("forces", name, "arrow"))]
+        commands += [SetTransform(_transform(p=np.array([0.0, 0.5, 0.0])), _node("forces", name, "arrow"))]
+        if motion.friction is not None:
+            pyramid = g.TriangularMeshGeometry(corners, faces)
+            commands += [SetObject(pyramid, _material((0.2, 0.4, 0.9, 0.35)), _node("cones", name))]
+        for k in range(len(force)):
             magnitude = float(np.linalg.norm(force[k]))
-            on = kinds[k] == "contact" and magnitude > 0
+            on = magnitude > 0
             axis = force[k] / magnitude if on else np.array([0.0, 0.0, 1.0])
-            animate(f"forces/{foot}", k, transform=_transform(_rotation_from_y(axis), p[k]), visible=on)
-            animate(f"forces/{foot}", k, scale=max(magnitude * FORCE_SCALE, 1e-6))
-            animate(f"cones/{foot}", k, transform=_transform(p=p[k]), visible=on)
-    if run.get("planned", True):
-        commands += _swing_references(config, model)
+            animate(f"forces/{name}", k, transform=_transform(_rotation_from_y(axis), p[k]), visible=on)
+            animate(f"forces/{name}", k, scale=max(magnitude * FORCE_SCALE, 1e-6))
+            if motion.friction is not None:
+                animate(f"cones/{name}", k, transform=_transform(p=p[k]), visible=on)
+    if len(motion.points):
+        points = np.asarray(motion.points, dtype=float)
+        geometry = g.PointsGeometry(points.T, color=np.tile([[1.0], [0.8], [0.0]], len(points)))
+        commands.append(SetObject(g.Points(geometry, g.PointsMaterial(size=0.012)), path=_node("references")))
     commands.append(SetProperty("position", CAMERA, NodePath(("Cameras", "default", "rotated", "<object>"))))
     commands.append(SetAnimation(animation, play=True, repetitions=REPETITIONS))
     return commands
@@ -167,16 +198,12 @@ def _rotation_from_y(axis):
     return rotation_about(v / sin, float(axis[1]), sin)
 
 
-def _swing_references(config, model) -> list:
-    """The planned swing-foot positions, as points (:func:`problems.tasks.gaits.foot_plan`)."""
+def _swing_references(config, model) -> np.ndarray:
+    """The planned swing-foot positions ``(n, 3)`` (:func:`problems.tasks.gaits.foot_plan`)."""
     q0, _ = initial_state(config, model)
     start = {f: dynamics.frame_placement(model, q0, f)[1] for f in config.contacts.feet}
     _, swing = foot_plan(config, start)
-    points = np.array([p for phase in swing for refs in phase.values() for p in refs]).reshape(-1, 3)
-    if not len(points):
-        return []
-    geometry = g.PointsGeometry(points.T, color=np.tile([[1.0], [0.8], [0.0]], len(points)))
-    return [SetObject(g.Points(geometry, g.PointsMaterial(size=0.012)), path=_node("swing_references"))]
+    return np.array([p for phase in swing for refs in phase.values() for p in refs]).reshape(-1, 3)
 
 
 def _encoded(commands) -> list:
@@ -204,34 +231,34 @@ for (const command of {commands}) {{
 """
 
 
-def html(run: dict, speed: float = 1.0, robot: bool = True) -> str:
+def html(motion: Motion, speed: float = 1.0, robot: bool = True) -> str:
     """A standalone HTML page of the scene: meshcat's viewer script and the commands."""
     script = (Path(meshcat.__file__).parent / "viewer" / "dist" / "main.min.js").read_text(encoding="utf-8")
-    title = f"liftoff: {run['summary'].get('name', '')}"
-    return _PAGE.format(title=title, viewer=script, commands=json.dumps(_encoded(scene(run, speed, robot))))
+    commands = json.dumps(_encoded(scene(motion, speed, robot)))
+    return _PAGE.format(title=f"liftoff: {motion.title}", viewer=script, commands=commands)
 
 
-def export_html(run: dict, path, speed: float = 1.0, robot: bool = True) -> Path:
+def export_html(motion: Motion, path, speed: float = 1.0, robot: bool = True) -> Path:
     """Write :func:`html` to ``path`` whole (a temporary file renamed into place)."""
-    text = html(run, speed, robot)
+    text = html(motion, speed, robot)
     with atomic(path, "w") as f:
         f.write(text)
     return Path(path)
 
 
-def show(run: dict, speed: float = 1.0):
+def show(motion: Motion, speed: float = 1.0):
     """Send the scene to a new meshcat server (its address is printed) and return the
     :class:`meshcat.Visualizer`."""
     visualizer = meshcat.Visualizer()
-    for command in scene(run, speed):
+    for command in scene(motion, speed):
         visualizer.window.send(command)
     return visualizer
 
 
-def load(path) -> dict:
-    """A results file for viewing: of a solve (:func:`problems.studies.runs.load_run`) or of a gait
-    MPC run (:mod:`problems.mpc.results`, shown at 50 frames per second of simulated time,
-    without planned swing references: the plan moved with every update)."""
+def load(path) -> Motion:
+    """The :class:`Motion` of a results file: of a gait solve (:func:`problems.studies.runs.load_run`)
+    or of an MPC run (:mod:`problems.mpc.results`; a gait or the polishing task, on any plant,
+    shown at 50 frames per second of simulated time)."""
     from liftoff.problems.mpc.results import load as load_mpc
     from liftoff.problems.studies.runs import load_run
 
@@ -242,28 +269,73 @@ def load(path) -> dict:
             mpc = load_mpc(path)
         except ReadError:
             raise error from None  # neither kind of results file: say it as for a solve
-        if mpc["config"].get("task") != "gait_mpc":
-            raise ReadError(f"{path}: the viewer plays gait solves and gait MPC runs, not this task") from None
-        return _mpc_run(mpc)
+        task = mpc["config"].get("task")
+        if task not in MPC_MOTIONS or "q" not in mpc or "t" not in mpc:
+            raise ReadError(f"{path}: an MPC results file of a task the viewer does not play ({task})") from None
+        return MPC_MOTIONS[task](mpc)
     if "q" not in run or "config" not in run:
         raise ReadError(f"{path}: a results file without the motion")
-    return run
+    return _solve_motion(run)
 
 
-def _mpc_run(mpc) -> dict:
-    """A gait MPC run as the viewer's results dict: every 20 ms of the plant's states, each
-    foot's force at those times, the gait configuration's keys."""
+def _solve_motion(run: dict) -> Motion:
+    """A gait solve: every knot, the feet's forces at the contact stages, the planned swing feet."""
+    config = parse_config(run["config"])
+    model = dynamics.load(config.robot)
+    contact = run["kinds"] == "contact"
+    forces = {foot: (foot, force * contact[:, None]) for foot, force in run["forces"].items()}
+    points = _swing_references(config, model)
+    return Motion(
+        run["summary"].get("name", ""),
+        config.robot,
+        model,
+        run["times"],
+        run["q"],
+        forces,
+        config.contacts.friction,
+        0.0,
+        (),
+        points,
+    )
+
+
+def _every(mpc, period=0.02) -> slice:
     t = mpc["t"]
-    step = max(1, int(round(0.02 / (t[1] - t[0])))) if len(t) > 1 else 1
+    return slice(None, None, max(1, int(round(period / (t[1] - t[0])))) if len(t) > 1 else 1)
+
+
+def _gait_mpc_motion(mpc: dict) -> Motion:
+    """A gait MPC run: every 20 ms of the plant's states, each foot's measured force."""
     config = {k: v for k, v in mpc["config"].items() if k not in ("task", "mpc", "plant")}
-    feet = config["contacts"]["feet"]
-    f = mpc["contact_force"][::step][:-1]
-    return {
-        "times": t[::step],
-        "q": mpc["q"][::step],
-        "kinds": np.array(["contact"] * len(f)),
-        "forces": {foot: f[:, i] for i, foot in enumerate(feet)},
-        "config": config,
-        "summary": {"name": config.get("name", "")},
-        "planned": False,
-    }
+    gait = parse_config(config)
+    every = _every(mpc)
+    force = mpc["contact_force"][every]
+    forces = {foot: (foot, force[:, i]) for i, foot in enumerate(gait.contacts.feet)}
+    ground = float(mpc["measures"].get("ground_m", 0.0))
+    return Motion(
+        gait.name,
+        gait.robot,
+        dynamics.load(gait.robot),
+        mpc["t"][every],
+        mpc["q"][every],
+        forces,
+        gait.contacts.friction,
+        ground,
+    )
+
+
+def _polishing_motion(mpc: dict) -> Motion:
+    """A polishing run: every 20 ms of the arm's states, the tool's measured force, the surface
+    and the circle."""
+    from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, make_task
+
+    task = make_task(parse_config(mpc["config"], schema=PolishingConfig))
+    every = _every(mpc)
+    forces = {"tool": (TOOL_FRAME, mpc["contact_force"][every][:, 0])}
+    surface = (task.surface_point(), task.config.surface.axes, np.array([0.3, 0.3, 0.02]))
+    circle = task.circle(np.linspace(0.0, 2 * np.pi / max(abs(task.config.circle.angular_velocity), 1e-9), 100))
+    name, robot = task.config.name, task.config.robot
+    return Motion(name, robot, task.model, mpc["t"][every], mpc["q"][every], forces, None, None, (surface,), circle)
+
+
+MPC_MOTIONS = {"gait_mpc": _gait_mpc_motion, "polishing": _polishing_motion}
