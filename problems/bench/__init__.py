@@ -1,10 +1,13 @@
 """Benchmarks (``liftoff bench ...``): liftoff against the reference implementations in one
 process, CPU time, one BLAS thread, after checking both agree.
 
+- :mod:`.common`: what the benchmarks against Pinocchio share;
 - :mod:`.dynamics`: the dynamics kernels against Pinocchio;
+- :mod:`.constrained`: constrained dynamics and its derivatives against Pinocchio, and seed 003's scaling study;
 - :mod:`.tables`: seed 003's Tables II and III;
 - :mod:`.solve`: gait solves against Crocoddyl's FDDP;
-- :mod:`.ddp`: liftoff's FDDP against Crocoddyl's on the same problem.
+- :mod:`.ddp`: liftoff's FDDP against Crocoddyl's on the same problem;
+- :mod:`.polishing`: the polishing MPC against MuJoCo, scenario by scenario.
 
 Imports every floor below the command line.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .arguments import RUN_ERROR, UserError, choose, error, positive_int
+from .arguments import RUN_ERROR, UserError, choose, error, positive_float, positive_int
 
 
 def add_parser(commands) -> None:
@@ -15,6 +15,7 @@ def add_parser(commands) -> None:
     _constrained_parser(benches)
     _solve_parser(benches)
     _ddp_parser(benches)
+    _polishing_parser(benches)
 
 
 def _common(p, repeat, what) -> None:
@@ -121,6 +122,29 @@ def _ddp_parser(benches) -> None:
     p.set_defaults(run=ddp)
 
 
+def _polishing_parser(benches) -> None:
+    p = benches.add_parser(
+        "polishing",
+        help="the polishing MPC against MuJoCo, scenario by scenario",
+        description="Run the polishing MPC against MuJoCo (default contact, the URDF's joint damping and friction) "
+        "on the table, the vertical board and the tilted board, frictionless and at friction 0.3; with pushes "
+        "and a heavier arm; and the force-feedback comparison on compliant tables (torque state against torque "
+        "control); print the measures of every scenario.",
+    )
+    p.add_argument(
+        "--group",
+        nargs="+",
+        choices=("surfaces", "disturbances", "feedback"),
+        help="scenario groups (default: all three)",
+    )
+    p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
+    p.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: the number of cores)")
+    p.add_argument("--figure", metavar="FILE", help="draw the force-feedback comparison (seed 001 Fig. 2) to FILE")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=polishing)
+
+
 def _report(result, table, args) -> int:
     print(json.dumps(result, indent=2) if args.json else table(result))
     return 0
@@ -207,3 +231,18 @@ def ddp(args) -> int:
         return error(str(err), RUN_ERROR)
     print(json.dumps(results, indent=2) if args.json else "\n\n".join(map(bench.format_crosscheck, results)))
     return 0
+
+
+def polishing(args) -> int:
+    from liftoff.problems.bench import polishing as bench
+    from liftoff.problems.bench.common import stderr_progress
+    from liftoff.problems.files import check_output
+
+    groups = tuple(dict.fromkeys(args.group)) if args.group else bench.GROUPS
+    if args.figure is not None and "feedback" not in groups:
+        raise UserError("--figure draws the force-feedback comparison: run the feedback group")
+    figure = None if args.figure is None else check_output(args.figure)
+    result = bench.polishing_benchmark(groups, args.duration, args.workers, None if args.quiet else stderr_progress)
+    if figure is not None:
+        bench.feedback_figure(result, figure)
+    return _report(result, bench.format_table, args)
