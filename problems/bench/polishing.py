@@ -6,9 +6,12 @@ simulated seconds on MuJoCo's default contact with the URDF's joint damping and 
 reports the measures of :mod:`problems.mpc.polishing_run`:
 
 - ``surfaces``: each surface frictionless and at friction 0.3;
-- ``disturbances``: on the table at friction 0.3, a 20 N push on the tool for 0.1 s into the
-  surface and one along it, and the arm's links 10% heavier (``--mass-scale 1.1``);
-- ``force feedback`` (seed 001's force-feedback MPC): on compliant tables (MuJoCo's contact time
+- ``disturbances``: on the frictionless table, a 20 N push on the tool for 0.1 s into the
+  surface and one along it, and the arm's links 10% heavier (``--mass-scale 1.1``), also at
+  friction 0.3;
+- ``fidelity``: on the frictionless table, the controller without the URDF's joint damping and
+  friction in its model, without its disturbance observer, or both (the surfaces group has both);
+- ``feedback`` (seed 001's force-feedback MPC): on compliant tables (MuJoCo's contact time
   constants 0.02 s and 0.005 s, frictionless), the torques as a filtered state measured by the
   MPC against the torques as controls; :func:`feedback_figure` draws the normal forces as seed
   001 Fig. 2.
@@ -34,7 +37,7 @@ from liftoff.problems.files import save_figure
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SURFACES = {"table": "polishing_horizontal.yaml", "board": "polishing_vertical.yaml", "tilted": "polishing_tilted.yaml"}
-GROUPS = ("surfaces", "disturbances", "feedback")
+GROUPS = ("surfaces", "disturbances", "fidelity", "feedback")
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,30 @@ def scenarios(groups=GROUPS) -> list:
             for friction in (0.0, 0.3):
                 out.append(Scenario(f"{surface}, friction {friction:g}", "surfaces", surface, _friction(friction)))
     if "disturbances" in groups:
-        rough = _friction(0.3)
+        smooth = _friction(0.0)
         out += [
-            Scenario("push 20 N into the table", "disturbances", "table", rough, ("tool:0,0,-20:3:0.1",)),
-            Scenario("push 20 N along the table", "disturbances", "table", rough, ("tool:20,0,0:3:0.1",)),
-            Scenario("arm 10% heavier", "disturbances", "table", rough, mass_scale=1.1),
+            Scenario("push 20 N into the table", "disturbances", "table", smooth, ("tool:0,0,-20:3:0.1",)),
+            Scenario("push 20 N along the table", "disturbances", "table", smooth, ("tool:20,0,0:3:0.1",)),
+            Scenario("arm 10% heavier", "disturbances", "table", smooth, mass_scale=1.1),
+            Scenario("arm 10% heavier, friction 0.3", "disturbances", "table", _friction(0.3), mass_scale=1.1),
+        ]
+    if "fidelity" in groups:
+        smooth = _friction(0.0)
+        plain = {"joint_friction": {"damping": False, "coulomb": False}, "observer": {"time_constant": 0.0}}
+        out += [
+            Scenario("no joint friction model, no observer", "fidelity", "table", _merge(smooth, plain)),
+            Scenario(
+                "joint friction model, no observer",
+                "fidelity",
+                "table",
+                _merge(smooth, {"observer": {"time_constant": 0.0}}),
+            ),
+            Scenario(
+                "no joint friction model, observer",
+                "fidelity",
+                "table",
+                _merge(smooth, {"joint_friction": plain["joint_friction"]}),
+            ),
         ]
     if "feedback" in groups:
         for time_constant in (0.02, 0.005):

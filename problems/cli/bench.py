@@ -134,8 +134,8 @@ def _polishing_parser(benches) -> None:
     p.add_argument(
         "--group",
         nargs="+",
-        choices=("surfaces", "disturbances", "feedback"),
-        help="scenario groups (default: all three)",
+        choices=("surfaces", "disturbances", "fidelity", "feedback"),
+        help="scenario groups (default: all four)",
     )
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
     p.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: the number of cores)")

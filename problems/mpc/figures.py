@@ -26,8 +26,13 @@ def polishing_figures(results, out_dir) -> list:
     out_dir = Path(out_dir)
     cfg, m = results["config"], results["measures"]
     t, force = results["t"], results["force"]
+    steps = max(int(round(cfg["mpc"]["period"] / cfg["plant"]["dt"])), 1)
+    n = len(t) // steps * steps
     fig, ax = plt.subplots(figsize=(7, 3))
-    ax.plot(t, force, color="tab:blue", label="normal force")
+    ax.plot(t, force, color="tab:blue", lw=0.5, alpha=0.35, label="at each plant step")
+    ax.plot(
+        t[:n:steps], force[:n].reshape(-1, steps).mean(axis=1), color="tab:blue", lw=1.2, label="over each MPC period"
+    )
     ax.axhline(cfg["surface"]["force"], color="k", ls="--", lw=1, label="target")
     for push in m["disturbances"]["pushes"]:
         ax.axvspan(push["start"], push["start"] + push["duration"], color="tab:red", alpha=0.2, label="push")
