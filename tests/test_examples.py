@@ -30,15 +30,21 @@ def test_trot_example_solves_both_formulations_to_the_same_cost():
 
 
 def test_polishing_example_holds_the_force_outside_the_push():
+    """On MuJoCo's table of friction 0.3 the sliding pad chatters: its force is read over each MPC
+    period, and it never leaves the table for a whole one."""
     out = run("polishing_mpc.py")
-    low, high = (float(x) for x in re.search(r"normal force (\S+) to (\S+) N", out).groups())
-    assert 29.0 < low <= high < 31.0
-    assert float(re.search(r"during the push: down to (\S+) N", out).group(1)) < 15.0
+    assert "MuJoCo" in out and ": completed" in out
+    found = re.search(r"normal force \(10 ms means\) (\S+) to (\S+) N outside the push, RMS error (\S+) N", out)
+    low, high, rms = (float(x) for x in found.groups())
+    assert 15.0 < low <= high < 45.0 and rms < 4.0
+    assert float(re.search(r"during the push: down to (\S+) N", out).group(1)) < 22.0
+    assert ", 0 MPC periods" in out  # without contact
     assert "200 MPC updates" in out
 
 
 def test_anymal_mpc_example_trots_through_the_push():
     out = run("anymal_mpc.py")
+    assert "MuJoCo" in out and ": completed after 2 s" in out
     assert float(re.search(r"base moved (\S+) m forward", out).group(1)) > 0.3
     low = float(re.search(r"base height (\S+) to", out).group(1))
     assert low > 0.4  # standing through the push

@@ -1,10 +1,12 @@
 """Gaits in a receding horizon: the windows of the whole run's OCP (the schedule shifted with
-time, impulses included), the legged plant's touchdown (located within its step, one impulse
-that stops the foot) and lift-off, a 1 s closed-loop trot that stays up, and ``liftoff mpc``."""
+time, impulses included), liftoff's idealized legged plant's touchdown (located within its step,
+one impulse that stops the foot) and lift-off, a 1 s closed-loop trot on it that stays up, the
+trot's stand on MuJoCo (the feet carry the robot's weight), and ``liftoff mpc``."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +15,10 @@ import pytest
 from liftoff import dynamics
 from liftoff.problems import viewer
 from liftoff.problems.cli import main
-from liftoff.problems.files import ReadError
 from liftoff.problems.mpc.gait_run import measures, run
-from liftoff.problems.mpc.legged_plant import LeggedPlant
+from liftoff.problems.mpc.plants.ideal_legged import IdealLeggedPlant
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, make_run, window
-from liftoff.problems.tasks.polishing import PolishingConfig
 
 TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml"
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
@@ -78,59 +78,76 @@ def test_mpc_settings_errors_name_the_key(change, path, message):
     assert error.value.path == path and message in str(error.value)
 
 
-def test_a_touchdown_is_located_in_its_step_and_stops_the_foot_once():
-    model = dynamics.load("anymal")
-    q = trot_q0()
+def test_a_touchdown_is_located_in_its_step_and_stops_the_foot_once(trot):
+    model, q = trot.model, trot.ocp.q0
     ground = float(np.mean([dynamics.frame_placement(model, q, f)[1][2] for f in FEET])) - 3e-4
-    plant = LeggedPlant(model, FEET, ground, 0.7, lambda t: set(FEET), dt=1e-3)
-    plant.start(q)  # the feet stand 0.3 mm above this ground: held where they are
+    plant = IdealLeggedPlant(model, FEET, ground, lambda t: set(FEET), dt=1e-3)
+    v = np.zeros(18)
+    plant.reset(q, v)  # the feet stand 0.3 mm above this ground: held where they are
+    assert set(plant.stance) == set(FEET)
     del plant.stance["LF_FOOT"]  # LF in the air, moving down at 0.5 m/s: it lands 0.6 ms into the step
     J = dynamics.frame_jacobian(model, q, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3, 6:9]
-    v = np.zeros(18)
     v[6:9] = np.linalg.solve(J, [0.0, 0.0, -0.5])
+    plant.v = v
     tau = dynamics.rnea(model, q, np.zeros(18), np.zeros(18))[6:]
-    q1, v1, f, _ = plant.step(0.0, q, v, tau)
-    assert plant.touchdowns == 1 and "LF_FOOT" in plant.stance
-    assert plant.stance["LF_FOOT"][2] == pytest.approx(ground, abs=1e-8)  # the event, not the step's end
-    foot_velocity = dynamics.frame_velocity(model, q1, v1, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3]
+    m = plant.step(0.0, tau)
+    assert "LF_FOOT" in plant.stance
+    landed = plant.stance["LF_FOOT"].copy()
+    assert landed[2] == pytest.approx(ground, abs=1e-8)  # the event, not the step's end
+    foot_velocity = dynamics.frame_velocity(model, m.q, m.v, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3]
     assert np.linalg.norm(foot_velocity) < 1e-3  # the impulse stopped it (to the step's first order)
-    assert f[2] > 0  # LF pushes on the ground after landing
-    plant.step(1e-3, q1, v1, tau)
-    assert plant.touchdowns == 1  # once
+    reading = m.contacts["LF_FOOT"]
+    assert reading.active and reading.force[2] > 0  # LF pushes on the ground after landing
+    plant.step(1e-3, tau)
+    np.testing.assert_array_equal(plant.stance["LF_FOOT"], landed)  # once: it stays where it landed
     plant.schedule = lambda t: set(FEET) - {"RH_FOOT"}
-    plant.step(2e-3, q1, v1, tau)
+    m = plant.step(2e-3, tau)
     assert "RH_FOOT" not in plant.stance  # released by the plan
+    assert not m.contacts["RH_FOOT"].active and not np.any(m.contacts["RH_FOOT"].force)
 
 
-def trot_q0():
-    return make_run(load_config(TROT, GaitMPCConfig)).ocp.q0
+def engine(config, name):
+    return replace(config, plant=replace(config.plant, engine=name))
 
 
-def test_a_one_second_trot_stays_up_and_moves_forward():
-    config = load_config(TROT, GaitMPCConfig)
-    m = measures(run(config, duration=1.0, quiet=True))
-    assert not m["fell"]
+def test_a_one_second_trot_on_the_idealized_plant_stays_up_and_moves_forward():
+    m = measures(run(engine(load_config(TROT, GaitMPCConfig), "liftoff"), duration=1.0, quiet=True))
+    assert m["status"] == "completed" and not m["fell"] and m["plant"]["engine"] == "liftoff"
     assert m["mean_forward_velocity_mps"] > 0.1  # 0.2 s standing, a half step, then 0.3 m/s
-    assert m["max_foot_slip_m"] < 0.02 and m["touchdowns"] >= 6
+    assert m["command_velocity_mps"] == pytest.approx(0.3, rel=1e-9)
+    # the plan puts two feet down at 0.44, 0.68 and 0.92 s: each lands within half a 20 ms knot of it
+    assert m["touchdowns"] == m["touchdown_error_ms"]["count"] == 6
+    assert m["touchdown_error_ms"]["max"] < 10.0
+    assert m["slip_per_stance_m"]["max"] < 1e-3  # the idealized feet stick: they drift by the Baumgarte error only
+    assert m["max_penetration_m"] < 1e-3
     assert m["updates"] == 50 and m["update_iterations"] == 49
 
 
+def test_the_trot_stands_on_mujoco_with_the_feet_carrying_its_weight(trot):
+    r = run(load_config(TROT, GaitMPCConfig), duration=0.3, quiet=True)
+    m = measures(r)
+    assert m["status"] == "completed" and not m["fell"] and m["plant"]["engine"] == "mujoco"
+    a = r.arrays
+    standing = (a["t"] >= 0.05) & (a["t"] < 0.2)  # the first 0.2 s stand, once the feet have settled
+    assert np.all(a["contact_active"][standing])  # the four feet touch
+    vertical = a["contact_force"][standing][..., 2].sum(axis=1)
+    assert np.mean(vertical) == pytest.approx(trot.model.mass * 9.81, rel=0.15)
+    numbers = [v for v in m.values() if isinstance(v, float)]
+    numbers += [*m["slip_per_stance_m"].values(), *m["touchdown_error_ms"].values()]
+    assert len(numbers) > 15 and np.all(np.isfinite(numbers))
+
+
 def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
-    assert main(["mpc", str(TROT), "--duration", "0.2", "--out", str(tmp_path), "--json"]) == 0
+    argv = ["mpc", str(TROT), "--duration", "0.2", "--plant", "liftoff", "--out", str(tmp_path), "--json"]
+    assert main(argv) == 0
     m = json.loads(capsys.readouterr().out)
-    for key in ("fell", "mean_forward_velocity_mps", "max_cone_violation", "max_foot_slip_m", "tick_ms_median"):
-        assert key in m
+    keys = ("fell", "mean_forward_velocity_mps", "max_cone_violation", "slip_per_stance_m", "touchdown_error_ms")
+    assert all(key in m for key in (*keys, "touchdowns", "tick_ms_median"))
+    assert m["status"] == "completed" and m["plant"]["engine"] == "liftoff"
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["forces.png", "height.png", "run.npz", "ticks.png", "velocity.png"]
-    shown = viewer.load(tmp_path / "run.npz")  # the viewer plays the run every 20 ms
-    assert len(shown["times"]) == 10 and shown["q"].shape == (10, 19) and shown["forces"]["LF_FOOT"].shape == (9, 3)
+    motion = viewer.load(tmp_path / "run.npz")  # the viewer plays the run every 20 ms, on its ground
+    assert len(motion.times) == 10 and motion.q.shape == (10, 19) and motion.forces["LF_FOOT"][1].shape == (10, 3)
+    assert motion.ground == pytest.approx(m["ground_m"])
     assert main(["view", str(tmp_path / "run.npz"), "--html", str(tmp_path / "run.html")]) == 0
     assert "<title>liftoff: anymal_trot_mpc</title>" in (tmp_path / "run.html").read_text()
-
-
-def test_the_viewer_refuses_a_polishing_run(tmp_path):
-    from liftoff.problems.mpc.results import save
-
-    save(tmp_path / "p.npz", {"t": np.zeros(2)}, [], {}, parse_config({"task": "polishing"}, schema=PolishingConfig))
-    with pytest.raises(ReadError, match="plays gait solves and gait MPC runs"):
-        viewer.load(tmp_path / "p.npz")

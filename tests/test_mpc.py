@@ -1,9 +1,11 @@
 """The MPC loop's parts: the warm start on a later horizon, the policy between updates, a
-formulation moved to another problem its kernels can evaluate, and the simulated plant (pushes, held contact, a
-heavier model)."""
+formulation moved to another problem its kernels can evaluate, liftoff's idealized plant (pushes, passive
+torques, held contact, the actuators' filter, a heavier model) and the closed loop (its period, its end on a
+plant that blows up, a failed update or a stop, and its hooks)."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -12,8 +14,11 @@ import pytest
 from liftoff import dynamics
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
-from liftoff.problems.mpc.controller import MPC, Policy, warm_start
-from liftoff.problems.mpc.plant import Disturbances, Plant, Push, closed_loop, scaled_model
+from liftoff.problems.mpc.controller import MPC, MPCError, Policy, Tick, warm_start
+from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
+from liftoff.problems.mpc.loop import closed_loop
+from liftoff.problems.mpc.plants import ContactReading, Measurement
+from liftoff.problems.mpc.plants.ideal import IdealPlant
 from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
@@ -101,40 +106,53 @@ def test_an_update_needs_a_start(task):
 
 def test_a_push_is_the_torque_of_its_force_at_the_frame(task):
     push = Push("arm_right_7_link", (1.0, -2.0, 3.0), 0.5, 0.1)
-    plant = Plant(task.model, (), disturbances=Disturbances(pushes=(push,), torque_bias=0.5))
-    q, tau = task.q0 + 0.1, np.arange(6.0)
-    np.testing.assert_allclose(plant.torque(0.4, q, tau), tau + 0.5)
+    plant = IdealPlant(task.model, {}, disturbances=Disturbances(pushes=(push,), torque_bias=0.5))
+    rng = np.random.default_rng(1)
+    q, v, tau = task.q0 + 0.1, rng.normal(size=6), np.arange(6.0)
+    passive = dynamics.passive_torque(task.model, v, plant.friction_width)
+    assert np.linalg.norm(passive) > 0.1  # Talos' joints have damping and friction: the passive torque shows
+    np.testing.assert_allclose(plant.torque(0.4, q, v, tau), tau + 0.5 + passive, atol=1e-12)  # before the push
+    np.testing.assert_allclose(plant.torque(0.55, q, v, tau, disturbed=False), tau + passive, atol=1e-12)
     # virtual work: the torque's power equals the force's power at the frame, by finite differences
-    dq = np.random.default_rng(1).normal(size=6) * 1e-6
+    dq = rng.normal(size=6) * 1e-6
     _, p0 = dynamics.frame_placement(task.model, q, "arm_right_7_link")
     _, p1 = dynamics.frame_placement(task.model, q + dq, "arm_right_7_link")
-    work = (plant.torque(0.55, q, tau) - tau - 0.5) @ dq
+    work = (plant.torque(0.55, q, v, tau) - plant.torque(0.4, q, v, tau)) @ dq
     assert work == pytest.approx(np.array(push.force) @ (p1 - p0), rel=1e-5)
 
 
 def test_the_plant_holds_its_contact_and_steps_semi_implicitly(task):
-    plant = Plant(task.model, (task.contact(),), dt=1e-3)
+    contact = task.contact()
+    plant = IdealPlant(task.model, {"tool": contact}, dt=1e-3)
     rng = np.random.default_rng(2)
-    q, v = task.q0.copy(), np.zeros(6)
+    plant.reset(task.q0, np.zeros(6))
     for k in range(300):
-        q, v, _, _ = plant.step(k * 1e-3, q, v, task.u_gravity + rng.normal(size=6))
-    _, p = dynamics.frame_placement(task.model, q, "arm_right_7_link")
-    assert abs(p[2] - task.p0[2]) < 1e-5  # on the surface after 0.3 s of random torques
-    assert np.linalg.norm(p[:2] - task.p0[:2]) > 1e-3  # while sliding along it
-    q1, v1, _, _ = plant.step(0.0, task.q0, np.ones(6), task.u_gravity)
-    a, _ = dynamics.constrained_dynamics(task.model, task.q0, np.ones(6), task.u_gravity, (task.contact(),), mu=1e-8)[
-        :2
-    ]
-    np.testing.assert_allclose(v1, np.ones(6) + 1e-3 * a, atol=1e-12)
-    np.testing.assert_allclose(q1, dynamics.integrate(task.model, task.q0, 1e-3 * v1), atol=1e-12)
+        m = plant.step(k * 1e-3, task.u_gravity + 3 * rng.normal(size=6))
+    _, p = dynamics.frame_placement(task.model, m.q, "tool")
+    offset = p - task.surface_point()
+    assert abs(offset @ task.normal) < 1e-5  # on the surface after 0.3 s of random torques
+    assert np.linalg.norm(offset @ task.plane) > 1e-3  # while sliding along it
+    # one step: v+ = v + dt a(q, v, tau + the passive torque at v), q+ = q (+) dt v+
+    v = np.ones(6)
+    plant.reset(task.q0, v)
+    m = plant.step(0.0, task.u_gravity)
+    torque = task.u_gravity + dynamics.passive_torque(task.model, v, plant.friction_width)
+    a, f = dynamics.constrained_dynamics(task.model, task.q0, v, torque, (contact,), mu=1e-8)[:2]
+    np.testing.assert_allclose(m.v, v + 1e-3 * a, atol=1e-12)
+    np.testing.assert_allclose(m.q, dynamics.integrate(task.model, task.q0, 1e-3 * m.v), atol=1e-12)
+    reading = m.contacts["tool"]  # the force of the step, along the normal in the world axes
+    assert reading.active and m.tau is None
+    np.testing.assert_allclose(reading.force, f[0] * task.normal, atol=1e-9)
+    np.testing.assert_allclose(reading.position, dynamics.frame_placement(task.model, m.q, "tool")[1], atol=1e-12)
 
 
 def test_the_plant_actuators_filter_the_command_exactly(task):
     """``tau_dot = 2 pi f_c (w - tau)`` integrated by RK4 with a fine step over one plant step
     equals the plant's zero-order hold, and the joints receive the torques before the step."""
-    plant = Plant(task.model, (task.contact(),), dt=1e-3, torque_filter=5.0)
+    plant = IdealPlant(task.model, {"tool": task.contact()}, dt=1e-3, torque_filter=5.0)
     tau, w = np.linspace(-3, 3, 6), np.linspace(4, -1, 6)
-    *_, tau_next = plant.step(0.0, task.q0, np.zeros(6), w, tau)
+    np.testing.assert_array_equal(plant.reset(task.q0, np.zeros(6), tau).tau, tau)
+    m = plant.step(0.0, w)
     x, h, omega = tau.copy(), 1e-3 / 100, 2 * np.pi * 5.0
     for _ in range(100):
         k1 = omega * (w - x)
@@ -142,10 +160,9 @@ def test_the_plant_actuators_filter_the_command_exactly(task):
         k3 = omega * (w - x - h / 2 * k2)
         k4 = omega * (w - x - h * k3)
         x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    np.testing.assert_allclose(tau_next, x, rtol=1e-12)
-    _, v1, _, _ = plant.step(0.0, task.q0, np.zeros(6), w, tau)
+    np.testing.assert_allclose(m.tau, x, rtol=1e-12)
     a = dynamics.constrained_dynamics(task.model, task.q0, np.zeros(6), tau, (task.contact(),), mu=1e-8)[0]
-    np.testing.assert_allclose(v1, 1e-3 * a, atol=1e-12)
+    np.testing.assert_allclose(m.v, 1e-3 * a, atol=1e-12)
 
 
 def test_a_scaled_model_is_heavier_where_asked_only(task):
@@ -160,12 +177,119 @@ def test_a_scaled_model_is_heavier_where_asked_only(task):
 
 
 def test_without_contacts_the_plant_falls_freely(task):
-    q, v, f, _ = Plant(task.model, (), dt=1e-3).step(0.0, task.q0, np.zeros(6), np.zeros(6))
-    np.testing.assert_allclose(v, 1e-3 * dynamics.aba(task.model, task.q0, np.zeros(6), np.zeros(6)), atol=1e-12)
-    assert f.shape == (0,)
+    plant = IdealPlant(task.model, {}, dt=1e-3)
+    assert plant.reset(task.q0, np.zeros(6)).contacts == {}
+    m = plant.step(0.0, np.zeros(6))
+    np.testing.assert_allclose(m.v, 1e-3 * dynamics.aba(task.model, task.q0, np.zeros(6), np.zeros(6)), atol=1e-12)
+    assert m.contacts == {} and plant.contact_names == ()
 
 
 def test_the_mpc_period_must_be_a_multiple_of_the_plant_step(task):
     mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau))
     with pytest.raises(ValueError, match="not a multiple"):
-        closed_loop(mpc, Plant(task.model, (), dt=0.003), task.q0, task.v0, 0.1, 0.01)
+        closed_loop(mpc, IdealPlant(task.model, {}, dt=0.003), task.model, task.q0, task.v0, 0.1, 0.01)
+    assert mpc.ticks == []  # refused before the first solve
+
+
+class StubMPC:
+    """An MPC without a solve: its policy commands the time of its update on every joint; an
+    update at ``fail_at`` or later fails as a singular problem would."""
+
+    def __init__(self, fail_at=np.inf):
+        self.fail_at, self.ticks = fail_at, []
+
+    def start(self, t, q, v, tau=None):
+        return self.update(t, q, v, tau)
+
+    def update(self, t, q, v, tau=None):
+        if t >= self.fail_at - 1e-12:
+            raise MPCError(f"the MPC update at t = {t:.3f} s failed: singular")
+        self.ticks.append(Tick(t, 0.0, 1, 0.0, "converged"))
+        return lambda t_now, q, v, tau=None: np.full(6, t)
+
+
+class StubPlant:
+    """A plant of Talos' upper body whose state moves by ``dt`` times the command each step,
+    with a pad whose force is the step's count; from step ``bad`` on, its state is
+    ``blow_up(q)`` (computed with numpy warnings raised, as a blown-up simulation would)."""
+
+    dt, engine, description, contact_names = 1e-3, "stub", "a stub plant", ("pad",)
+
+    def __init__(self, bad=None, blow_up=None):
+        self.bad, self.blow_up = bad, blow_up
+
+    def reset(self, q, v, tau=None):
+        self.k, self.q, self.v = 0, np.array(q, dtype=float), np.array(v, dtype=float)
+        return self._measure()
+
+    def step(self, t, command):
+        self.k += 1
+        self.q, self.v = self.q + self.dt * np.asarray(command), self.v + 1.0
+        if self.bad is not None and self.k >= self.bad:
+            self.q = self.blow_up(self.q)
+        return self._measure()
+
+    def _measure(self):
+        reading = ContactReading(True, np.array([0.0, 0.0, float(self.k)]), np.zeros(3))
+        return Measurement(self.q.copy(), self.v.copy(), None, {"pad": reading})
+
+
+@pytest.mark.parametrize(
+    "blow_up, message",
+    [
+        (lambda q: q / np.zeros_like(q), "the simulated state is not finite"),  # inf and nan, with warnings
+        (lambda q: q + np.array([0, 0, 2.0, 0, 0, 0]), "configuration coordinate 2 is"),  # 2 rad beyond a limit
+    ],
+    ids=["not finite", "beyond a limit"],
+)
+def test_a_plant_that_blows_up_ends_the_run_as_diverged_with_its_log(task, capsys, blow_up, message):
+    q0 = task.q0.copy()
+    q0[2] = task.model.upper_position_limit[2] - 0.1  # near its limit: 2 rad more is 1.9 beyond it
+    plant = StubPlant(bad=25, blow_up=blow_up)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would raise here
+        log = closed_loop(StubMPC(), plant, task.model, q0, task.v0, 0.05, 0.01)
+    assert (log.status, log.end_time) == ("diverged", pytest.approx(0.025)) and message in log.message
+    assert capsys.readouterr() == ("", "")  # nothing printed
+    a = log.arrays()
+    assert len(a["t"]) == 25 and np.all(np.isfinite(a["q"]))  # the steps up to the bad one
+    np.testing.assert_allclose(a["t"], 1e-3 * np.arange(25))
+    assert [tick.t for tick in log.ticks] == pytest.approx([0.0, 0.01, 0.02])
+    assert a["contact_force"].shape == (25, 1, 3) and a["contact_force"][-1, 0, 2] == 25.0
+
+
+def test_a_failed_update_or_a_stop_ends_the_run_with_its_status(task):
+    log = closed_loop(StubMPC(fail_at=0.02), StubPlant(), task.model, task.q0, task.v0, 0.05, 0.01)
+    assert (log.status, log.end_time, len(log.t)) == ("diverged", pytest.approx(0.02), 20)
+    assert "failed: singular" in log.message
+    stop = lambda m: "fell" if m.v[0] >= 15 else None  # noqa: E731 (after the 15th step)
+    log = closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.05, 0.01, stop=stop)
+    assert (log.status, log.end_time, len(log.t)) == ("fell", pytest.approx(0.015), 15)
+    log = closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.05, 0.01)
+    assert (log.status, log.end_time, len(log.t), log.message) == ("completed", pytest.approx(0.05), 50, "")
+
+
+def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
+    seen, updates = [], []
+    log = closed_loop(
+        StubMPC(),
+        StubPlant(),
+        task.model,
+        task.q0,
+        task.v0,
+        0.03,
+        0.01,
+        progress=updates.append,
+        observe=lambda t, before, command, after: seen.append((t, before, command, after)),
+    )
+    a = log.arrays()
+    assert len(seen) == len(a["t"]) == 30
+    np.testing.assert_allclose([t for t, *_ in seen], a["t"], atol=1e-15)
+    for k, (t, before, command, after) in enumerate(seen):
+        np.testing.assert_array_equal(before.q, a["q"][k])  # the measurement the policy read
+        np.testing.assert_array_equal(command, a["u"][k])
+        np.testing.assert_allclose(command, np.floor(t / 0.01 + 1e-9) * 0.01)  # the policy of the last update
+        assert after.contacts["pad"].force[2] == k + 1
+        if k + 1 < len(seen):
+            assert seen[k + 1][1] is after  # the next step starts from this one's measurement
+    assert updates == pytest.approx([0.01, 0.02, 0.03])

@@ -47,9 +47,16 @@ def test_the_polishing_schema_rejects_what_its_loader_rejects(capsys):
     schema = json.loads(capsys.readouterr().out)
     assert schema["title"] == "liftoff polishing configuration"
     check = jsonschema.Draft202012Validator(schema)
-    good = {"task": "polishing", "surface": {"normal": "-y"}}
+    good = {"task": "polishing", "surface": {"normal": [0, -1, 0]}, "plant": {"engine": "liftoff"}}
     assert list(check.iter_errors(good)) == []
-    for bad in ({"task": "sanding"}, {"task": "polishing", "surface": {"normal": "up"}}, {"task": "polishing", "x": 1}):
+    bad_cases = (
+        {"task": "sanding"},
+        {"task": "polishing", "surface": {"normal": "up"}},
+        {"task": "polishing", "surface": {"normal": [0, 1]}},
+        {"task": "polishing", "plant": {"engine": "bullet"}},
+        {"task": "polishing", "x": 1},
+    )
+    for bad in bad_cases:
         assert list(check.iter_errors(bad)), bad
 
 
