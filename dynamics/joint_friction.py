@@ -21,7 +21,7 @@ import numpy as np
 
 from .batch import batch
 
-DEFAULT_WIDTH = 0.05  # rad/s: the smoothing width of the Coulomb friction
+DEFAULT_WIDTH = 0.5  # rad/s: the smoothing width of the Coulomb friction (sharper ones are stiff for an MPC)
 
 
 def passive_torque(model, v, width=DEFAULT_WIDTH) -> np.ndarray:

@@ -4,6 +4,7 @@ tolerances and the one finite-difference helper every derivative test uses."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from functools import lru_cache
 
@@ -19,10 +20,21 @@ NSTATES = 50  # random states per oracle comparison
 TOL = 1e-8  # oracle tolerance, relative to max(1, |reference|)
 
 
+SESSION_CACHE = []  # the kernel cache this session made, removed at its end
+
+
 def pytest_configure(config):
     """Compiled kernels go to a cache of this test session (unless LIFTOFF_CACHE says where):
-    every session compiles what it uses once, and leaves the user's cache alone."""
-    os.environ.setdefault("LIFTOFF_CACHE", tempfile.mkdtemp(prefix="liftoff-test-kernels-"))
+    every session compiles what it uses once, leaves the user's cache alone, and removes its own
+    when it ends."""
+    if "LIFTOFF_CACHE" not in os.environ:
+        SESSION_CACHE.append(tempfile.mkdtemp(prefix="liftoff-test-kernels-"))
+        os.environ["LIFTOFF_CACHE"] = SESSION_CACHE[0]
+
+
+def pytest_unconfigure(config):
+    for folder in SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # ----------------------------------------------------------------------------- models

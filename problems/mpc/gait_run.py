@@ -65,7 +65,10 @@ def make_plant(config, plan, pushes=(), mass_scale=1.0):
     disturbances = disturbances_of(p, pushes)
     if p.engine == "liftoff":
         model = scaled_model(plan.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else plan.model
-        plant = IdealLeggedPlant(model, plan.feet, plan.ground, plan.schedule, p.dt, p.kp, p.kd, disturbances)
+        width = config.joint_friction.width
+        plant = IdealLeggedPlant(
+            model, plan.feet, plan.ground, plan.schedule, p.dt, p.kp, p.kd, disturbances, friction_width=width
+        )
         return plant, plan.ground
     from .plants import mujoco_model as mm
     from .plants.mujoco_plant import MujocoPlant
@@ -164,7 +167,7 @@ def measures(r: GaitMPCRun) -> dict:
         moved = np.linalg.norm(position[first : last + 1, i, :2] - position[first, i, :2], axis=1)
         slips.append(float(moved.max()))
         planned = planned_touchdowns(plan, plan.feet[i])
-        if first > 0 and len(planned):  # a touchdown during the run (not a foot standing at the start)
+        if first > gap and len(planned):  # a touchdown (not a foot standing at the start)
             errors.append(1e3 * float(t[first] - planned[np.argmin(np.abs(planned - t[first]))]))
     tangential = np.linalg.norm(force[..., :2], axis=-1) - r.config.contacts.friction * force[..., 2]
     return {

@@ -472,7 +472,8 @@ def _convert(tp, value, path: str):
                 pass
         raise ConfigError(f"expected {_describe(tp)}, got {_show(value)}", path)
     if origin is tuple:
-        if not isinstance(value, (list, tuple)):
+        fixed = len(args) != 2 or args[1] is not Ellipsis  # tuple[float, float, float]: exactly three
+        if not isinstance(value, (list, tuple)) or (fixed and len(value) != len(args)):
             raise ConfigError(f"expected {_describe(tp)}, got {_show(value)}", path)
         return tuple(_convert(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
     if tp is float:
@@ -557,7 +558,8 @@ def _describe(tp, plural: bool = False) -> str:
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_describe(arm, plural) for arm in args)
     if origin is tuple:
-        return "lists" if plural else f"a list of {_describe(args[0], plural=True)}"
+        count = "" if len(args) == 2 and args[1] is Ellipsis else f"{len(args)} "
+        return "lists" if plural else f"a list of {count}{_describe(args[0], plural=True)}"
     return _NAMES[tp][plural]
 
 

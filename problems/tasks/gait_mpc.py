@@ -1,5 +1,5 @@
-"""Gaits in a receding horizon: a gait configuration played periodically by MPC against
-:class:`problems.mpc.legged_plant.LeggedPlant`.
+"""Gaits in a receding horizon: a gait configuration played periodically by MPC against a plant
+(:mod:`problems.mpc.gait_run`).
 
 A ``task: gait_mpc`` configuration is a gait configuration (:class:`problems.tasks.config.GaitConfig`)
 whose phases are played once up to ``mpc.cycle_start`` and then repeated: the whole run's OCP

@@ -29,7 +29,8 @@ ENUMS = {  # (section, field): the allowed names
     ("GaitMPCConfig", "task"): ("gait_mpc",),
     ("PolishingConfig", "robot"): tuple(dynamics.ROBOTS),
     ("PolishingConfig", "task"): ("polishing",),
-    ("Surface", "normal"): polishing.NORMALS,
+    ("PlantSettings", "engine"): cfg.ENGINES,
+    ("LeggedPlantSettings", "engine"): cfg.ENGINES,
     ("Contacts", "reference"): cfg.REFERENCES,
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
@@ -83,7 +84,9 @@ def _type(tp, enum=None) -> dict:
     if origin in (typing.Union, types.UnionType):
         return {"anyOf": [_type(arm) for arm in args]}
     if origin is tuple:
-        return {"type": "array", "items": _type(args[0])}
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _type(args[0])}
+        return {"type": "array", "items": _type(args[0]), "minItems": len(args), "maxItems": len(args)}
     if tp is type(None):
         return {"type": "null"}
     if tp is str:

@@ -39,12 +39,25 @@ DESCRIPTION = "liftoff's idealized legged plant (the controller's model, feet th
 class IdealLeggedPlant(IdealPlant):
     """A legged ``model`` with ``feet`` (frame names) on flat ground at ``ground`` [m],
     ``schedule(t)``: the feet the plan holds on the ground at time ``t``; Baumgarte gains ``kp,
-    kd`` hold the feet in contact; step ``dt``; disturbances as for :class:`.ideal.IdealPlant`."""
+    kd`` hold the feet in contact; step ``dt``; disturbances, proximal damping ``mu`` and the
+    joints' friction smoothing as for :class:`.ideal.IdealPlant`."""
 
     description = DESCRIPTION
 
-    def __init__(self, model, feet, ground, schedule, dt=1e-3, kp=0.0, kd=0.0, disturbances=Disturbances(), mu=1e-8):
-        super().__init__(model, {}, dt, disturbances, mu)
+    def __init__(
+        self,
+        model,
+        feet,
+        ground,
+        schedule,
+        dt=1e-3,
+        kp=0.0,
+        kd=0.0,
+        disturbances=Disturbances(),
+        mu=1e-8,
+        friction_width=dynamics.joint_friction.DEFAULT_WIDTH,
+    ):
+        super().__init__(model, {}, dt, disturbances, mu, friction_width=friction_width)
         for foot in feet:
             model.frame_id(foot)  # unknown frames raise here
         self.feet, self.ground, self.schedule = tuple(feet), float(ground), schedule
