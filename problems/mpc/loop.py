@@ -4,9 +4,10 @@
 evaluates the policy on the latest measurement and steps the plant, and every MPC period
 updates the MPC from the measurement. It ends after ``duration`` seconds, or earlier with a
 status: ``diverged`` when the plant's state is not finite or a joint is more than
-:data:`LIMIT_MARGIN` beyond its limits (a simulation that blew up), or when an MPC update
-fails; or the status ``stop(measurement)`` returns (a legged robot that fell). Everything up to
-then is in the :class:`Log`.
+:data:`LIMIT_MARGIN` beyond its limits (a simulation that blew up), when the plant's dynamics
+break down (a singular contact system), or when an MPC update fails; or the status that
+``stop(measurement)`` returns (a legged robot that fell). Everything up to then is in the
+:class:`Log`.
 """
 
 from __future__ import annotations
@@ -102,7 +103,10 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
                 begin = time.perf_counter()
                 u = policy(t, measurement.q, measurement.v, measurement.tau)
                 middle = time.perf_counter()
-                after = plant.step(t, u)
+                try:
+                    after = plant.step(t, u)
+                except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
+                    return _ended(log, mpc, "diverged", t, f"the plant failed at t = {t:.3f} s: {e}")
                 log.plant_seconds += time.perf_counter() - middle
                 log.control_seconds += middle - begin
                 log.policy_seconds.append(middle - begin)
