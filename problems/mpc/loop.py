@@ -27,7 +27,7 @@ class Log:
     """A closed-loop run at the plant's rate: per step ``t``, the state ``q, v`` and the
     actuators' torques ``tau`` at its start (``tau`` empty without a filter), the command ``u``,
     and each named contact's reading during the step (``contact_active (n, k)``,
-    ``contact_force, contact_position (n, k, 3)``, ``contact_depth (n, k)``, contacts in
+    ``contact_force, contact_position, contact_velocity (n, k, 3)``, ``contact_depth (n, k)``, contacts in
     ``contact_names`` order). ``ticks`` are the MPC's updates; ``control_seconds`` the wall time
     of the updates and policy evaluations, ``policy_seconds`` that of each policy evaluation,
     ``plant_seconds`` that of the plant; ``status``
@@ -60,7 +60,7 @@ class Log:
         out = {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u")}
         n, k = len(self.t), len(self.contact_names)
         out["contact_active"] = np.array([[r.active for r in row] for row in self.readings], dtype=bool).reshape(n, k)
-        for name in ("force", "position"):
+        for name in ("force", "position", "velocity"):
             out[f"contact_{name}"] = np.array(
                 [[getattr(r, name) for r in row] for row in self.readings], dtype=float
             ).reshape(n, k, 3)

@@ -29,12 +29,16 @@ class ContactReading:
     """One contact of the robot with its environment during a step: ``active`` when it
     touches; ``force (3,)`` [N, world axes], the force the environment applies on the robot;
     ``position (3,)``, the contact point (the robot's contact frame when it does not touch);
-    ``depth`` [m], how far the robot goes into the surface (0 when it does not)."""
+    ``depth`` [m], how far the robot goes into the surface (0 when it does not); ``velocity
+    (3,)`` [m/s, world axes], that of the robot's material point at the contact (its part
+    along the surface is sliding: a rolling foot's contact point moves, its material point
+    does not), zero when it does not touch."""
 
     active: bool
     force: np.ndarray
     position: np.ndarray
     depth: float = 0.0
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
 
 @dataclass(frozen=True)

@@ -141,5 +141,12 @@ class IdealLeggedPlant(IdealPlant):
             _, p = dynamics.frame_placement(self.model, self.q, foot)
             touching = foot in forces
             force = np.asarray(forces[foot], dtype=float) if touching else np.zeros(3)
-            readings[foot] = ContactReading(touching, force, np.asarray(p, dtype=float), float(max(0.0, -height)))
+            velocity = dynamics.frame_velocity(self.model, self.q, self.v, foot, "LOCAL_WORLD_ALIGNED")[:3]
+            readings[foot] = ContactReading(
+                touching,
+                force,
+                np.asarray(p, dtype=float),
+                float(max(0.0, -height)),
+                velocity if touching else np.zeros(3),
+            )
         return Measurement(self.q.copy(), self.v.copy(), None, readings)

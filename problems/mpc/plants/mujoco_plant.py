@@ -10,8 +10,8 @@ measured torque.
 
 A named contact of the robot is a set of its geoms (a foot's sphere, the polishing pad); its
 reading sums MuJoCo's contacts between those geoms and the environment's surfaces: the force
-(``mj_contactForce``, turned to the world axes), the force-weighted contact point, and the
-deepest penetration.
+(``mj_contactForce``, turned to the world axes), the force-weighted contact point and velocity
+of the robot's material point there, and the deepest penetration.
 """
 
 from __future__ import annotations
@@ -85,9 +85,10 @@ class MujocoPlant:
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
         force = {name: np.zeros(3) for name in self.contacts}
         moment = {name: np.zeros(3) for name in self.contacts}
+        sliding = {name: np.zeros(3) for name in self.contacts}
         weight = dict.fromkeys(self.contacts, 0.0)
         depth = dict.fromkeys(self.contacts, 0.0)
-        wrench = np.zeros(6)
+        wrench, twist = np.zeros(6), np.zeros(6)
         for i in range(d.ncon):
             contact = d.contact[i]
             g1, g2 = int(contact.geom1), int(contact.geom2)
@@ -103,14 +104,17 @@ class MujocoPlant:
                 force[name] += f
                 normal = abs(wrench[0])
                 moment[name] += normal * np.asarray(contact.pos)
+                self.mujoco.mj_objectVelocity(m, d, self.mujoco.mjtObj.mjOBJ_GEOM, robot_geom, twist, 0)
+                sliding[name] += normal * (twist[3:] + np.cross(twist[:3], contact.pos - d.geom_xpos[robot_geom]))
                 weight[name] += normal
                 depth[name] = max(depth[name], -float(contact.dist))
         readings = {}
         for name, (frame, _) in self.contacts.items():
             touching = weight[name] > 0
             if touching:
-                position = moment[name] / weight[name]
+                position, velocity = moment[name] / weight[name], sliding[name] / weight[name]
             else:
                 position = np.asarray(dynamics.frame_placement(self.robot.model, q, frame)[1], dtype=float)
-            readings[name] = ContactReading(touching, force[name], position, depth[name])
+                velocity = np.zeros(3)
+            readings[name] = ContactReading(touching, force[name], position, depth[name], velocity)
         return Measurement(q, v, tau, readings)
