@@ -1,7 +1,8 @@
-"""Gaits in a receding horizon: the windows of the whole run's OCP (the schedule shifted with
-time, impulses included), liftoff's idealized legged plant's touchdown (located within its step,
-one impulse that stops the foot) and lift-off, a 1 s closed-loop trot on it that stays up, the
-trot's stand on MuJoCo (the feet carry the robot's weight), and ``liftoff mpc``."""
+"""The legged MPC on measured contacts: the schedule and its events (early and late touchdowns,
+lift-off by the plan, stance anchored where the foot is measured), the footholds' rule, the
+horizon's OCP (impulse stages where feet land, a shortened first stage), the command schedule
+and its errors, the closed-loop measures, short closed loops on liftoff's idealized plant and on
+MuJoCo, and ``liftoff mpc``."""
 
 from __future__ import annotations
 
@@ -11,130 +12,321 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from liftoff import dynamics
 from liftoff.problems import viewer
+from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
-from liftoff.problems.mpc.gait_run import measures, run
-from liftoff.problems.mpc.plants.ideal_legged import IdealLeggedPlant
+from liftoff.problems.mpc.gait_run import command_tracking, measures, run
+from liftoff.problems.mpc.locomotion import GaitController, Schedule
+from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, make_run, window
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
 
-TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml"
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+TROT = CONFIGS / "anymal_trot_mpc.yaml"
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
+SWINGING = ("LF_FOOT", "RH_FOOT")  # the trot's first pair in the air, from 0.2 s to 0.44 s
+
+
+def trot_config(**mpc) -> GaitMPCConfig:
+    config = load_config(TROT, GaitMPCConfig)
+    return replace(config, mpc=replace(config.mpc, **mpc)) if mpc else config
 
 
 @pytest.fixture(scope="module")
-def trot():
-    return make_run(load_config(TROT, GaitMPCConfig))
+def controller_model():
+    return GaitController(trot_config()).model
 
 
-def test_the_command_is_half_a_step_per_swing(trot):
-    assert trot.command_velocity() == pytest.approx(0.5 * 0.144 / 0.24, rel=1e-9)
+def fresh(controller_model, **mpc) -> GaitController:
+    return GaitController(trot_config(**mpc), controller_model)
 
 
-@pytest.mark.parametrize("t", [0.0, 0.2, 0.26, 0.5, 1.24])
-def test_a_window_is_the_run_from_the_contact_stage_at_its_time(trot, t):
-    q, v = trot.ocp.q0 + 0.0, np.full(18, 0.1)
-    ocp = window(trot, t, q, v)
-    first = trot.contact_stages[round(t / 0.02)]
-    assert ocp.stages[0] is trot.ocp.stages[first] and ocp.stages[0].kind == "contact"
-    assert sum(s.kind == "contact" for s in ocp.stages) == 25
-    assert ocp.stages == trot.ocp.stages[first : first + ocp.K]
-    following = trot.ocp.stages[first + ocp.K]
-    assert following.kind == "contact"  # the window ends before the next contact stage
-    reference = next(term for term in following.costs if term.name == "state")
-    np.testing.assert_array_equal(ocp.terminal_costs[0].q_ref, reference.q_ref)
-    np.testing.assert_array_equal(ocp.v0, v)
-    assert trot.schedule(t + 1e-4) == {c.frame for c in ocp.stages[0].contacts}
+def feel(controller, t, touching) -> None:
+    """Report one plant step at ``t`` to ``controller`` with the feet ``touching`` on the ground."""
+    contacts = {f: ContactReading(f in touching, np.zeros(3), np.zeros(3)) for f in FEET}
+    measurement = Measurement(controller.q0, np.zeros(controller.model.nv), None, contacts)
+    controller.observe(t, measurement, None, measurement)
 
 
-def test_the_schedule_moves_with_time_and_impulses_with_it(trot):
-    """The run stands 0.2 s, then the diagonal pairs swing 0.24 s each; a window 20 ms later is
-    the same stages one contact stage on, its touchdown impulse one stage earlier."""
-    assert trot.schedule(0.1) == set(FEET)
-    assert trot.schedule(0.3) == {"LH_FOOT", "RF_FOOT"}
-    assert trot.schedule(0.5) == {"LF_FOOT", "RH_FOOT"}
-    a, b = (window(trot, t, trot.ocp.q0, trot.ocp.v0) for t in (0.3, 0.32))
-    impulses = [[k for k, s in enumerate(w.stages) if s.kind == "impulse"] for w in (a, b)]
-    assert impulses[1] == [k - 1 for k in impulses[0]]
-    assert a.stages[1:][: b.K - 1] == b.stages[: b.K - 1]
+def step_to(controller, t_end, touching=FEET, q=None, period=0.005):
+    """Run ``controller`` from its time to ``t_end``, updates every ``period``, the feet in
+    ``touching`` reported on the ground at every 1 ms step; the last update's OCP."""
+    q = controller.q0 if q is None else q
+    v = np.zeros(controller.model.nv)
+    t = controller.t if controller.clock is not None else 0.0
+    ocp = controller(t, q, v) if controller.clock is None else None
+    while t < t_end - 1e-9:
+        for k in range(int(round(period / 1e-3))):
+            feel(controller, t + k * 1e-3, touching(t + k * 1e-3) if callable(touching) else touching)
+        t = round(t + period, 9)
+        ocp = controller(t, q, v)
+    return ocp
+
+
+def contact_frames(stage) -> set:
+    return {c.frame for c in stage.contacts}
+
+
+# ----------------------------------------------------------------------------- the schedule
+
+
+def test_the_schedule_plays_its_prefix_once_then_repeats_its_cycle():
+    config = trot_config()
+    s = Schedule(config.gait.phases, config.mpc.cycle_start, FEET)
+    assert s.prefix == 10 and s.cycle == 24
+    assert s.stands(0).all() and s.stands(9).all()
+    assert list(s.stands(10)) == [False, True, True, False]  # LF and RH swing first
+    assert list(s.stands(22)) == [True, False, False, True]
+    np.testing.assert_array_equal(s.stands(10 + 24 * 7 + 5), s.stands(15))  # the cycle, not the prefix
+    assert s.next(0, 0, False) == 10 and s.next(0, 10, True) == 22 and s.next(1, 10, False) == 22
+
+
+# ----------------------------------------------------------------------------- events
+
+
+def test_the_first_horizon_stands_then_lands_the_first_pair_with_an_impulse(controller_model):
+    ocp = step_to(fresh(controller_model), 0.0)
+    kinds = [s.kind for s in ocp.stages]
+    assert kinds.count("contact") == 25
+    first_impulse = kinds.index("impulse")
+    assert sum(k == "contact" for k in kinds[:first_impulse]) == 22  # 10 knots standing, LF and RH swing 12
+    landing = ocp.stages[first_impulse]
+    assert contact_frames(landing) == set(SWINGING)  # LH and RF lift off as they land
+    assert {t.name for t in landing.costs} == {"state", "touchdown_LF_FOOT", "touchdown_RH_FOOT"}
+    before = ocp.stages[first_impulse - 1]
+    assert "approach" in {t.name for t in before.costs}  # the stage before a touchdown keeps its velocity
+    assert contact_frames(ocp.stages[10]) == {"LH_FOOT", "RF_FOOT"}
+    assert {t.name for t in ocp.stages[10].costs} >= {"swing_LF_FOOT", "swing_RH_FOOT", "tangential_force"}
+
+
+def test_the_first_stage_is_shortened_to_the_next_knot(controller_model):
+    c = fresh(controller_model)
+    ocp = step_to(c, 0.005)
+    dts = [s.dt for s in ocp.stages if s.kind == "contact"]
+    assert dts[0] == pytest.approx(0.015) and dts[1:] == pytest.approx([0.02] * 24)
+    starts = 0.005 + ocp.times()[1:]
+    on_grid = [round(x / 0.02, 6) % 1 == 0 for x, s in zip(starts, ocp.stages[1:]) if s.kind == "contact"]
+    assert all(on_grid)  # the later stages start on the schedule's 20 ms grid
+
+
+def test_feet_lift_off_when_the_schedule_says_touching_or_not(controller_model):
+    c = fresh(controller_model)
+    step_to(c, 0.2)
+    swinging = {f for f, st in zip(FEET, c.feet_state) if not st.stance}
+    assert swinging == set(SWINGING)
+    lf = c.feet_state[0]
+    assert lf.lift == pytest.approx(0.2) and lf.planned == pytest.approx(0.44)
+
+
+def test_an_early_touchdown_is_a_stance_at_once_where_the_foot_is(controller_model):
+    c = fresh(controller_model)
+    step_to(c, 0.2)
+    q = c.q0.copy()
+    q[0] += 0.03  # the base (and the feet) measured 3 cm on
+    # LF touches at 0.36 s, 80 ms early (after the swing's middle)
+    ocp = step_to(c, 0.37, lambda t: {"LH_FOOT", "RF_FOOT"} | ({"LF_FOOT"} if t >= 0.36 else set()), q=q)
+    lf = c.feet_state[0]
+    assert lf.stance and lf.change == 34  # it stands until the plan lifts it again (knot 34)
+    where = dynamics.frame_placement(c.model, q, "LF_FOOT")[1]
+    first = ocp.stages[0]
+    assert contact_frames(first) == {"LF_FOOT", "LH_FOOT", "RF_FOOT"}
+    placement = next(x.placement for x in first.contacts if x.frame == "LF_FOOT")
+    np.testing.assert_allclose(placement, where, atol=1e-12)  # anchored where it is measured
+    landing = next(s for s in ocp.stages if s.kind == "impulse")
+    assert {t.name for t in landing.costs} == {"state", "touchdown_RH_FOOT"}  # only RH lands later
+    assert [(x.measured, x.planned) for x in c.touchdowns] == [(pytest.approx(0.36), pytest.approx(0.44))]
+
+
+def test_a_late_foot_holds_the_schedule_then_stands_where_it_was_to_land(controller_model):
+    c = fresh(controller_model)
+    q = c.q0.copy()
+    q[9] -= 0.3  # LF's knee bent: its foot 3 cm above the ground, where it stays
+    height = dynamics.frame_placement(c.model, q, "LF_FOOT")[1][2] - c.ground
+    assert height > 0.02
+    v, late = np.zeros(18), c.config.mpc.footholds.late
+    step_to(c, 0.2, q=q)
+    t, impulses = 0.2, []
+    while t < 0.44 + late - 0.005:  # LF due at 0.44 s; RH lands on time
+        for k in range(5):
+            feel(c, t + k * 1e-3, {"LH_FOOT", "RF_FOOT"} | ({"RH_FOOT"} if t >= 0.44 else set()))
+        t = round(t + 0.005, 9)
+        ocp = c(t, q, v)
+        lands = [
+            j
+            for j, s in enumerate(ocp.stages)
+            if s.kind == "impulse" and "touchdown_LF_FOOT" in {x.name for x in s.costs}
+        ]
+        impulses.append(sum(s.kind == "contact" for s in ocp.stages[: lands[0]]))
+    lf = c.feet_state[0]
+    assert not lf.stance and c.clock < 0.44  # still in the air: the schedule waits for it
+    assert min(impulses) >= 2  # its touchdown never planned within the stage it cannot move it in
+    step_to(c, t + 0.025, {"LH_FOOT", "RF_FOOT", "RH_FOOT"}, q=q)
+    assert lf.stance  # waited ``late`` seconds: the schedule moves on and it stands where it was to land
+    np.testing.assert_allclose(lf.anchor, [*lf.target[:2], c.floor])
+
+
+def test_a_stance_foot_is_anchored_where_it_is_measured_at_each_update(controller_model):
+    c = fresh(controller_model)
+    step_to(c, 0.05)
+    q = c.q0.copy()
+    q[1] += 0.01  # the robot slid 1 cm to the left
+    ocp = step_to(c, 0.06, q=q)
+    for contact in ocp.stages[0].contacts:
+        np.testing.assert_allclose(contact.placement, dynamics.frame_placement(c.model, q, contact.frame)[1])
+
+
+# ----------------------------------------------------------------------------- footholds and references
+
+
+def test_footholds_follow_the_command_and_the_velocity_error(controller_model):
+    c = fresh(controller_model)
+    step_to(c, 0.2)  # LF in the air, landing at 0.44 s for a stance of 0.24 s
+    q, v = c.q0.copy(), np.zeros(18)
+    c(0.205, q, v)
+    still = c.feet_state[0].target.copy()
+    hip = q[:2] + c.hips[0]
+    travel = 0.3 * (0.44 - 0.205)  # the base reference moves on at the command until the touchdown
+    expected = hip + [travel + 0.5 * 0.24 * 0.3 - c.gain * 0.3, 0.0]  # the robot stands: 0.3 m/s slower than asked
+    np.testing.assert_allclose(still[:2], expected, atol=1e-9)
+    assert still[2] == pytest.approx(c.floor)
+    v[1] = 0.4  # pushed to the left: the foot steps 0.4 gain to the left
+    c(0.21, q, v)
+    assert c.feet_state[0].target[1] - still[1] == pytest.approx(c.gain * 0.4, rel=1e-6)
+    v[1] = 5.0  # a step beyond reach is clipped at max_step from the hip
+    c(0.215, q, v)
+    hip_then = q[:2] + c.hips[0] + [0.3 * (0.44 - 0.215), 0.0]
+    assert np.linalg.norm(c.feet_state[0].target[:2] - hip_then) == pytest.approx(c.config.mpc.footholds.max_step)
+
+
+def test_the_references_integrate_the_command(controller_model):
+    c = GaitController(trot_config(command=({"t": 0.0, "vx": 0.2, "yaw_rate": 0.5},)), controller_model)
+    ocp = step_to(c, 0.0)
+    state = [next(t for t in s.costs if t.name == "state") for s in ocp.stages if s.kind == "contact"]
+    yaw = [2 * np.arctan2(x.q_ref[5], x.q_ref[6]) for x in state]
+    np.testing.assert_allclose(np.diff(yaw), 0.5 * 0.02, atol=1e-12)
+    np.testing.assert_allclose(state[3].v_ref[[0, 1, 5]], [0.2, 0.0, 0.5])
+    heading = np.diff([x.q_ref[:2] for x in state], axis=0) / 0.02
+    np.testing.assert_allclose(heading, 0.2 * np.column_stack((np.cos(yaw[:-1]), np.sin(yaw[:-1]))), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- configuration errors
+
+
+def document(**mpc):
+    data = yaml.safe_load(TROT.read_text())
+    data["mpc"] = {**data["mpc"], **mpc}
+    return data
 
 
 @pytest.mark.parametrize(
     "change, path, message",
     [
-        ({"cycle_start": 9}, "mpc.cycle_start", "a phase index < 4"),
-        ({"period": 0.03}, "mpc.period", "a multiple of gait.dt = 0.02"),
+        ({"cycle_start": 9}, "mpc.cycle_start", "a phase index < 3"),
+        ({"period": 0.03}, "mpc.period", "a multiple or a divisor of gait.dt = 0.02"),
+        ({"command": [{"t": 0.0, "vx": 0.3}, {"t": 2.0}, {"t": 1.0, "vx": 0.1}]}, "mpc.command[2].t", "after 2 s"),
+        ({"command": [{"t": 1.0, "vx": 0.3}]}, "mpc.command[0].t", "0 (the first command starts the run)"),
+        ({"command": [{"t": 0.0, "speed": 0.3}]}, "mpc.command[0]", "unknown key 'speed'"),
     ],
 )
 def test_mpc_settings_errors_name_the_key(change, path, message):
-    import yaml
-
-    data = yaml.safe_load(TROT.read_text())
-    data["mpc"] = {**data["mpc"], **change}
     with pytest.raises(ConfigError) as error:
-        parse_config(data, "t.yaml", GaitMPCConfig)
+        parse_config(document(**change), "t.yaml", GaitMPCConfig)
     assert error.value.path == path and message in str(error.value)
 
 
-def test_a_touchdown_is_located_in_its_step_and_stops_the_foot_once(trot):
-    model, q = trot.model, trot.ocp.q0
-    ground = float(np.mean([dynamics.frame_placement(model, q, f)[1][2] for f in FEET])) - 3e-4
-    plant = IdealLeggedPlant(model, FEET, ground, lambda t: set(FEET), dt=1e-3)
-    v = np.zeros(18)
-    plant.reset(q, v)  # the feet stand 0.3 mm above this ground: held where they are
-    assert set(plant.stance) == set(FEET)
-    del plant.stance["LF_FOOT"]  # LF in the air, moving down at 0.5 m/s: it lands 0.6 ms into the step
-    J = dynamics.frame_jacobian(model, q, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3, 6:9]
-    v[6:9] = np.linalg.solve(J, [0.0, 0.0, -0.5])
-    plant.v = v
-    tau = dynamics.rnea(model, q, np.zeros(18), np.zeros(18))[6:]
-    m = plant.step(0.0, tau)
-    assert "LF_FOOT" in plant.stance
-    landed = plant.stance["LF_FOOT"].copy()
-    assert landed[2] == pytest.approx(ground, abs=1e-8)  # the event, not the step's end
-    foot_velocity = dynamics.frame_velocity(model, m.q, m.v, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3]
-    assert np.linalg.norm(foot_velocity) < 1e-3  # the impulse stopped it (to the step's first order)
-    reading = m.contacts["LF_FOOT"]
-    assert reading.active and reading.force[2] > 0  # LF pushes on the ground after landing
-    plant.step(1e-3, tau)
-    np.testing.assert_array_equal(plant.stance["LF_FOOT"], landed)  # once: it stays where it landed
-    plant.schedule = lambda t: set(FEET) - {"RH_FOOT"}
-    m = plant.step(2e-3, tau)
-    assert "RH_FOOT" not in plant.stance  # released by the plan
-    assert not m.contacts["RH_FOOT"].active and not np.any(m.contacts["RH_FOOT"].force)
+def test_a_command_beyond_the_gaits_reach_is_refused(controller_model):
+    config = parse_config(document(command=[{"t": 0.0, "vx": 0.3}, {"t": 3.0, "vx": 2.5}]), "t.yaml", GaitMPCConfig)
+    with pytest.raises(ConfigError) as error:
+        GaitController(config, controller_model)
+    assert error.value.path == "mpc.command[1]" and "beyond mpc.footholds.max_step = 0.2 m" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "command, expected",
+    [
+        ([{"t": 0.0, "vx": 0.3}, {"t": 1.0, "vx": 0.1}, {"t": 0.5}], "mpc.command[2].t: expected a time after 1 s"),
+        ([{"t": 0.0, "vx": 3.0}], "mpc.command[0]: the gait cannot reach this command"),
+    ],
+)
+def test_liftoff_mpc_refuses_a_bad_command_schedule_in_one_line(tmp_path, capsys, command, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(document(command=command)))
+    assert main(["mpc", str(path), "--duration", "0.1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and expected in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "run.npz").exists()
+
+
+# ----------------------------------------------------------------------------- measures
+
+
+def test_command_tracking_measures_each_command_and_the_stop():
+    config = trot_config(command=({"t": 0.0, "vx": 0.3}, {"t": 2.0}, {"t": 3.0, "yaw_rate": 0.4}))
+    t = np.arange(0.0, 4.0, 0.001)
+    q, v = np.zeros((len(t), 19)), np.zeros((len(t), 18))
+    yaw = np.where(t < 3.0, 0.7, 0.7 + 0.4 * (t - 3.0))
+    q[:, 5], q[:, 6] = np.sin(yaw / 2), np.cos(yaw / 2)
+    v[:, 0] = np.where(t < 2.0, 0.3, np.where(t < 2.4, 0.3 * (2.4 - t) / 0.4, 0.0))  # stopped at 2.4 s
+    v[:, 5] = np.where(t < 3.0, 0.0, 0.4)
+    out = command_tracking(config, t, q, v, 4.0)
+    assert [c["t"] for c in out] == [0.0, 2.0, 3.0] and out[2]["until"] == 4.0
+    assert out[0]["measured"]["vx"] == pytest.approx(0.3) and out[0]["measured"]["vy"] == pytest.approx(0.0, abs=1e-12)
+    assert out[2]["measured"]["yaw_rate"] == pytest.approx(0.4)
+    # the base is below 0.05 m/s averaged over a 0.48 s cycle from about 2.4 + 0.48 - ... s on
+    assert 0.4 < out[1]["stop_time_s"] < 0.4 + 0.48
+    assert "stop_time_s" not in out[0] and "stop_time_s" not in out[2]
+
+
+def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
+    pushes = legged.scenarios(("pushes",), ("trot",))
+    assert len(pushes) == 2 * 2 * 8
+    starts = sorted({float(s.pushes[0].split(":")[2]) for s in pushes})
+    np.testing.assert_allclose(np.diff(starts), 0.48 / 8)
+    fell = {(direction, 100.0, 3) for direction in legged.DIRECTIONS}  # 100 N at phase 3 topples it
+    fake = [
+        {
+            "group": "pushes",
+            "gait": "trot",
+            "push": s.push,
+            "measures": {"fell": tuple(s.push.values()) in fell, "status": "completed"},
+        }
+        for s in pushes
+    ]
+    largest = {p["direction"]: p["largest_N"] for p in legged.largest_pushes(fake)}
+    assert largest == {"lateral": 50.0, "forward": 50.0}
+
+
+# ----------------------------------------------------------------------------- closed loops
 
 
 def engine(config, name):
     return replace(config, plant=replace(config.plant, engine=name))
 
 
-def test_a_one_second_trot_on_the_idealized_plant_stays_up_and_moves_forward():
-    m = measures(run(engine(load_config(TROT, GaitMPCConfig), "liftoff"), duration=1.0, quiet=True))
+def test_a_one_second_trot_on_the_idealized_plant_lands_on_time():
+    m = measures(run(engine(trot_config(), "liftoff"), duration=1.0, quiet=True))
     assert m["status"] == "completed" and not m["fell"] and m["plant"]["engine"] == "liftoff"
-    assert m["mean_forward_velocity_mps"] > 0.1  # 0.2 s standing, a half step, then 0.3 m/s
-    assert m["command_velocity_mps"] == pytest.approx(0.3, rel=1e-9)
-    # the plan puts two feet down at 0.44, 0.68 and 0.92 s: each lands within half a 20 ms knot of it
-    assert m["touchdowns"] == m["touchdown_error_ms"]["count"] == 6
-    assert m["touchdown_error_ms"]["max"] < 10.0
-    assert m["slip_per_stance_m"]["max"] < 1e-3  # the idealized feet stick: they drift by the Baumgarte error only
-    assert m["max_penetration_m"] < 1e-3
-    assert m["updates"] == 50 and m["update_iterations"] == 49
+    assert m["touchdowns"] >= 6 and m["touchdown_error_ms"]["median"] < 40.0
+    assert m["slip_per_stance_m"]["max"] < 1e-3  # the idealized feet stick
+    assert m["max_cone_violation"] > 0  # ... pulling beyond the friction cone, which MuJoCo's feet cannot
 
 
-def test_the_trot_stands_on_mujoco_with_the_feet_carrying_its_weight(trot):
-    r = run(load_config(TROT, GaitMPCConfig), duration=0.3, quiet=True)
+def test_a_one_second_trot_on_mujoco_stands_then_steps_on_time(controller_model):
+    r = run(trot_config(), duration=1.0, quiet=True)
     m = measures(r)
     assert m["status"] == "completed" and not m["fell"] and m["plant"]["engine"] == "mujoco"
     a = r.arrays
     standing = (a["t"] >= 0.05) & (a["t"] < 0.2)  # the first 0.2 s stand, once the feet have settled
-    assert np.all(a["contact_active"][standing])  # the four feet touch
+    assert np.all(a["contact_active"][standing])
     vertical = a["contact_force"][standing][..., 2].sum(axis=1)
-    assert np.mean(vertical) == pytest.approx(trot.model.mass * 9.81, rel=0.15)
-    numbers = [v for v in m.values() if isinstance(v, float)]
-    numbers += [*m["slip_per_stance_m"].values(), *m["touchdown_error_ms"].values()]
-    assert len(numbers) > 15 and np.all(np.isfinite(numbers))
+    assert np.mean(vertical) == pytest.approx(controller_model.mass * 9.81, rel=0.15)
+    sliding = np.linalg.norm(a["contact_velocity"][standing][..., :2], axis=-1)
+    assert np.median(sliding) < 0.02  # the feet standing barely creep
+    assert m["touchdowns"] >= 6 and m["touchdown_error_ms"]["median"] < 20.0
+    assert m["max_cone_violation"] <= 1e-6  # MuJoCo's feet slip rather than pull beyond the cone
 
 
 def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
@@ -142,7 +334,7 @@ def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
     assert main(argv) == 0
     m = json.loads(capsys.readouterr().out)
     keys = ("fell", "mean_forward_velocity_mps", "max_cone_violation", "slip_per_stance_m", "touchdown_error_ms")
-    assert all(key in m for key in (*keys, "touchdowns", "tick_ms_median"))
+    assert all(key in m for key in (*keys, "commands", "touchdowns", "tick_ms_median"))
     assert m["status"] == "completed" and m["plant"]["engine"] == "liftoff"
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ["forces.png", "height.png", "run.npz", "ticks.png", "velocity.png"]

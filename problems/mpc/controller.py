@@ -75,7 +75,7 @@ class MPC:
     ``max_iterations`` is replaced: ``first_iterations`` for the first solve, ``iterations``
     per update); ``on_tick(tick)`` sees every update. ``layout``: an OCP with every contact
     and cost term the horizons will have (the kernels are built for it once; default: the first
-    horizon's), e.g. the whole run of a periodic gait."""
+    horizon's), e.g. a stage with every foot of a legged robot on the ground."""
 
     def __init__(
         self,
@@ -158,8 +158,9 @@ def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
     """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
     a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
-    it does, or else of the last stage of ``old`` of its kind and sizes (the horizon's new
-    tail), or else keeps ``new``'s initial guess; each knot takes the state of its stage's
+    it does (or, for a contact stage, that runs when it starts: a shortened first stage), or
+    else of the last stage of ``old`` of its kind and sizes (the horizon's new tail), or else
+    keeps ``new``'s initial guess; each knot takes the state of its stage's
     match (the last knot, the last knot of ``old``). The contact schedule may differ between
     the horizons (impulse stages move with it)."""
     old_rows = _stage_rows(old, it)
@@ -174,6 +175,8 @@ def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
         shapes, rows = _row_shapes(new, group), []
         for r, k in enumerate(group.index):
             match = by_time.get((group.kind, round(new_start[k], 9)))
+            if match is None:  # a stage that starts within one of the previous horizon's
+                match = _containing(old, old_start, group.kind, new_start[k])
             if match is None or _shapes(old_rows[match]) != shapes:
                 match = last_of.get((group.kind, shapes))
             if match is None:  # a stage unlike any of the previous horizon
@@ -184,6 +187,15 @@ def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
             source[k] = match
         groups.append(type(it.groups[0])(*(np.array(x) for x in zip(*rows))))
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+
+
+def _containing(formulation, starts, kind, t):
+    """The stage of ``formulation`` (its stages starting at ``starts``) of ``kind`` that runs
+    at time ``t``, or None."""
+    for k, (stage, start) in enumerate(zip(formulation.ocp.stages, starts)):
+        if stage.kind == kind and kind == "contact" and start < t < start + stage.dt - 1e-9:
+            return k
+    return None
 
 
 def _barrier(it: Iterate) -> float:

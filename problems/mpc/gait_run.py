@@ -1,24 +1,31 @@
-"""A gait in closed loop: MPC of its receding horizon against a plant, and its measures.
+"""A gait in closed loop: the legged MPC against a plant, and its measures.
 
-:func:`run` builds the whole run of a :class:`problems.tasks.gait_mpc.GaitMPCConfig`, its MPC
-(the kernels built once for the whole run's contacts and costs) and its plant
-(:func:`make_plant`: MuJoCo on flat ground of the contacts' friction by default, or liftoff's
-idealized legged plant), and runs them until the end or a fall. :func:`measures` gives what
-``liftoff mpc --json`` prints, from the plant's readings whatever the engine:
+:func:`run` builds the controller of a :class:`problems.tasks.gait_mpc.GaitMPCConfig`
+(:class:`problems.mpc.locomotion.GaitController`: the schedule on the measured contacts, the
+footholds, each horizon's OCP; the kernels built once for its layout), its MPC and its plant
+(:func:`make_plant`: MuJoCo on flat ground of ``plant.friction`` by default, or liftoff's
+idealized legged plant), and runs them until the end or a fall, the controller reading the
+plant's contacts at every step. :func:`measures` gives what ``liftoff mpc --json`` prints,
+from the plant's readings whatever the engine:
 
 - ``fell`` (the base below ``FALL_HEIGHT_M`` above the ground or tilted more than
   ``FALL_TILT_DEG``; the run stops there with that status);
-- ``mean_forward_velocity_mps`` of the base over the run, and ``command_velocity_mps``, that of
-  its references over the repeated cycles;
+- ``commands``: per command of ``mpc.command``, the measured mean velocity in the base's heading
+  frame and yaw rate (:func:`command_tracking`), and after a stop, how long the base took to
+  stop; ``mean_forward_velocity_mps`` is the first command's, ``command_velocity_mps`` its
+  forward velocity;
 - ``slip_per_stance_m``: per stance of a foot (from touchdown to lift-off, as the plant reports
-  contact, gaps shorter than ``STANCE_GAP_S`` bridged), the largest distance its contact point
-  moved in the ground plane from where it landed: median and max over the stances;
-- ``touchdown_error_ms``: each touchdown's time minus that of the nearest planned touchdown of
-  the same foot: median and max of the absolute values, and the count;
+  contact, gaps shorter than ``STANCE_GAP_S`` bridged), the farthest the foot's material point
+  at the contact slid along the ground from where it landed (the integral of its velocity
+  there): median and max over the stances. A spherical foot that rolls does not slide; its
+  contact point travels, which ``contact_travel_per_stance_m`` measures the same way;
+- ``touchdown_error_ms``: each touchdown's time (the first contact in the second half of a swing)
+  minus the time the plan put it down at its lift-off: median and max of the absolute values,
+  and the count;
 - ``max_penetration_m`` (the deepest a foot went into the ground) and ``max_cone_violation``
-  [N] (the largest tangential force beyond Coulomb's cone ``mu f_n`` of a foot in contact: at
-  most zero in MuJoCo, whose feet slip instead; what liftoff's idealized feet would have slipped
-  by);
+  [N] (the largest tangential force beyond Coulomb's cone ``mu f_n`` of a foot in contact, with
+  the ground's ``mu``: at most zero in MuJoCo, whose feet slip instead; what liftoff's idealized
+  feet would have slipped by);
 - the loop's timing (:func:`problems.mpc.results.timing`).
 """
 
@@ -28,27 +35,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from liftoff.problems.tasks.gait_mpc import make_run, window
-
 from .controller import MPC
 from .disturbances import describe, disturbances_of, scaled_model
+from .locomotion import GaitController
 from .loop import closed_loop
 from .plants.ideal_legged import IdealLeggedPlant
 from .results import timing
 
 FALL_HEIGHT_M, FALL_TILT_DEG = 0.25, 45.0
 STANCE_GAP_S = 0.01  # a foot without contact for less than this stands on (MuJoCo's contacts flicker)
+SETTLE_S = 1.0  # the start of a command left out of its measured velocity
+STOP_MPS = 0.05  # a base slower than this (averaged over a gait cycle) has stopped
 GROUND = "ground"
 
 
 @dataclass(frozen=True)
 class GaitMPCRun:
-    """A closed-loop run: its configuration, the whole run's plan, plant-rate arrays, the log
+    """A closed-loop run: its configuration, its controller, plant-rate arrays, the log
     (ticks, status, times), the formulation, the backend, the plant's engine and description,
     the ground's height and the disturbances applied."""
 
     config: object
-    plan: object
+    controller: object
     arrays: dict
     log: object
     formulation: str
@@ -58,25 +66,28 @@ class GaitMPCRun:
     disturbances: dict
 
 
-def make_plant(config, plan, pushes=(), mass_scale=1.0):
-    """The plant of ``config.plant`` (module docstring) with ``pushes`` and the scaled joints'
-    bodies ``mass_scale`` times heavier; returns ``(plant, ground height)``."""
+def make_plant(config, controller, pushes=(), mass_scale=1.0):
+    """The plant of ``config.plant`` for the :class:`.locomotion.GaitController` ``controller``
+    (module docstring) with ``pushes`` and the scaled joints' bodies ``mass_scale`` times
+    heavier; returns ``(plant, ground height)``."""
     p = config.plant
     disturbances = disturbances_of(p, pushes)
+    model, feet, q0 = controller.model, controller.feet, controller.q0
     if p.engine == "liftoff":
-        model = scaled_model(plan.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else plan.model
+        scaled = scaled_model(model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else model
         width = config.joint_friction.width
+        ground = controller.ground
         plant = IdealLeggedPlant(
-            model, plan.feet, plan.ground, plan.schedule, p.dt, p.kp, p.kd, disturbances, friction_width=width
+            scaled, feet, ground, controller.holds, p.dt, p.kp, p.kd, disturbances, friction_width=width
         )
-        return plant, plan.ground
+        return plant, ground
     from .plants import mujoco_model as mm
     from .plants.mujoco_plant import MujocoPlant
 
     def build(surfaces):
         return mm.build(
             config.robot,
-            plan.model,
+            model,
             None,
             surfaces,
             (),
@@ -88,11 +99,10 @@ def make_plant(config, plan, pushes=(), mass_scale=1.0):
         )
 
     bare = build(())
-    soles = [g for foot in plan.feet for g in mm.body_geoms(bare, foot)]
-    ground = mm.lowest_point(bare, plan.ocp.q0, soles)  # where the feet stand
-    robot = build((mm.Surface(GROUND, "plane", np.array([0.0, 0.0, ground]), friction=config.contacts.friction),))
-    feet = {foot: (foot, mm.body_geoms(robot, foot)) for foot in plan.feet}
-    return MujocoPlant(robot, feet, disturbances), ground
+    soles = [g for foot in feet for g in mm.body_geoms(bare, foot)]
+    ground = mm.lowest_point(bare, q0, soles)  # where the feet stand
+    robot = build((mm.Surface(GROUND, "plane", np.array([0.0, 0.0, ground]), friction=p.friction),))
+    return MujocoPlant(robot, {foot: (foot, mm.body_geoms(robot, foot)) for foot in feet}, disturbances), ground
 
 
 def fallen(ground):
@@ -110,17 +120,29 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     """Run the gait MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``) with
     ``pushes`` (:class:`problems.mpc.disturbances.Push`) and the plant's scaled bodies' mass and
     inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
-    plan = make_run(config)
-    m = config.mpc
-    mpc = MPC.of_config(lambda t, q, v, tau: window(plan, t, q, v), config, formulation, quiet, layout=plan.ocp)
-    plant, ground = make_plant(config, plan, pushes, mass_scale)
-    duration = m.duration if duration is None else duration
-    q0, v0 = plan.ocp.q0, plan.ocp.v0
-    log = closed_loop(mpc, plant, plan.model, q0, v0, duration, m.period, progress, stop=fallen(ground))
+    controller = GaitController(config)
+    mpc = MPC.of_config(controller, config, formulation, quiet, layout=controller.layout)
+    plant, ground = make_plant(config, controller, pushes, mass_scale)
+    duration = config.mpc.duration if duration is None else duration
+    q0, v0 = controller.q0, np.zeros(controller.model.nv)
+    log = closed_loop(
+        mpc,
+        plant,
+        controller.model,
+        q0,
+        v0,
+        duration,
+        config.mpc.period,
+        progress,
+        stop=fallen(ground),
+        observe=controller.observe,
+    )
     engine = {"engine": plant.engine, "description": plant.description}
     applied = describe(pushes, mass_scale)
     formulation = mpc.formulation_name
-    return GaitMPCRun(config, plan, log.arrays(), log, formulation, mpc.formulation.backend, engine, ground, applied)
+    return GaitMPCRun(
+        config, controller, log.arrays(), log, formulation, mpc.formulation.backend, engine, ground, applied
+    )
 
 
 def tilt_degrees(q) -> np.ndarray:
@@ -147,29 +169,76 @@ def stances(active, gap) -> list:
     return out
 
 
-def planned_touchdowns(plan, foot) -> np.ndarray:
-    """The times at which the plan puts ``foot`` down (its contact stages' starts)."""
-    times = plan.ocp.times()
-    held = [foot in {c.frame for c in plan.ocp.stages[k].contacts} for k in plan.contact_stages]
-    starts = times[plan.contact_stages]
-    return np.array([starts[k] for k in range(1, len(held)) if held[k] and not held[k - 1]])
+def heading_velocities(q, v) -> tuple:
+    """Per state, the base's horizontal velocity in its heading frame (forward, left) and its yaw
+    rate about the vertical: ``(n, 2), (n,)``."""
+    x, y, z, w = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+    R = np.stack(
+        (
+            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)), axis=-1),
+            np.stack((2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)), axis=-1),
+            np.stack((2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)), axis=-1),
+        ),
+        axis=1,
+    )
+    linear, angular = np.einsum("nij,nj->ni", R, v[:, :3]), np.einsum("nij,nj->ni", R, v[:, 3:6])
+    yaw = np.arctan2(R[:, 1, 0], R[:, 0, 0])
+    c, s = np.cos(yaw), np.sin(yaw)
+    heading = np.column_stack((c * linear[:, 0] + s * linear[:, 1], -s * linear[:, 0] + c * linear[:, 1]))
+    return heading, angular[:, 2]
+
+
+def command_tracking(config, t, q, v, end) -> list:
+    """Per command of ``mpc.command`` that started before ``end``: the command, and the
+    measured mean forward and lateral velocity and yaw rate from ``SETTLE_S`` after its start
+    (or its start, if shorter) to its end; after a command to stand still that follows a motion,
+    ``stop_time_s``: how long the base took to stay below ``STOP_MPS`` (its speed averaged over
+    a gait cycle), None if it did not."""
+    commands = config.mpc.command
+    heading, yaw_rate = heading_velocities(q, v)
+    cycle = sum(p.knots for p in config.gait.phases[config.mpc.cycle_start :]) * config.gait.dt
+    window = max(1, int(round(cycle / config.plant.dt)))
+    speed = np.convolve(np.linalg.norm(heading, axis=1), np.ones(window) / window, mode="full")[: len(t)]
+    out = []
+    for n, c in enumerate(commands):
+        until = min(commands[n + 1].t if n + 1 < len(commands) else end, end)
+        if c.t >= end:
+            break
+        settle = c.t + min(SETTLE_S, 0.5 * (until - c.t))
+        inside = (t >= settle) & (t < until)
+        entry = {"t": c.t, "until": until, "command": {"vx": c.vx, "vy": c.vy, "yaw_rate": c.yaw_rate}}
+        entry["measured"] = {
+            "vx": float(np.mean(heading[inside, 0])) if inside.any() else float("nan"),
+            "vy": float(np.mean(heading[inside, 1])) if inside.any() else float("nan"),
+            "yaw_rate": float(np.mean(yaw_rate[inside])) if inside.any() else float("nan"),
+        }
+        moving = n > 0 and (commands[n - 1].vx, commands[n - 1].vy) != (0.0, 0.0)
+        if moving and (c.vx, c.vy) == (0.0, 0.0):
+            segment = (t >= c.t) & (t < until)
+            above = np.flatnonzero(segment & (speed >= STOP_MPS))
+            last = t[above[-1]] + config.plant.dt if above.size else c.t
+            entry["stop_time_s"] = float(last - c.t) if last < until - 1e-9 else None
+        out.append(entry)
+    return out
 
 
 def measures(r: GaitMPCRun) -> dict:
     """The closed loop's measures (module docstring)."""
-    a, plan = r.arrays, r.plan
-    q, t = a["q"], a["t"]
+    a, controller = r.arrays, r.controller
+    q, v, t = a["q"], a["v"], a["t"]
     duration = float(r.log.end_time)
     active, force, position = a["contact_active"], a["contact_force"], a["contact_position"]
-    slips, errors = [], []
     gap = int(round(STANCE_GAP_S / r.config.plant.dt))
+    sliding = a["contact_velocity"][..., :2] * r.config.plant.dt
+    slips, travels = [], []
     for i, first, last in stances(active, gap):
+        slips.append(float(np.max(np.linalg.norm(np.cumsum(sliding[first : last + 1, i], axis=0), axis=1))))
         moved = np.linalg.norm(position[first : last + 1, i, :2] - position[first, i, :2], axis=1)
-        slips.append(float(moved.max()))
-        planned = planned_touchdowns(plan, plan.feet[i])
-        if first > gap and len(planned):  # a touchdown (not a foot standing at the start)
-            errors.append(1e3 * float(t[first] - planned[np.argmin(np.abs(planned - t[first]))]))
-    tangential = np.linalg.norm(force[..., :2], axis=-1) - r.config.contacts.friction * force[..., 2]
+        travels.append(float(moved.max()))
+    errors = [1e3 * (x.measured - x.planned) for x in controller.touchdowns]
+    tangential = np.linalg.norm(force[..., :2], axis=-1) - r.config.plant.friction * force[..., 2]
+    commands = command_tracking(r.config, t, q, v, duration)
+    forward = commands[0]["measured"]["vx"] if commands else float("nan")
     return {
         "status": r.log.status,
         "end_time_s": r.log.end_time,
@@ -179,9 +248,11 @@ def measures(r: GaitMPCRun) -> dict:
         "plant": r.plant,
         "duration_s": duration,
         "fell": r.log.status == "fell",
-        "mean_forward_velocity_mps": float((q[-1, 0] - q[0, 0]) / duration) if duration > 0 else 0.0,
-        "command_velocity_mps": plan.command_velocity(),
+        "mean_forward_velocity_mps": forward,
+        "command_velocity_mps": r.config.mpc.command[0].vx,
+        "commands": commands,
         "slip_per_stance_m": _median_max(slips),
+        "contact_travel_per_stance_m": _median_max(travels),
         "touchdown_error_ms": {**_median_max(np.abs(errors)), "count": len(errors)},
         "touchdowns": len(errors),
         "max_penetration_m": float(np.max(a["contact_depth"], initial=0.0)),
@@ -201,11 +272,19 @@ def summary_lines(m: dict) -> tuple:
     """The measures a person reads first, as lines."""
     fell = f" (FELL at {m['end_time_s']:.2f} s)" if m["fell"] else ""
     slip, touchdown = m["slip_per_stance_m"], m["touchdown_error_ms"]
-    return (
-        f"plant: {m['plant']['description']}",
-        f"base: mean forward velocity {m['mean_forward_velocity_mps']:.3f} m/s "
-        f"(command {m['command_velocity_mps']:.3f}){fell}",
+    lines = [f"plant: {m['plant']['description']}{fell}"]
+    for c in m["commands"]:
+        cmd, got = c["command"], c["measured"]
+        stop = ""
+        if "stop_time_s" in c:
+            stop = ", did not stop" if c["stop_time_s"] is None else f", stopped in {c['stop_time_s']:.2f} s"
+        lines.append(
+            f"from {c['t']:g} s: vx {got['vx']:.3f} m/s, vy {got['vy']:.3f} m/s, yaw rate {got['yaw_rate']:.3f} "
+            f"rad/s (command {cmd['vx']:g}, {cmd['vy']:g}, {cmd['yaw_rate']:g}){stop}"
+        )
+    lines.append(
         f"feet: {m['touchdowns']} touchdowns, {touchdown['median']:.1f} ms off the plan (median; max "
         f"{touchdown['max']:.1f}), slip per stance {1e3 * slip['median']:.1f} mm (median; max "
-        f"{1e3 * slip['max']:.1f}), cone violation up to {max(0.0, m['max_cone_violation']):.2f} N",
+        f"{1e3 * slip['max']:.1f}), cone violation up to {max(0.0, m['max_cone_violation']):.2f} N"
     )
+    return tuple(lines)

@@ -1,30 +1,67 @@
-"""Gaits in a receding horizon: a gait configuration played periodically by MPC against a plant
-(:mod:`problems.mpc.gait_run`).
+"""Gaits in a receding horizon: the configuration of a legged MPC, and the OCP of one horizon.
 
 A ``task: gait_mpc`` configuration is a gait configuration (:class:`problems.tasks.config.GaitConfig`)
-whose phases are played once up to ``mpc.cycle_start`` and then repeated: the whole run's OCP
-is built once by the gait builder (:func:`problems.tasks.gaits.build_problem`, its footholds and
-references moving at the gait's speed), and each MPC update takes the window of it that
-starts at the update's time: ``mpc.horizon`` contact stages and the impulse stages among them,
-with the state regularization of the stage that follows as the terminal cost
-(:func:`window`). The contact schedule thus moves with time, impulse stages included. The
-commanded velocity is that of the references: the feet's mean displacement per cycle over the
-cycle's duration.
+whose phases are a contact schedule played once up to ``mpc.cycle_start`` and then repeated,
+with a command schedule (``mpc.command``: the base's forward and lateral velocity and yaw rate
+from given times on), where the feet land (``mpc.footholds``), and the plant. The gait's
+``step_length`` does not apply: the footholds follow from the command and the measured state
+(:mod:`problems.mpc.locomotion`, which runs the schedule against the plant's contacts).
+
+Each MPC update turns the controller's plan of the horizon (a :class:`Horizon`: per stage the
+feet on the ground and where, the swing feet's references, the landings, the base and CoM
+references) into an OCP (:func:`horizon_ocp`), whose stages are those of the gait builder
+(:mod:`problems.tasks.gaits`): contact stages with state, control, CoM and swing-foot costs,
+an impulse stage before each stage where feet land, with the landing feet's touchdown position
+cost, and a terminal state cost. :func:`layout_ocp` has every contact and cost term a horizon
+can have: the kernels are built for it once.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from liftoff import dynamics
-from liftoff.ocp.costs import StateCost
-from liftoff.ocp.problem import OCP
+from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 
 from .config import GaitConfig, PlantBase, at_least, at_most, check, convert_fields, no_duplicates, one_of
-from .gaits import build_problem, state_weights
+from .gaits import foot_contacts, state_weights
+
+
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """The commanded base motion from time ``t`` until the next command: ``vx`` forward and
+    ``vy`` to the left [m/s] in the base's heading frame, ``yaw_rate`` [rad/s] about the vertical."""
+
+    t: float = 0.0  # in [0, 1e3]: when the command starts (s)
+    vx: float = 0.0  # |.| <= 5 (m/s)
+    vy: float = 0.0  # |.| <= 5 (m/s)
+    yaw_rate: float = 0.0  # |.| <= 10 (rad/s)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("t",), 0)
+        at_most(self, ("t",), 1e3)
+        at_most(self, ("vx", "vy"), 5.0, magnitude=True)
+        at_most(self, ("yaw_rate",), 10.0, magnitude=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Footholds:
+    """Where a swing foot lands and how its swing ends (:mod:`problems.mpc.locomotion`)."""
+
+    gain: float | None = None  # in [0, 1]: s, the capture-point gain on the velocity error; null: sqrt(h / g)
+    max_step: float = 0.2  # in (0, 1]: the farthest a foothold lies from the foot's place under its hip (m)
+    touchdown_depth: float = 0.01  # in [0, 0.1]: how far below the ground a swing's reference ends (m)
+    late: float = 0.1  # in [0, 1]: how long the schedule waits for a foot that has not landed (s)
+
+    def __post_init__(self):
+        convert_fields(self)
+        at_least(self, ("gain", "touchdown_depth", "late"), 0)
+        at_least(self, ("max_step",), 0, strict=True)
+        at_most(self, ("gain", "max_step", "late"), 1.0)
+        at_most(self, ("touchdown_depth",), 0.1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +72,10 @@ class GaitMPCSettings:
     first_iterations: int = 10  # in [1, 1e4]: Newton iterations of the first solve
     duration: float = 5.0  # in (0, 1e3]: simulated time (s)
     cycle_start: int = 1  # in [0, 1e3]: the first phase of the repeated cycle (those before it are played once)
+    command: tuple[Command, ...] = (Command(),)  # the command schedule, in time order, the first at t = 0
+    footholds: Footholds = field(default_factory=Footholds)
+    approach: float = 1.0  # in [0, 1e6]: weight of the accelerations in the stage before a touchdown
+    tangential_force: float = 0.0  # in [0, 1e6]: weight of the feet's forces along the ground (toward vertical forces)
 
     def __post_init__(self):
         convert_fields(self)
@@ -46,19 +87,33 @@ class GaitMPCSettings:
         at_most(self, ("horizon", "cycle_start"), 1000)
         at_most(self, ("iterations",), 100)
         at_most(self, ("first_iterations",), 10_000)
+        at_least(self, ("approach", "tangential_force"), 0)
+        at_most(self, ("approach", "tangential_force"), 1e6)
+        check(len(self.command) > 0, "command", "a non-empty list of commands", self.command)
+        check(self.command[0].t == 0, "command[0].t", "0 (the first command starts the run)", self.command[0].t)
+        for i in range(1, len(self.command)):
+            earlier = self.command[i - 1].t
+            check(self.command[i].t > earlier, f"command[{i}].t", f"a time after {earlier:g} s", self.command[i].t)
+
+    def command_at(self, t) -> Command:
+        """The command in force at time ``t``."""
+        return [c for c in self.command if c.t <= t + 1e-9][-1]
 
 
 @dataclass(frozen=True, kw_only=True)
 class LeggedPlantSettings(PlantBase):
     """The simulated plant (:mod:`problems.mpc.plants`)."""
 
+    friction: float = 0.5  # in (0, 10]: MuJoCo: the ground's friction coefficient (the controller's: contacts.friction)
     kp: float = 0.0  # in [0, 1e6]: liftoff's plant: Baumgarte position gain holding the feet in contact
     kd: float = 0.0  # in [0, 1e4]: liftoff's plant: Baumgarte velocity gain
     scaled_joints: tuple[str, ...] = ("root_joint",)  # the bodies whose mass --mass-scale multiplies (the base's)
 
     def __post_init__(self):
         super().__post_init__()
+        at_least(self, ("friction",), 0, strict=True)
         at_least(self, ("kp", "kd"), 0)
+        at_most(self, ("friction",), 10.0)
         at_most(self, ("kp",), 1e6)
         at_most(self, ("kd",), 1e4)
         no_duplicates(self.scaled_joints, "scaled_joints")
@@ -75,77 +130,107 @@ class GaitMPCConfig(GaitConfig):
         one_of(self.task, ("gait_mpc",), "task")
         n = len(self.gait.phases)
         check(self.mpc.cycle_start < n, "mpc.cycle_start", f"a phase index < {n}", self.mpc.cycle_start)
-        ratio = self.mpc.period / self.gait.dt
+        ratio = max(self.mpc.period / self.gait.dt, self.gait.dt / self.mpc.period)
         ok = abs(ratio - round(ratio)) < 1e-9 * ratio
-        check(ok, "mpc.period", f"a multiple of gait.dt = {self.gait.dt:g}", self.mpc.period)
+        check(ok, "mpc.period", f"a multiple or a divisor of gait.dt = {self.gait.dt:g}", self.mpc.period)
         steps = self.mpc.period / self.plant.dt
         ok = abs(steps - round(steps)) < 1e-9 * steps
         check(ok, "plant.dt", f"a divisor of mpc.period = {self.mpc.period:g}", self.plant.dt)
+        cycle = self.gait.phases[self.mpc.cycle_start :]
+        flights = [i + self.mpc.cycle_start for i, p in enumerate(cycle) if not p.contact]
+        where = f"gait.phases[{flights[0] if flights else 0}]"
+        check(
+            not flights, where, "a phase with a foot on the ground (the MPC plays no flights)", "a flight", show=False
+        )
 
 
 @dataclass(frozen=True)
-class GaitRun:
-    """The whole run made concrete: its configuration, model, OCP over the run (and a horizon
-    more), the contact-stage indices of that OCP, the feet and their ground height."""
+class Horizon:
+    """The controller's plan of one horizon of ``N`` contact stages ``dts[j]`` long: per stage ``j``,
+    ``stance[j]`` the feet on the ground and where they stand ``{foot: (3,)}``, ``swing[j]`` the
+    references of the feet in the air, ``landings[j]`` the feet that land at its start (an
+    impulse stage before it; none at ``j = 0``) and ``com[j]`` the CoM reference; per knot ``j``
+    (``N + 1``), the configuration and velocity references ``q_ref[j], v_ref[j]``."""
 
-    config: GaitMPCConfig
-    model: object
-    ocp: OCP
-    contact_stages: np.ndarray
-    feet: tuple
-    ground: float
-
-    @property
-    def dt(self) -> float:
-        return self.config.gait.dt
-
-    def stage_at(self, t) -> int:
-        """The index of the contact stage running at time ``t``."""
-        return int(self.contact_stages[min(int(np.floor(t / self.dt + 1e-9)), len(self.contact_stages) - 1)])
-
-    def schedule(self, t) -> set:
-        """The feet the plan holds on the ground at time ``t``."""
-        return {c.frame for c in self.ocp.stages[self.stage_at(t)].contacts}
-
-    def command_velocity(self) -> float:
-        """The forward speed of the references over the repeated cycles: the base reference's
-        displacement from the cycles' start to the run's end over that time."""
-        start = sum(p.knots for p in self.config.gait.phases[: self.config.mpc.cycle_start]) * self.dt
-        times = self.ocp.times()[self.contact_stages]
-        first, last = int(np.searchsorted(times, start - 1e-9)), len(times) - 1
-        refs = [
-            next(term for term in self.ocp.stages[self.contact_stages[k]].costs if term.name == "state").q_ref
-            for k in (first, last)
-        ]
-        return float((refs[1][0] - refs[0][0]) / (times[last] - times[first]))
+    dts: tuple
+    stance: tuple
+    swing: tuple
+    landings: tuple
+    com: np.ndarray
+    q_ref: np.ndarray
+    v_ref: np.ndarray
 
 
-def make_run(config: GaitMPCConfig) -> GaitRun:
-    """The OCP of the whole run: the phases up to ``mpc.cycle_start``, then the cycle repeated
-    until the run and one more horizon are covered."""
-    gait, m = config.gait, config.mpc
-    prefix, cycle = list(gait.phases[: m.cycle_start]), list(gait.phases[m.cycle_start :])
-    phases, knots = list(prefix), sum(p.knots for p in prefix)
-    while knots * gait.dt < m.duration + (m.horizon + 2) * gait.dt:
-        phases += cycle
-        knots += sum(p.knots for p in cycle)
-    whole = dataclasses.replace(gait, phases=tuple(phases), horizon=knots)
-    base = {f.name: getattr(config, f.name) for f in dataclasses.fields(GaitConfig)}
-    ocp = build_problem(GaitConfig(**{**base, "gait": whole}))
-    contact_stages = np.array([k for k, s in enumerate(ocp.stages) if s.kind == "contact"])
-    feet = config.contacts.feet
-    ground = float(np.mean([dynamics.frame_placement(ocp.model, ocp.q0, f)[1][2] for f in feet]))
-    return GaitRun(config, ocp.model, ocp, contact_stages, feet, ground)
+def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
+    """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring)."""
+    costs, nv = config.costs, model.nv
+    w_state, w_impulse = state_weights(costs.state, nv), state_weights(costs.impulse_state, nv)
+    zero_u = np.zeros(nv - 6)
+    depth = config.mpc.footholds.touchdown_depth
+    stages = []
+    for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
+        scale = dt if costs.integrate_dt else 1.0
+        if landing:
+            held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
+            terms = (StateCost(h.q_ref[j], h.v_ref[j], w_impulse, "state"),) + tuple(
+                FramePositionCost(f, stance[f] - [0, 0, depth], costs.touchdown, f"touchdown_{f}") for f in landing
+            )
+            stages.append(ImpulseStage(foot_contacts(config, held), terms))
+        terms = (
+            StateCost(h.q_ref[j], h.v_ref[j], scale * w_state, "state"),
+            VariableCost("u", zero_u, scale * costs.control, "control"),
+        )
+        after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
+        if after and config.mpc.approach > 0:
+            terms += (VariableCost("a", np.zeros(nv), config.mpc.approach, "approach"),)
+        if config.mpc.tangential_force > 0 and stance:
+            w = np.tile([1.0, 1.0, 0.0], len(stance)) * config.mpc.tangential_force
+            terms += (VariableCost("f", np.zeros(3 * len(stance)), w, "tangential_force"),)
+        kind = "swing" if swing else "stance"
+        if kind in costs.swing_foot_phases:
+            terms += tuple(FramePositionCost(f, p, scale * costs.swing_foot, f"swing_{f}") for f, p in swing.items())
+        if kind in costs.com_phases:
+            terms += (CenterOfMassCost(h.com[j], scale * costs.com, "com"),)
+        stages.append(ContactStage(foot_contacts(config, stance), dt, terms))
+    terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(costs.terminal_state, nv), "state"),)
+    return _ocp(config, model, q, v, stages, terminal)
 
 
-def window(run: GaitRun, t, q, v) -> OCP:
-    """The OCP of the horizon starting at time ``t`` from the measured ``(q, v)``: the run's
-    stages from the contact stage at ``t``, ``mpc.horizon`` contact stages and the impulses
-    among them, and the terminal state regularization toward the following stage's reference."""
-    cfg, n = run.config, run.config.mpc.horizon
-    first = int(np.floor(t / run.dt + 1e-9))
-    start, end = run.contact_stages[first], run.contact_stages[first + n]
-    state = next(term for term in run.ocp.stages[end].costs if term.name == "state")
-    weights = state_weights(cfg.costs.terminal_state, run.model.nv)
-    terminal = (StateCost(state.q_ref, state.v_ref, weights, "state"),)
-    return dataclasses.replace(run.ocp, q0=q, v0=v, stages=run.ocp.stages[start:end], terminal_costs=terminal)
+def layout_ocp(config: GaitMPCConfig, model, q0) -> OCP:
+    """An OCP with every contact and cost term of the horizons of ``config``: a contact stage
+    with every foot on the ground and every foot's swing cost, an impulse stage with every
+    foot's touchdown cost, and the terminal state cost."""
+    feet, nv, zero = config.contacts.feet, model.nv, np.zeros(3)
+    everywhere = {f: zero for f in feet}
+    w = np.ones(2 * nv)
+    state = StateCost(q0, np.zeros(nv), w, "state")
+    contact = ContactStage(
+        foot_contacts(config, everywhere),
+        config.gait.dt,
+        (
+            state,
+            VariableCost("u", np.zeros(nv - 6), 1.0, "control"),
+            CenterOfMassCost(zero, 1.0, "com"),
+            VariableCost("a", np.zeros(nv), 1.0, "approach"),
+            VariableCost("f", np.zeros(3 * len(feet)), 1.0, "tangential_force"),
+        )
+        + tuple(FramePositionCost(f, zero, 1.0, f"swing_{f}") for f in feet),
+    )
+    impulse = ImpulseStage(
+        foot_contacts(config, everywhere),
+        (state,) + tuple(FramePositionCost(f, zero, 1.0, f"touchdown_{f}") for f in feet),
+    )
+    return _ocp(config, model, q0, np.zeros(nv), [contact, impulse, contact], (state,))
+
+
+def _ocp(config, model, q, v, stages, terminal) -> OCP:
+    return OCP(
+        model,
+        np.asarray(q, dtype=float),
+        np.asarray(v, dtype=float),
+        tuple(stages),
+        terminal,
+        friction=config.contacts.friction,
+        limits=tuple(config.limits),
+        joint_friction_width=config.joint_friction.width,
+    )

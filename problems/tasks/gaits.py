@@ -115,6 +115,17 @@ def foot_plan(config, start):
     return stance, swing
 
 
+def foot_contacts(config, holds) -> tuple:
+    """The 3D point contacts of the feet in ``holds`` ``{foot: foothold}``, in ``contacts.feet``
+    order, with the configuration's force frame and Baumgarte gains toward their footholds."""
+    alpha, beta = config.contacts.baumgarte.alpha, config.contacts.baumgarte.beta
+    return tuple(
+        Contact(f, "3D", config.contacts.reference, kp=beta**2, kd=2 * alpha, placement=holds[f])
+        for f in config.contacts.feet
+        if f in holds
+    )
+
+
 def phase_kind(phases, feet, i: int, j: int) -> str:
     """The kind of knot ``j`` of phase ``i``: ``swing`` (some feet in the air), ``rising`` or
     ``falling`` (the first or second half of a flight), ``landed`` (every foot on the ground
@@ -127,8 +138,9 @@ def phase_kind(phases, feet, i: int, j: int) -> str:
     return "landed" if i > 0 and not phases[i - 1].contact else "stance"
 
 
-def build_problem(config) -> OCP:
-    """The OCP of ``config`` (module docstring)."""
+def legged_model(config):
+    """The model of ``config.robot`` with the joint friction ``config.joint_friction`` keeps;
+    :class:`ProblemError` for a robot without a floating base or without one of the feet."""
     jf = config.joint_friction
     model = dynamics.keep_joint_friction(dynamics.load(config.robot), jf.damping, jf.coulomb)
     if not model.has_free_flyer:
@@ -138,6 +150,13 @@ def build_problem(config) -> OCP:
             close = close_names(foot, model.frame_names, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise ProblemError(f"contacts.feet: {config.robot} has no frame {foot!r}{hint}")
+    return model
+
+
+def build_problem(config) -> OCP:
+    """The OCP of ``config`` (module docstring)."""
+    model = legged_model(config)
+    jf = config.joint_friction
     q0, v0 = initial_state(config, model)
     nv, feet, gait, costs = model.nv, config.contacts.feet, config.gait, config.costs
     start = {f: dynamics.frame_placement(model, q0, f)[1] for f in feet}
@@ -145,14 +164,6 @@ def build_problem(config) -> OCP:
     if gait.com_reference == "feet":
         com0[:2] = np.mean([start[f][:2] for f in feet], axis=0)
     stance, swing = foot_plan(config, start)
-    alpha, beta = config.contacts.baumgarte.alpha, config.contacts.baumgarte.beta
-
-    def contacts(holds):
-        return tuple(
-            Contact(f, "3D", config.contacts.reference, kp=beta**2, kd=2 * alpha, placement=holds[f])
-            for f in feet
-            if f in holds
-        )
 
     def references(i, j):
         """CoM and base references at knot ``j`` of phase ``i``: the mean foot displacement."""
@@ -178,7 +189,7 @@ def build_problem(config) -> OCP:
                     FramePositionCost(f, stance[i][f], costs.touchdown, f"touchdown_{f}") for f in landing
                 )
                 held = landing if gait.impulse_contacts == "landing" else list(stance[i])
-                stages.append(ImpulseStage(contacts({f: stance[i][f] for f in held}), terms))
+                stages.append(ImpulseStage(foot_contacts(config, {f: stance[i][f] for f in held}), terms))
         for j in range(phase.knots):
             com, q_ref = references(i, j)
             terms = (
@@ -191,7 +202,7 @@ def build_problem(config) -> OCP:
                 terms += tuple(FramePositionCost(f, p[j], swing_weight, f"swing_{f}") for f, p in swing[i].items())
             if kind in costs.com_phases:
                 terms += (CenterOfMassCost(com, scale * costs.com, "com"),)
-            stages.append(ContactStage(contacts(stance[i]), gait.dt, terms))
+            stages.append(ContactStage(foot_contacts(config, stance[i]), gait.dt, terms))
     _, q_end = references(len(gait.phases) - 1, gait.phases[-1].knots - 1)
     terminal = (StateCost(q_end, zero_v, state_weights(costs.terminal_state, nv), "state"),)
     return OCP(

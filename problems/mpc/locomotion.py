@@ -1,0 +1,377 @@
+"""A legged robot's MPC on its measured contacts: the schedule, the footholds, the horizon's plan.
+
+:class:`GaitController` is the problem builder of a gait MPC (the ``build`` of
+:class:`.controller.MPC`): at each update it reads the plant's contacts (:meth:`observe`, which
+the closed loop calls at every plant step), moves the contact schedule, and plans the horizon
+(:class:`problems.tasks.gait_mpc.Horizon`, made an OCP by
+:func:`problems.tasks.gait_mpc.horizon_ocp`).
+
+**The schedule** is the gait's phases (those before ``mpc.cycle_start`` once, then the cycle
+repeated) as a sequence of knots of ``gait.dt``, each with the feet it holds on the ground.
+Its clock advances by one MPC period per update; the feet follow it as the plant's contacts say:
+
+- a foot in the air that touches the ground in the second half of its swing is in stance at
+  once (an early touchdown);
+- a foot the schedule puts down that has not touched holds the clock (the whole schedule
+  shifts: that swing is extended, the other feet stand on) for at most ``footholds.late``
+  seconds, its swing reference reaching on down; after that it is in stance where it was to land;
+- a foot lifts off when the schedule says, touching or not.
+
+A foot in stance is anchored where it is measured (its contact frame, read again at each
+update while it touches): the horizon's stance constraints hold it there, not at a planned
+foothold it slid from. The impulse stage of a landing sits at the knot of its touchdown as the
+(possibly shifted) schedule has it; a touchdown already measured has none.
+
+**Footholds** (Raibert's rule with a capture-point gain): a foot that lands at ``t_D`` and then
+stands ``T_st`` lands at
+
+    p = p_hip(t_D) + (T_st / 2) v_cmd(t_D) + k (v - v_cmd),
+
+``p_hip(t_D)`` its place under the hip (that of the standing configuration) on the base's
+reference at ``t_D``, ``v`` the measured horizontal base velocity and ``v_cmd`` the command's
+(world axes), ``k = sqrt(h / g)`` with ``h`` the standing CoM height (the capture point's
+time constant) unless ``footholds.gain`` is set; the offset from ``p_hip`` is clipped at
+``footholds.max_step``. A push shows in ``v - v_cmd`` and is absorbed by stepping along it. A
+command whose stepping would go beyond ``max_step`` is refused (:class:`ConfigError`).
+
+**References**: the base's horizontal position integrates the command (rotated by the
+reference yaw) from the measured position; the reference yaw integrates the yaw rate over the
+run, kept within ``YAW_LEAD`` of the measured yaw; roll and pitch zero, the standing height
+and joints; the velocity reference is the command in the base frame. The CoM's moves with the
+base's from the measured CoM, at the standing CoM height. A swing from ``p_L`` at lift-off
+``t_L`` to the foothold ``p_D`` at ``t_D``: with ``s = (t - t_L) / (t_D - t_L)`` (at most 1)
+and ``b(s) = (1 - cos(pi s)) / 2``,
+
+    (x, y) = p_L + b(s) (p_D - p_L),   z = z_L + s (z_D - d - z_L) + h P(s),
+
+``d`` the touchdown depth, ``h`` the step height and ``P`` the gait's swing profile
+(:data:`problems.tasks.gaits.PROFILES`): the foot leaves and lands without horizontal velocity,
+comes down at a steady pace (the stages' explicit Euler step follows it: a foot that brakes
+within the 20 ms before touchdown is not where the plan has it) and reaches ``d`` below the
+ground at the planned touchdown, where a late foot's reference stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from liftoff import dynamics
+from liftoff.problems.tasks.config import ConfigError
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, horizon_ocp, layout_ocp
+from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
+
+GRAVITY = 9.81
+TOUCH_S = 0.005  # a foot whose contact the plant reported this recently touches
+LAND_TOLERANCE = 0.002  # m: a foot predicted this high above the ground at its touchdown knot is late
+YAW_LEAD = 0.3  # rad: the farthest the reference yaw runs ahead of the measured yaw
+NEVER = 10**9  # the knot of a change that never comes (a foot the cycle never lifts)
+
+
+class Schedule:
+    """The contact schedule of ``phases`` (:class:`problems.tasks.config.Phase`, those before
+    ``cycle_start`` once, then the others repeated) for ``feet``, knot by knot."""
+
+    def __init__(self, phases, cycle_start, feet):
+        self.table = np.array([[f in p.contact for f in feet] for p in phases for _ in range(p.knots)], dtype=bool)
+        self.prefix = sum(p.knots for p in phases[:cycle_start])
+        self.cycle = len(self.table) - self.prefix
+
+    def stands(self, k) -> np.ndarray:
+        """Which feet the schedule holds on the ground at knot ``k``."""
+        if k >= len(self.table):
+            k = self.prefix + (k - self.prefix) % self.cycle
+        return self.table[k]
+
+    def next(self, i, k, standing) -> int:
+        """The first knot from ``k`` on at which foot ``i`` stands (``standing``) or is in the air."""
+        for j in range(k, k + len(self.table) + self.cycle):
+            if self.stands(j)[i] == standing:
+                return j
+        return NEVER
+
+
+@dataclass
+class Foot:
+    """One foot as the controller runs it: in ``stance`` or not; ``anchor``, where it stands
+    (or lifted off); ``change``, the knot of its next lift-off (or planned touchdown); the
+    swing's ``lift`` time, the touchdown time ``planned`` at lift-off, its foothold ``target``,
+    and when it ``touched`` (None before)."""
+
+    stance: bool
+    anchor: np.ndarray
+    change: int
+    lift: float = 0.0
+    planned: float = 0.0
+    target: np.ndarray | None = None
+    touched: float | None = None
+
+    def progress(self, t) -> float:
+        """How far the swing is at time ``t``, from 0 at lift-off to 1 at the planned touchdown."""
+        return (t - self.lift) / max(self.planned - self.lift, 1e-9)
+
+
+@dataclass(frozen=True)
+class Touchdown:
+    """A measured touchdown of ``foot``: when the plan put it down at lift-off, and when it touched."""
+
+    foot: str
+    planned: float
+    measured: float
+
+
+class GaitController:
+    """The MPC's problem builder for the gait MPC ``config`` (module docstring); ``model`` the
+    controller's (default: the configuration's robot with its joint friction)."""
+
+    def __init__(self, config: GaitMPCConfig, model=None):
+        self.config, self.model = config, model if model is not None else legged_model(config)
+        self.q0, _ = initial_state(config, self.model)
+        self.feet, self.dt = tuple(config.contacts.feet), config.gait.dt
+        self.schedule = Schedule(config.gait.phases, config.mpc.cycle_start, self.feet)
+        feet = np.array([dynamics.frame_placement(self.model, self.q0, f)[1] for f in self.feet])
+        self.hips = (feet[:, :2] - self.q0[:2]) @ _rotation(_yaw(self.q0))  # under the hips, in the heading frame
+        self.ground = float(np.mean(feet[:, 2]))  # the feet's contact frames standing
+        self.floor = self.ground  # the foot's height at the last touchdown: the footholds' height
+        self.com_height = float(dynamics.center_of_mass(self.model, self.q0)[2])
+        self.profile = PROFILES[config.gait.swing_profile]
+        fh = config.mpc.footholds
+        self.gain = fh.gain if fh.gain is not None else float(np.sqrt((self.com_height - self.ground) / GRAVITY))
+        self.layout = layout_ocp(config, self.model, self.q0)
+        self._check_reach()
+        self.feet_state: list = []
+        self.clock, self.knot, self.yaw_ref, self.t = None, 0, 0.0, 0.0
+        self.last_contact = {f: -np.inf for f in self.feet}
+        self.touchdowns: list = []
+
+    # ------------------------------------------------------------------ the plant's side
+
+    def observe(self, t, before, command, after) -> None:
+        """Read the contacts of the plant's step from ``t`` (:func:`.loop.closed_loop`'s hook): a
+        contact during that step is dated ``t``."""
+        for f, st in zip(self.feet, self.feet_state):
+            if not after.contacts[f].active:
+                continue
+            self.last_contact[f] = t
+            if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
+                st.touched = t
+                self.touchdowns.append(Touchdown(f, st.planned, t))
+                self.floor = float(dynamics.frame_placement(self.model, after.q, f)[1][2])
+
+    def holds(self, t) -> set:
+        """The feet the controller expects on the ground at time ``t``: those in stance and those
+        in the second half of their swing (for liftoff's idealized plant, which catches them)."""
+        return {f for f, st in zip(self.feet, self.feet_state) if st.stance or st.progress(t) >= 0.5}
+
+    # ------------------------------------------------------------------ the MPC's side
+
+    def __call__(self, t, q, v, tau=None):
+        """The OCP of the horizon from time ``t`` and the measured state ``(q, v)``."""
+        if self.clock is None:
+            self._start(t, q)
+        else:
+            self._advance(t, q, v)
+        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v))
+
+    def _start(self, t, q):
+        self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t
+        positions = self._positions(q)
+        stands = self.schedule.stands(0)
+        self.feet_state = []
+        for i, f in enumerate(self.feet):
+            if stands[i]:
+                self.feet_state.append(Foot(True, positions[i], self.schedule.next(i, 0, False)))
+            else:
+                self.feet_state.append(self._lift(i, t, 0, positions[i]))
+
+    def _lift(self, i, t, knot, where) -> Foot:
+        change = self.schedule.next(i, knot, True)
+        return Foot(False, where, change, lift=t, planned=self._when(change, t))
+
+    def _when(self, k, t) -> float:
+        """The time at which knot ``k`` (after the clock's) starts, at the update of time ``t``."""
+        return t + k * self.dt - self.clock
+
+    def _advance(self, t, q, v):
+        fh = self.config.mpc.footholds
+        period = self.config.mpc.period
+        cmd = self.config.mpc.command_at(self.t)
+        self.yaw_ref += cmd.yaw_rate * (t - self.t)
+        lead = _wrap(self.yaw_ref - _yaw(q))
+        self.yaw_ref -= lead - np.clip(lead, -YAW_LEAD, YAW_LEAD)
+        self.t = t
+        positions = self._positions(q)
+        touching = [self.last_contact[f] >= t - TOUCH_S for f in self.feet]
+        clock = self.clock + period
+        knot = _floor(clock / self.dt)
+        first = (knot + 1) * self.dt - clock  # the first stage's length
+        waiting = [
+            st
+            for i, (st, touches) in enumerate(zip(self.feet_state, touching))
+            if not st.stance
+            and not touches
+            and t - st.planned < fh.late - 1e-9
+            and (st.change <= knot or (st.change == knot + 1 and self._short(q, v, i, positions[i], first)))
+        ]
+        if waiting:  # the schedule holds for the late feet, their touchdowns a full stage on
+            clock, knot = self.clock, self.knot
+            for st in waiting:
+                st.change = max(st.change, knot + 2)
+        self.clock, self.knot = clock, knot
+        for i, (st, touches) in enumerate(zip(self.feet_state, touching)):
+            if st.stance and knot >= st.change:
+                self.feet_state[i] = self._lift(i, t, knot, positions[i])
+            elif st.stance and touches:
+                st.anchor = positions[i]
+            elif not st.stance and touches and st.progress(t) >= 0.5:  # landed (early or on time)
+                self._land(st, i, knot, positions[i])
+            elif not st.stance and knot >= st.change:  # waited long enough: stands where it was to land
+                self._land(st, i, knot, np.array([*st.target[:2], self.floor]))
+
+    def _short(self, q, v, i, where, h) -> bool:
+        """Whether foot ``i``, at ``where``, stops short of the ground at the end of the first
+        stage (of length ``h``) as the stages' explicit Euler step moves it (by its velocity now):
+        its touchdown then needs a stage more, for the torques of the swing stage before it to
+        move it (they do not move it within their own stage)."""
+        fall = dynamics.frame_velocity(self.model, q, v, self.feet[i], "LOCAL_WORLD_ALIGNED")[2]
+        return where[2] + h * fall - self.floor > LAND_TOLERANCE
+
+    def _land(self, st, i, knot, where):
+        st.stance, st.anchor = True, where
+        st.change = self.schedule.next(i, max(knot, st.change), False)
+
+    def _positions(self, q) -> np.ndarray:
+        return np.array([dynamics.frame_placement(self.model, q, f)[1] for f in self.feet])
+
+    def _plan(self, t, q, v) -> Horizon:
+        N = self.config.mpc.horizon
+        times = np.array([t] + [self._when(self.knot + j, t) for j in range(1, N + self.schedule.cycle + 1)])
+        commands = [self.config.mpc.command_at(x) for x in times]
+        xy, yaw = self._base_path(q, commands, np.diff(times))
+        velocity = (_base_rotation(q) @ v[:3])[:2]  # world axes
+        now = _rotation(yaw[0]) @ np.array([commands[0].vx, commands[0].vy])
+        stance = [dict() for _ in range(N)]
+        swing = [dict() for _ in range(N)]
+        landings = [[] for _ in range(N)]
+        for i, (f, st) in enumerate(zip(self.feet, self.feet_state)):
+            standing, anchor, change = st.stance, st.anchor, st.change
+            lift, p_lift, t_land, target = st.lift, st.anchor, 0.0, None
+            if not standing:  # its reference keeps the planned touchdown time: a late foot reaches on down
+                t_land = st.planned
+                target = st.target = self._foothold(i, change - self.knot, xy, yaw, commands, velocity - now)
+            for j in range(N):
+                k = self.knot + j
+                if standing and k >= change:
+                    standing, lift, p_lift = False, times[j], anchor
+                    change = self.schedule.next(i, k, True)
+                    t_land = self._when(change, t)
+                    target = self._foothold(i, change - self.knot, xy, yaw, commands, velocity - now)
+                elif not standing and k >= change:
+                    standing, anchor = True, target
+                    change = self.schedule.next(i, k, False)
+                    landings[j].append(f)
+                if standing:
+                    stance[j][f] = anchor
+                else:
+                    swing[j][f] = self._swing(p_lift, target, lift, t_land, times[j])
+        q_ref = np.tile(self.q0, (N + 1, 1))
+        q_ref[:, :2] = xy[: N + 1]
+        q_ref[:, 3:7] = [_quaternion(y) for y in yaw[: N + 1]]
+        v_ref = np.zeros((N + 1, self.model.nv))
+        v_ref[:, 0] = [c.vx for c in commands[: N + 1]]
+        v_ref[:, 1] = [c.vy for c in commands[: N + 1]]
+        v_ref[:, 5] = [c.yaw_rate for c in commands[: N + 1]]
+        com_now = dynamics.center_of_mass(self.model, q)
+        com = np.column_stack((com_now[:2] + xy[:N] - xy[0], np.full(N, self.com_height)))
+        dts = tuple(np.diff(times[: N + 1]))
+        return Horizon(dts, tuple(stance), tuple(swing), tuple(tuple(x) for x in landings), com, q_ref, v_ref)
+
+    def _base_path(self, q, commands, steps):
+        """The base's horizontal reference and yaw at each stage start (module docstring), the
+        stages ``steps`` long."""
+        xy, yaw = np.zeros((len(commands), 2)), np.zeros(len(commands))
+        xy[0], yaw[0] = q[:2], self.yaw_ref
+        for j, (c, h) in enumerate(zip(commands[:-1], steps)):
+            xy[j + 1] = xy[j] + h * _rotation(yaw[j]) @ np.array([c.vx, c.vy])
+            yaw[j + 1] = yaw[j] + h * c.yaw_rate
+        return xy, yaw
+
+    def _foothold(self, i, j, xy, yaw, commands, error) -> np.ndarray:
+        """Where foot ``i`` lands at knot ``j`` of the horizon (module docstring); ``error`` the
+        measured horizontal base velocity minus the command's."""
+        j = min(j, len(xy) - 1)
+        R = _rotation(yaw[j])
+        stance = min(self.schedule.next(i, self.knot + j, False) - self.knot - j, self.schedule.cycle)
+        c = commands[j]
+        offset = 0.5 * stance * self.dt * (R @ np.array([c.vx, c.vy])) + self.gain * error
+        reach = np.linalg.norm(offset)
+        if reach > self.config.mpc.footholds.max_step:
+            offset *= self.config.mpc.footholds.max_step / reach
+        return np.array([*(xy[j] + R @ self.hips[i] + offset), self.floor])
+
+    def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
+        """The swing reference at time ``t`` (module docstring)."""
+        s = float(np.clip((t - lift) / max(land - lift, 1e-9), 0.0, 1.0))
+        b = 0.5 * (1.0 - np.cos(np.pi * s))
+        depth, height = self.config.mpc.footholds.touchdown_depth, self.config.gait.step_height
+        out = p_lift + b * (p_land - p_lift)
+        out[2] = p_lift[2] + s * (p_land[2] - depth - p_lift[2]) + height * self.profile(s)
+        return out
+
+    def _check_reach(self):
+        """:class:`ConfigError` for a command whose footholds would lie beyond ``max_step``."""
+        longest = max(
+            (
+                self.schedule.next(i, k, False) - k
+                for i in range(len(self.feet))
+                for k in range(len(self.schedule.table))
+                if self.schedule.stands(k)[i] and (k == 0 or not self.schedule.stands(k - 1)[i])
+            ),
+            default=0,
+        )
+        longest = min(longest, self.schedule.cycle)
+        radius = float(np.max(np.linalg.norm(self.hips, axis=1)))
+        max_step = self.config.mpc.footholds.max_step
+        for n, c in enumerate(self.config.mpc.command):
+            reach = 0.5 * longest * self.dt * (np.hypot(c.vx, c.vy) + abs(c.yaw_rate) * radius)
+            if reach > max_step:
+                raise ConfigError(
+                    f"the gait cannot reach this command: stances of {longest * self.dt:g} s need footholds "
+                    f"{reach:.3f} m from the hips, beyond mpc.footholds.max_step = {max_step:g} m",
+                    f"mpc.command[{n}]",
+                )
+
+
+def _floor(x) -> int:
+    """``floor(x)``, ``x`` a multiple of a ratio of periods up to rounding."""
+    return int(np.floor(x + 1e-9))
+
+
+def _yaw(q) -> float:
+    x, y, z, w = q[3:7]
+    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+
+
+def _wrap(angle) -> float:
+    return float((angle + np.pi) % (2 * np.pi) - np.pi)
+
+
+def _rotation(yaw) -> np.ndarray:
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s], [s, c]])
+
+
+def _quaternion(yaw) -> np.ndarray:
+    return np.array([0.0, 0.0, np.sin(0.5 * yaw), np.cos(0.5 * yaw)])
+
+
+def _base_rotation(q) -> np.ndarray:
+    x, y, z, w = q[3:7]
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
