@@ -21,9 +21,6 @@ The scenarios run on a pool of ``workers`` processes, one BLAS thread each.
 
 from __future__ import annotations
 
-import copy
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +31,8 @@ import matplotlib.pyplot as plt
 import yaml
 
 from liftoff.problems.files import save_figure
+
+from .scenarios import merge, run_all
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SURFACES = {"table": "polishing_horizontal.yaml", "board": "polishing_vertical.yaml", "tilted": "polishing_tilted.yaml"}
@@ -72,24 +71,24 @@ def scenarios(groups=GROUPS) -> list:
         smooth = _friction(0.0)
         plain = {"joint_friction": {"damping": False, "coulomb": False}, "observer": {"time_constant": 0.0}}
         out += [
-            Scenario("no joint friction model, no observer", "fidelity", "table", _merge(smooth, plain)),
+            Scenario("no joint friction model, no observer", "fidelity", "table", merge(smooth, plain)),
             Scenario(
                 "joint friction model, no observer",
                 "fidelity",
                 "table",
-                _merge(smooth, {"observer": {"time_constant": 0.0}}),
+                merge(smooth, {"observer": {"time_constant": 0.0}}),
             ),
             Scenario(
                 "no joint friction model, observer",
                 "fidelity",
                 "table",
-                _merge(smooth, {"joint_friction": plain["joint_friction"]}),
+                merge(smooth, {"joint_friction": plain["joint_friction"]}),
             ),
         ]
     if "feedback" in groups:
         for time_constant in (0.02, 0.005):
             for filtered in (True, False):
-                changes = _merge(_friction(0.0), {"plant": {"contact": {"solref": [time_constant, 1.0]}}})
+                changes = merge(_friction(0.0), {"plant": {"contact": {"solref": [time_constant, 1.0]}}})
                 if not filtered:
                     changes["torque_filter"] = None
                 way = "torque state" if filtered else "torque control"
@@ -101,13 +100,6 @@ def _friction(mu) -> dict:
     return {"surface": {"friction": mu}}
 
 
-def _merge(base: dict, changes: dict) -> dict:
-    out = copy.deepcopy(base)
-    for key, value in changes.items():
-        out[key] = _merge(out.get(key, {}), value) if isinstance(value, dict) else value
-    return out
-
-
 def run_scenario(scenario: Scenario, duration: float) -> dict:
     """One scenario's measures and its period-averaged normal force (for the figure)."""
     from liftoff.problems.mpc import polishing_run
@@ -116,7 +108,7 @@ def run_scenario(scenario: Scenario, duration: float) -> dict:
     from liftoff.problems.tasks.polishing import PolishingConfig
 
     path = CONFIGS / SURFACES[scenario.surface]
-    data = _merge(yaml.safe_load(path.read_text(encoding="utf-8")), scenario.changes)
+    data = merge(yaml.safe_load(path.read_text(encoding="utf-8")), scenario.changes)
     config = parse_config(data, str(path), PolishingConfig)
     pushes = [Push.parse(text) for text in scenario.pushes]
     run = polishing_run.run(config, duration, pushes, scenario.mass_scale, quiet=True)
@@ -134,21 +126,14 @@ def run_scenario(scenario: Scenario, duration: float) -> dict:
     }
 
 
-def _one_thread(scenario, duration):
-    os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return run_scenario(scenario, duration)
-
-
 def polishing_benchmark(groups=GROUPS, duration=10.0, workers=None, progress=None) -> dict:
     """The measures of every scenario of ``groups`` (module docstring)."""
-    todo = scenarios(groups)
     say = progress or (lambda line: None)
-    results = []
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-        for result in pool.map(_one_thread, todo, [duration] * len(todo)):
-            say(f"{result['name']}: force RMS {result['measures']['force_rms_error_N']:.2f} N")
-            results.append(result)
-    return {"duration_s": duration, "results": results}
+
+    def report(result):
+        say(f"{result['name']}: force RMS {result['measures']['force_rms_error_N']:.2f} N")
+
+    return {"duration_s": duration, "results": run_all(run_scenario, scenarios(groups), duration, workers, report)}
 
 
 COLUMNS = (

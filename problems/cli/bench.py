@@ -1,4 +1,4 @@
-"""``liftoff bench dynamics | constrained | solve | ddp``: liftoff against the reference
+"""``liftoff bench dynamics | constrained | solve | ddp | polishing | legged``: liftoff against the reference
 implementations in the same process (:mod:`liftoff.problems.bench`)."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ def add_parser(commands) -> None:
     _solve_parser(benches)
     _ddp_parser(benches)
     _polishing_parser(benches)
+    _legged_parser(benches)
 
 
 def _common(p, repeat, what) -> None:
@@ -145,6 +146,29 @@ def _polishing_parser(benches) -> None:
     p.set_defaults(run=polishing)
 
 
+def _legged_parser(benches) -> None:
+    p = benches.add_parser(
+        "legged",
+        help="the legged MPC against MuJoCo, scenario by scenario",
+        description="Run the legged MPC (trot, walk, bound) against MuJoCo (default contact, ground friction 0.5): "
+        "each gait at its command; pushes of 50 N and 100 N on the base, lateral and forward, at 8 phases of the "
+        "gait cycle; a 10%% heavier base and ground friction 0.4; a command schedule with a stop and a turn; print "
+        "the measures of every scenario.",
+    )
+    p.add_argument(
+        "--group",
+        nargs="+",
+        choices=("gaits", "pushes", "robustness", "commands"),
+        help="scenario groups (default: all)",
+    )
+    p.add_argument("--gait", nargs="+", choices=("trot", "walk", "bound"), help="gaits (default: all three)")
+    p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
+    p.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: the number of cores)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=legged)
+
+
 def _report(result, table, args) -> int:
     print(json.dumps(result, indent=2) if args.json else table(result))
     return 0
@@ -245,4 +269,14 @@ def polishing(args) -> int:
     result = bench.polishing_benchmark(groups, args.duration, args.workers, None if args.quiet else stderr_progress)
     if figure is not None:
         bench.feedback_figure(result, figure)
+    return _report(result, bench.format_table, args)
+
+
+def legged(args) -> int:
+    from liftoff.problems.bench import legged as bench
+    from liftoff.problems.bench.common import stderr_progress
+
+    groups = tuple(dict.fromkeys(args.group)) if args.group else bench.GROUPS
+    gaits = tuple(dict.fromkeys(args.gait)) if args.gait else tuple(bench.GAITS)
+    result = bench.legged_benchmark(groups, gaits, args.duration, args.workers, None if args.quiet else stderr_progress)
     return _report(result, bench.format_table, args)
