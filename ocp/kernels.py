@@ -87,6 +87,7 @@ class CompiledStages:
                 self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name)
         compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
+        self._structures = {}  # the index maps of a group's kind and contact slots (shared by for_problem's copies)
         self._set_problem(ocp, ocp.groups())
 
     def _set_problem(self, ocp, groups):
@@ -122,16 +123,42 @@ class CompiledStages:
 
     # ------------------------------------------------------------------ layout of a group
 
-    def _map(self, group) -> GroupMap:
-        lay, nv, S = self.layout, self.model.nv, group.size
+    def _structure(self, kind, slots):
+        """The index maps of a group of ``kind`` whose contacts fill ``slots`` (cached): its force
+        columns, its columns ``y`` and rows of the layout's, whether it fills them all, the
+        entries taken from the kernel's outputs, their supports, its cone rows and bounds."""
+        key = (kind, tuple(s.offset for s in slots))
+        if key in self._structures:
+            return self._structures[key]
+        lay, nv = self.layout, self.model.nv
         nx = 2 * nv + lay.ntau
-        slots = [lay.slot(c) for c in group.contacts]
         f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
-        nu = lay.nu if group.kind == "contact" else 0
+        nu = lay.nu if kind == "contact" else 0
         nf = nx + nu + nv  # the first force column of y
         y = np.concatenate((np.arange(nf), nf + f_cols))
         rows = np.concatenate((np.arange(nv), nv + f_cols))
         full = len(f_cols) == lay.m and np.array_equal(f_cols, np.arange(lay.m))
+        if kind == "contact":
+            cones = [s.cone for s in slots if s.cone is not None]
+            cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
+            bounds = bound_rows(lay.limits, nv, nu, len(y))
+        else:
+            cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
+        ny = nf + lay.m
+        take = {
+            "H": (y[:, None] * ny + y).ravel(),
+            "C": (rows[:, None] * ny + y).ravel(),
+            "A": (np.arange(nx)[:, None] * ny + y).ravel(),
+            "G": (cones[:, None] * ny + y).ravel(),
+        }
+        supports = self._supports(kind, y, cones, nx + nu)
+        self._structures[key] = (f_cols, y, rows, full, take, supports, cones, bounds)
+        return self._structures[key]
+
+    def _map(self, group) -> GroupMap:
+        lay, nv, S = self.layout, self.model.nv, group.size
+        slots = [lay.slot(c) for c in group.contacts]
+        f_cols, y, rows, full, take, supports, cones, bounds = self._structure(group.kind, slots)
         gains = {s.offset: (c, s) for c, s in zip(group.contacts, slots)}
         contact_inputs = []
         for slot in lay.contacts:
@@ -144,20 +171,8 @@ class CompiledStages:
             gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
             sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
             static = np.concatenate((group.dt[:, None], gain, disturbance, contact_inputs, sliding, terms), axis=1)
-            cones = [lay.slot(c).cone for c in group.contacts if lay.slot(c).cone is not None]
-            cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
-            bounds = bound_rows(lay.limits, nv, nu, len(y))
         else:
             static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
-            cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        ny = nf + lay.m
-        take = {
-            "H": (y[:, None] * ny + y).ravel(),
-            "C": (rows[:, None] * ny + y).ravel(),
-            "A": (np.arange(nx)[:, None] * ny + y).ravel(),
-            "G": (cones[:, None] * ny + y).ravel(),
-        }
-        supports = self._supports(group.kind, y, cones, nx + nu)
         forward = np.concatenate((disturbance, contact_inputs), axis=1)
         return GroupMap(
             f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward
