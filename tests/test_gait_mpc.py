@@ -280,6 +280,15 @@ def test_command_tracking_measures_each_command_and_the_stop():
     assert "stop_time_s" not in out[0] and "stop_time_s" not in out[2]
 
 
+def test_the_benchmarks_read_configurations_that_exist():
+    from liftoff.problems.bench import polishing, solve
+
+    paths = [legged.CONFIGS / name for name in legged.GAITS.values()]
+    paths += [polishing.CONFIGS / name for name in polishing.SURFACES.values()]
+    paths += [solve.CONFIGS / f"anymal_{gait}.yaml" for gait in solve.GAITS]
+    assert [p for p in paths if not p.is_file()] == []
+
+
 def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
     pushes = legged.scenarios(("pushes",), ("trot",))
     assert len(pushes) == 2 * 2 * 8
