@@ -12,12 +12,15 @@ that changes the code (model parameters, kernel signature, the source of the mod
 write the equations), plus the CasADi and liftoff versions and the compiler and its flags. Building
 writes to a temporary name and renames into place, under a file lock, so that processes
 started together compile once; a library that fails to load or does not answer with its own
-key (a truncated or stale file) is rebuilt. Without a C compiler, or when it fails,
-:class:`CompileError` is raised and the caller uses numpy.
+key (a truncated or stale file) is rebuilt. A cache that cannot be written (a read-only
+folder, a lock that cannot be created) still serves the libraries it holds; what it lacks is
+compiled into a temporary cache of the process, removed at its exit, after one warning line.
+Without a C compiler, or when it fails, :class:`CompileError` is raised and the caller uses numpy.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import fcntl
 import hashlib
@@ -242,24 +245,54 @@ def _cpu() -> str:
     return "\n".join(sorted({line for line in lines if line.startswith(("model name", "flags"))}))
 
 
+_FALLBACK: dict = {}  # the user's cache that could not be written -> this process's temporary cache
+
+
 def _cached(name, digest, cc, flags, source, quiet) -> tuple:
     """``(path, loaded library)`` of ``name-digest.so`` in the cache, compiled first if missing
-    or damaged, under the cache's lock; ``source(folder)`` writes the C file to compile."""
+    or damaged, under the cache's lock; ``source(folder)`` writes the C file to compile. A cache
+    that cannot be written gives way to a temporary one (module docstring)."""
     folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CompileError(f"cannot create the kernel cache {folder}: {e.strerror}") from None
     path = folder / f"{name}-{digest}.so"
     lib = _loaded(path, digest)
     if lib is not None:
         return path, lib
+    if folder not in _FALLBACK:
+        try:
+            return _compiled_under_lock(name, digest, cc, flags, source, folder, quiet)
+        except OSError as e:  # a read-only folder, a lock file that cannot be created
+            _FALLBACK[folder] = _temporary_cache(folder, e)
+    try:
+        return _compiled_under_lock(name, digest, cc, flags, source, _FALLBACK[folder], quiet)
+    except OSError as e:
+        raise CompileError(f"cannot compile {name} into {_FALLBACK[folder]} ({e.strerror or e})") from None
+
+
+def _compiled_under_lock(name, digest, cc, flags, source, folder: Path, quiet) -> tuple:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{digest}.so"
     with open(folder / "compile.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling it: wait for it
         lib = _loaded(path, digest)
         if lib is not None:
             return path, lib
         return path, _compile(name, digest, cc, flags, source, path, quiet)
+
+
+def _temporary_cache(folder: Path, why: OSError) -> Path:
+    """A kernel cache for this process only (removed at its exit), after one warning line
+    saying why ``folder`` is not used; :class:`CompileError` if none can be made."""
+    try:
+        temporary = Path(tempfile.mkdtemp(prefix="liftoff-kernels-"))
+    except OSError as e:
+        raise CompileError(f"cannot write the kernel cache {folder} ({why.strerror or why}) nor a temporary one") from e
+    atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+    print(
+        f"liftoff: warning: cannot write the kernel cache {folder} ({why.strerror or why}); compiling into "
+        f"{temporary} for this run (set LIFTOFF_CACHE to a writable folder to keep the kernels)",
+        file=sys.stderr,
+    )
+    return temporary
 
 
 def _open(path, digest) -> ctypes.CDLL:
@@ -335,13 +368,21 @@ long liftoff_pattern(int j, const long** indices) {{ *indices = liftoff_nz[j]; r
 
 
 def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
+    """Compile ``name`` into ``path``; unless ``quiet``, one line on stderr that says so and
+    ends however the compilation ends (done, failed, or interrupted: then a bare newline, so
+    that what follows starts on a line of its own)."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         if not quiet:
             print(f"liftoff: compiling {name} ...", end="", file=sys.stderr, flush=True)
-        c_file, what = source(tmp)
-        tmp_lib = Path(tmp) / path.name
-        done = subprocess.run([cc, *flags, "-o", str(tmp_lib), str(c_file), "-lm"], capture_output=True, text=True)
+        try:
+            c_file, what = source(tmp)
+            tmp_lib = Path(tmp) / path.name
+            done = subprocess.run([cc, *flags, "-o", str(tmp_lib), str(c_file), "-lm"], capture_output=True, text=True)
+        except BaseException:
+            if not quiet:
+                print(file=sys.stderr, flush=True)
+            raise
         if done.returncode != 0:
             if not quiet:
                 print(" failed", file=sys.stderr)
@@ -352,6 +393,8 @@ def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
         try:
             lib = _open(tmp_lib, digest)
         except OSError as e:
+            if not quiet:
+                print(" failed", file=sys.stderr)
             raise CompileError(f"{name}: the compiled library does not load: {e}") from None
         os.replace(tmp_lib, path)
     if not quiet:

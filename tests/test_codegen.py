@@ -123,6 +123,38 @@ def test_processes_started_together_compile_once(cache):
     assert len(list(cache.glob("small-*.so"))) == 1
 
 
+@pytest.fixture
+def unwritable(tmp_path, monkeypatch):
+    """A kernel cache this process cannot write: a read-only folder, or for root (who writes
+    anywhere) a folder of /proc, where nobody creates files."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    if os.access(folder, os.W_OK):
+        folder = Path("/proc/self")
+    monkeypatch.setenv("LIFTOFF_CACHE", str(folder))
+    monkeypatch.setattr(codegen, "_FALLBACK", {})
+    yield folder
+    (tmp_path / "read-only").chmod(0o755)
+
+
+def test_an_unwritable_cache_gives_way_to_a_temporary_one_after_one_line(unwritable, capsys):
+    x = np.random.default_rng(1).standard_normal((4, 3))
+    kernel = codegen.load("small", {"case": 5}, small_function)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"liftoff: warning: cannot write the kernel cache {unwritable} (")
+    assert "for this run (set LIFTOFF_CACHE to a writable folder to keep the kernels)" in err[0]
+    assert err[1].startswith("liftoff: compiling small ... done") and len(err) == 2
+    np.testing.assert_allclose(kernel(x)[0], expected(x), rtol=1e-15)
+    temporary = kernel.path.parent
+    assert temporary != unwritable and temporary.is_dir()
+    other = codegen.load("two", {}, two_outputs)  # no second warning: the same temporary cache
+    assert other.path.parent == temporary
+    assert capsys.readouterr().err.startswith("liftoff: compiling two ... done")
+    again = codegen.load("small", {"case": 5}, lambda: pytest.fail("compiled twice"))
+    assert again.path == kernel.path
+
+
 def test_no_compiler_raises_compile_error(cache, monkeypatch):
     monkeypatch.setenv("PATH", "")
     monkeypatch.delenv("CC", raising=False)
