@@ -87,3 +87,29 @@ def test_the_osqp_sqp_reaches_the_interior_points_optimum(tiny, interior_point):
 def test_the_sqp_reports_an_iteration_limit(tiny):
     result = solve_sqp(build_nlp(tiny), SQPOptions(max_iterations=1))
     assert result.status == "max_iterations" and result.iterations == 1
+
+
+def test_an_infeasible_subproblem_ends_the_sqp_with_osqps_status():
+    """x in [0, 1]^2 with x0 + x1 = 10: the linearized constraints cannot hold."""
+    import casadi as ca
+
+    from liftoff.ocp.nlp import NLP
+
+    x = ca.SX.sym("x", 2)
+    residual = x - ca.DM([1.0, 2.0])
+    problem = {"x": x, "f": 0.5 * ca.dot(residual, residual), "g": x[0] + x[1]}
+    nlp = NLP(
+        problem, residual, np.ones(2), np.zeros(2), np.ones(2), np.array([10.0]), np.array([10.0]), np.zeros(2), None
+    )
+    result = solve_sqp(nlp)
+    assert result.status == "qp_failed"
+    assert result.message.startswith("OSQP: primal infeasible after ") and "at SQP iteration 0" in result.message
+
+
+def test_the_sqp_takes_inexact_steps_that_descend(tiny, interior_point):
+    """OSQP stopped after 100 iterations: its steps are not exact, but they decrease the merit."""
+    _, result = interior_point
+    sqp = solve_sqp(build_nlp(tiny), SQPOptions(qp_max_iterations=100))
+    stopped = [qp for qp in sqp.history["qp"] if qp["status"] != "solved"]
+    assert len(stopped) > sqp.iterations / 2
+    assert sqp.converged and sqp.cost == pytest.approx(result.cost, rel=1e-7)
