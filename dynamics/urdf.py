@@ -65,13 +65,30 @@ class Urdf:
 
 
 def _floats(text, n, where):
+    """The ``n`` finite numbers of ``text``, else :class:`ModelError`."""
     try:
         values = [float(x) for x in text.split()]
     except ValueError:
         raise ModelError(f"{where}: expected {n} numbers, got {text!r}") from None
-    if len(values) != n:
-        raise ModelError(f"{where}: expected {n} numbers, got {text!r}")
+    if len(values) != n or not np.all(np.isfinite(values)):
+        raise ModelError(f"{where}: expected {n} finite numbers, got {text!r}")
     return np.array(values)
+
+
+def _number(attributes, key, default, where, finite=True, low=-np.inf) -> float:
+    """The number of the attribute ``key`` (``default`` if absent): not NaN, finite if
+    ``finite``, at least ``low``; else :class:`ModelError`."""
+    text = attributes.get(key)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = np.nan
+    if np.isnan(value) or (finite and not np.isfinite(value)) or value < low:
+        expected = "a finite number" if finite else "a number"
+        raise ModelError(f"{where}@{key}: expected {expected}{f' >= {low:g}' if low > -np.inf else ''}, got {text!r}")
+    return value
 
 
 def _origin(elem, where):
@@ -116,18 +133,22 @@ def _visual(elem, where, colors) -> Visual | None:
 
 
 def _link(elem, colors=None) -> Link:
-    name = elem.attrib["name"]
+    """A link: no inertial is no mass; a mass is finite and >= 0, an inertia's entries finite."""
+    name = elem.attrib.get("name")
+    if not name:
+        raise ModelError("a <link> without a name")
     visuals = tuple(v for v in (_visual(e, f"link {name}/visual", colors or {}) for e in elem.findall("visual")) if v)
     inertial = elem.find("inertial")
     if inertial is None:
         return Link(name, 0.0, np.zeros(3), np.zeros((3, 3)), visuals)
-    R, com = _origin(inertial, f"link {name}/inertial")
+    where = f"link {name}/inertial"
+    R, com = _origin(inertial, where)
     mass_elem = inertial.find("mass")
-    mass = float(mass_elem.attrib["value"]) if mass_elem is not None else 0.0
+    mass = _number(mass_elem.attrib, "value", 0.0, f"{where}/mass", low=0.0) if mass_elem is not None else 0.0
     I = np.zeros((3, 3))
     inertia = inertial.find("inertia")
     if inertia is not None:
-        a = {k: float(inertia.attrib.get(k, 0.0)) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+        a = {k: _number(inertia.attrib, k, 0.0, f"{where}/inertia") for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
         I = np.array([[a["ixx"], a["ixy"], a["ixz"]], [a["ixy"], a["iyy"], a["iyz"]], [a["ixz"], a["iyz"], a["izz"]]])
     return Link(name, mass, com, R @ I @ R.T, visuals)
 
@@ -135,6 +156,8 @@ def _link(elem, colors=None) -> Link:
 def _joint(elem) -> Joint:
     name = elem.attrib.get("name")
     kind = elem.attrib.get("type")
+    if not name:
+        raise ModelError(f"a <joint> without a name (type {kind!r})")
     where = f"joint {name}"
     if kind not in SUPPORTED_JOINT_TYPES:
         raise ModelError(
@@ -154,8 +177,9 @@ def _joint(elem) -> Joint:
     limit = elem.find("limit")
     lim = limit.attrib if limit is not None else {}
     inf = np.inf
-    lower = float(lim.get("lower", -inf if kind == "continuous" else 0.0))
-    upper = float(lim.get("upper", inf if kind == "continuous" else 0.0))
+    lower = _number(lim, "lower", -inf if kind == "continuous" else 0.0, f"{where}/limit", finite=False)
+    upper = _number(lim, "upper", inf if kind == "continuous" else 0.0, f"{where}/limit", finite=False)
+    velocity, effort = (_number(lim, k, inf, f"{where}/limit", finite=False) for k in ("velocity", "effort"))
     dyn = elem.find("dynamics")
     damping, friction = (float(dyn.attrib.get(k, 0.0)) if dyn is not None else 0.0 for k in ("damping", "friction"))
     if not (np.isfinite(damping) and damping >= 0 and np.isfinite(friction) and friction >= 0):
@@ -170,8 +194,8 @@ def _joint(elem) -> Joint:
         axis=axis,
         lower=lower,
         upper=upper,
-        velocity=float(lim.get("velocity", inf)),
-        effort=float(lim.get("effort", inf)),
+        velocity=velocity,
+        effort=effort,
         damping=damping,
         friction=friction,
     )
@@ -202,15 +226,18 @@ def _robot(root, path: Path) -> Urdf:
     if root.tag != "robot":
         raise ModelError(f"malformed URDF {path}: root element is <{root.tag}>, expected <robot>")
     colors = {}  # named materials defined at the top level
-    for m in root.findall("material"):
-        color = m.find("color")
-        if color is not None and "name" in m.attrib:
-            colors[m.attrib["name"]] = tuple(_floats(color.attrib["rgba"], 4, f"material {m.attrib['name']}"))
     try:
-        links = {e.attrib["name"]: _link(e, colors) for e in root.findall("link")}
-        joints = {j.name: j for j in (_joint(e) for e in root.findall("joint"))}
-    except (KeyError, ValueError) as err:
+        for m in root.findall("material"):
+            color = m.find("color")
+            if color is not None and "name" in m.attrib:
+                colors[m.attrib["name"]] = tuple(_floats(color.attrib["rgba"], 4, f"material {m.attrib['name']}"))
+        links = _unique([_link(e, colors) for e in root.findall("link")], "link")
+        joints = _unique([_joint(e) for e in root.findall("joint")], "joint")
+    except ModelError as err:
         raise ModelError(f"malformed URDF {path}: {err}") from None
+    except (KeyError, ValueError) as err:  # an attribute missing, a number that is not one
+        what = f"missing attribute {err}" if isinstance(err, KeyError) else str(err)
+        raise ModelError(f"malformed URDF {path}: {what}") from None
     if not links:
         raise ModelError(f"malformed URDF {path}: no <link>")
     children: dict[str, list[str]] = {name: [] for name in links}
@@ -228,4 +255,22 @@ def _robot(root, path: Path) -> Urdf:
     roots = [name for name in links if name not in child_links]
     if len(roots) != 1:
         raise ModelError(f"malformed URDF {path}: expected one root link, found {roots}")
+    reached, todo = {roots[0]}, [roots[0]]
+    while todo:
+        for jname in children[todo.pop()]:
+            reached.add(joints[jname].child)
+            todo.append(joints[jname].child)
+    if len(reached) != len(links):
+        apart = ", ".join(name for name in links if name not in reached)
+        raise ModelError(f"malformed URDF {path}: links {apart} do not hang from the root link {roots[0]!r} (a cycle)")
     return Urdf(root.attrib.get("name", path.stem), links, joints, roots[0], children)
+
+
+def _unique(items, what) -> dict:
+    """``items`` (links or joints) by name; :class:`ModelError` for a name given twice."""
+    out = {}
+    for item in items:
+        if item.name in out:
+            raise ModelError(f"two {what}s named {item.name!r}")
+        out[item.name] = item
+    return out

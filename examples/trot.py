@@ -1,6 +1,6 @@
 """ANYmal trotting from its YAML file: build the OCP, solve it in both formulations, compare.
 
-python examples/trot.py [--plot]      (--plot writes trot_forces.png)
+python examples/trot.py [--plot]      (--plot writes results/trot_forces.png)
 """
 
 import sys
@@ -40,5 +40,6 @@ if "--plot" in sys.argv:
     for foot, force in trajectory["forces"].items():
         plt.plot(t, force[contact, 2], label=foot)
     plt.xlabel("time [s]"), plt.ylabel("normal force [N]"), plt.legend()
-    plt.savefig("trot_forces.png", dpi=120)
-    print("wrote trot_forces.png")
+    Path("results").mkdir(exist_ok=True)
+    plt.savefig("results/trot_forces.png", dpi=120)
+    print("wrote results/trot_forces.png")

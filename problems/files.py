@@ -4,6 +4,8 @@
 device, a parent that cannot be created or written); :func:`atomic` writes to a temporary
 file beside the target and renames it into place when the writing ends, so that an error or
 an interrupt leaves the previous file as it was; :func:`save_figure` writes a figure so.
+:func:`check_archive` refuses, in one line, a file given as results that is not an ``.npz``
+archive.
 """
 
 from __future__ import annotations
@@ -35,6 +37,27 @@ def check_output(path) -> Path:
         os.unlink(probe)
     except OSError as e:
         raise OutputError(f"{path}: cannot write there ({e.strerror or e})") from None
+    return path
+
+
+ARCHIVE_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive's first bytes (an .npz is one)
+
+
+def check_archive(path, what="liftoff results file") -> Path:
+    """``path`` if it can be opened and starts as a zip archive (``.npz``), else
+    :class:`ReadError` saying it is missing, a folder, or not ``what``."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except FileNotFoundError:
+        raise ReadError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ReadError(f"{path}: a folder, not a {what}") from None
+    except OSError as e:
+        raise ReadError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if head not in ARCHIVE_MAGIC:
+        raise ReadError(f"{path}: not a {what} (those are .npz archives)")
     return path
 
 

@@ -1,8 +1,12 @@
 """The ``liftoff`` command line: what it prints and how it fails."""
 
+import subprocess
+import sys
+
 import pytest
 
 from liftoff.problems.cli import main
+from liftoff.problems.studies.runs import load_run
 
 
 def test_info_prints_the_model_dimensions(capsys):
@@ -66,3 +70,123 @@ def test_an_interrupt_while_starting_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(dynamics, "retain_freed_memory", interrupted)  # the start-up, before any command runs
     assert main(["info", "anymal"]) == 130
     assert capsys.readouterr().err == "liftoff: error: interrupted\n"
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    import yaml
+    from test_cli_solve import TINY
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY))
+    return str(path)
+
+
+def test_an_interrupt_while_compiling_starts_its_own_line(tiny, tmp_path, capsys, monkeypatch):
+    from liftoff.dynamics import codegen
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("LIFTOFF_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setattr(codegen.subprocess, "run", interrupted)
+    assert main(["solve", tiny, "--out", str(tmp_path / "r.npz")]) == 130
+    lines = capsys.readouterr().err.splitlines(keepends=True)
+    assert lines[0].startswith("liftoff: compiling ") and lines[0].endswith(" ...\n")
+    assert lines[1:] == ["liftoff: error: interrupted\n"]
+
+
+def test_ctrl_c_stops_the_live_viewer_as_a_normal_end(capsys, monkeypatch):
+    from liftoff.problems import viewer
+    from liftoff.problems.cli import view
+
+    class Server:
+        killed = False
+
+        def kill(self):
+            self.killed = True
+
+    class Visualizer:
+        window = type("Window", (), {"server_proc": Server()})()
+
+        def url(self):
+            return "http://127.0.0.1:7000/static/"
+
+    def ctrl_c(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(viewer, "load", lambda path: "motion")
+    monkeypatch.setattr(viewer, "show", lambda motion, speed: Visualizer())
+    monkeypatch.setattr(view.time, "sleep", ctrl_c)
+    assert main(["view", "run.npz"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.splitlines()[-1] == "stopped the viewer"
+    assert Visualizer.window.server_proc.killed
+
+
+def test_a_closed_standard_output_does_not_stop_the_solve(tiny, tmp_path):
+    """``liftoff solve ... | head -1``: the reader goes away after the first line; the solve
+    runs to its end, saves its file and exits as it would have."""
+    out = tmp_path / "r.npz"
+    command = [sys.executable, "-m", "liftoff", "solve", tiny, "--out", str(out)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("tiny: lifted")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "error" not in err and "Traceback" not in err and "Exception" not in err, err
+    assert load_run(out)["summary"]["status"] == "converged"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["report", "{tmp}/nowhere"], "{tmp}/nowhere: no such folder"),
+        (["report", "{tmp}/tiny.yaml"], "{tmp}/tiny.yaml: not a folder"),
+        (["view", "{tmp}/tiny.yaml", "--html", "{tmp}/x.html"], "{tmp}/tiny.yaml: not a liftoff results file"),
+        (["view", "{tmp}/nowhere.npz"], "{tmp}/nowhere.npz: file not found"),
+        (["view", "{tmp}", "--html", "{tmp}/x.html"], "{tmp}: a folder, not a liftoff results file"),
+    ],
+)
+def test_a_missing_or_wrong_input_is_named(tiny, tmp_path, capsys, argv, message):
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    assert message.format(tmp=tmp_path) in err
+    assert "pickled" not in err
+    assert not (tmp_path / "x.html").exists()
+
+
+def polishing(tmp_path, text):
+    path = tmp_path / "polishing.yaml"
+    path.write_text("task: polishing\nmpc: {horizon: 10, duration: 0.02}\nplant: {engine: liftoff}\n" + text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "push, message",
+    [
+        (
+            "arm_rigt_7_link:0,0,-20:0:0.1",
+            "--push arm_rigt_7_link:0,0,-20:0:0.1: talos has no frame 'arm_rigt_7_link'; did you mean arm_right_7_link",
+        ),
+        ("zzz:0,0,-20:0:0.1", "--push zzz:0,0,-20:0:0.1: talos has no frame 'zzz'; its frames are its URDF's links"),
+    ],
+)
+def test_a_push_on_an_unknown_frame_names_the_option_and_close_frames(tmp_path, capsys, push, message):
+    config = polishing(tmp_path, "")
+    assert main(["mpc", config, "--push", push, "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    assert message in err
+    assert not (tmp_path / "out" / "run.npz").exists()
+
+
+def test_an_unknown_controlled_joint_is_named(tmp_path, capsys):
+    """Not the length of a weight vector that follows the joints."""
+    config = polishing(tmp_path, "controlled: [torso_1_joint, nojoint]\n")
+    assert main(["mpc", config, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"liftoff: error: {config}: controlled[1]: talos has no joint 'nojoint'; did you mean ")
+    assert err.count("\n") == 1

@@ -187,3 +187,27 @@ def test_compare_runs_fddp_and_ilqr_at_each_barrier_with_the_ideal_relaxation(tm
             assert s["message"].startswith("relaxation ")
     rows = (out / "table.md").read_text().replace("  ", " ")
     assert "| tiny | fddp | 0.1 | static | converged |" in rows and "| tiny | ilqr | 0.0001 |" in rows
+
+
+@pytest.mark.parametrize(
+    "methods, labels",
+    [
+        ((("lifted", 0.1),), ["KKT error (l2)"]),
+        ((("lifted", 0.1), ("fddp", 0.1)), ["KKT error (l2)\nFDDP: |(Qu, gaps)|"]),
+        ((("ilqr", 0.1), ("ipopt", 0.0)), ["iLQR: |(Qu, gaps)|", "Ipopt: max(inf_pr, inf_du)"]),
+        ((("nonlifted", 1e-4), ("sqp", 0.0)), ["KKT error (l2)", "SQP: max(step, violation)"]),
+    ],
+)
+def test_the_kkt_figure_names_the_measures_of_the_methods_that_ran(monkeypatch, tmp_path, methods, labels):
+    from liftoff.problems.studies import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: drawn.append(fig))
+    runs = [
+        {"summary": {"name": "trot", "formulation": method, "barrier": barrier, "kkt": [1.0, 0.1], "kkt_error": 0.01}}
+        for method, barrier in methods
+    ]
+    figures.kkt_figure(runs, tmp_path / "kkt.png")
+    (fig,) = drawn
+    figures.plt.close(fig)
+    assert [ax.get_ylabel() for ax in fig.axes] == labels  # a row of panels per barrier, one gait

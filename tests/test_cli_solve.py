@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from test_config import DELETE, edit
@@ -105,9 +106,7 @@ def test_init_from_the_command_line(tmp_path, capsys, monkeypatch):
     assert summaries["zero_torque"]["results_file"] == str(Path("results") / "tiny_nonlifted_0.1_zero_torque.npz")
     assert summaries["zero_torque"]["kkt"][0] != summaries["static"]["kkt"][0]  # another start
     assert summaries["zero_torque"]["cost"] == pytest.approx(summaries["static"]["cost"], rel=1e-6)
-    with pytest.raises(SystemExit) as exit_:
-        main(["solve", config, "--init", "random"])
-    assert exit_.value.code == 2
+    assert main(["solve", config, "--init", "random"]) == 2
     assert "argument --init: invalid choice: 'random'" in capsys.readouterr().err
 
 
@@ -126,6 +125,46 @@ def test_text_output_names_the_status_and_the_file(tmp_path, capsys):
     assert captured.err == ""
     assert "tiny: lifted, barrier 0.1" in captured.out
     assert "max_iterations:" in captured.out and f"saved {out_file}" in captured.out
+
+
+def test_a_failed_solve_keeps_the_converged_results_file(tmp_path, capsys):
+    """The failed run goes beside the converged one, as NAME.STATUS.npz; --replace replaces it."""
+    config, out = write(tmp_path, TINY), tmp_path / "run.npz"
+    assert main(["solve", config, "--out", str(out)]) == 0
+    converged = out.read_bytes()
+    capsys.readouterr()
+    assert main(["solve", config, "--out", str(out), "--max-iterations", "1"]) == 1
+    failed = tmp_path / "run.max_iterations.npz"
+    assert f"saved {failed} ({out} holds a converged solve and is kept" in capsys.readouterr().out
+    assert out.read_bytes() == converged
+    assert load_run(failed)["summary"]["status"] == "max_iterations"
+    assert main(["solve", config, "--out", str(out), "--max-iterations", "2", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["results_file"] == str(failed)
+    assert load_run(failed)["summary"]["iterations"] == 2  # a failed run replaces a failed run
+    assert main(["solve", config, "--out", str(out), "--max-iterations", "1", "--replace"]) == 1
+    assert load_run(out)["summary"]["status"] == "max_iterations"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.max_iterations.npz", "run.npz", "tiny.yaml"]
+
+
+def test_a_failed_solve_without_a_converged_one_takes_the_results_file(tmp_path, capsys):
+    out = tmp_path / "run.npz"
+    assert main(["solve", write(tmp_path, TINY), "--out", str(out), "--max-iterations", "1"]) == 1
+    assert load_run(out)["summary"]["status"] == "max_iterations"
+    assert not (tmp_path / "run.max_iterations.npz").exists()
+
+
+def test_a_problem_too_large_for_the_memory_is_one_line_with_its_size(tmp_path, capsys, monkeypatch):
+    from liftoff.problems.studies import runs
+
+    def out_of_memory(*args, **kwargs):
+        return np.empty((1 << 30, 1 << 20))  # numpy's own error: it cannot allocate 8 PiB
+
+    monkeypatch.setattr(runs, "prepare", out_of_memory)
+    assert main(["solve", write(tmp_path, TINY), "--out", str(tmp_path / "r.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: error: ") and err.count("\n") == 1, err
+    assert "out of memory for 6 stages (gait.horizon) of anymal (it could not allocate 8.00 PiB more)" in err
+    assert not (tmp_path / "r.npz").exists()
 
 
 @pytest.mark.parametrize(
@@ -179,11 +218,30 @@ def test_missing_file_exits_2(tmp_path, capsys):
     assert err == f"liftoff: error: {missing}: file not found\n"
 
 
-def test_negative_barrier_is_an_argument_error(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        main(["solve", write(tmp_path, TINY), "--barrier", "-1"])
-    assert exit_.value.code == 2
-    assert "argument --barrier: expected a positive number, got '-1'" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["solve", "{config}", "--barrier", "-1"], "argument --barrier: expected a positive number, got '-1'"),
+        (["solve"], "the following arguments are required: CONFIG (see liftoff solve --help)"),
+        (["solve", "{config}", "--formulation", "x"], "argument --formulation: invalid choice: 'x'"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+        (
+            ["mpc", "{config}", "--mass-scale", "1e6"],
+            "argument --mass-scale: expected a number in [0.1, 10], got '1e6'",
+        ),
+        (["mpc", "{config}", "--mass-scale", "0.01"], "argument --mass-scale: expected a number in [0.1, 10]"),
+        (["mpc", "{config}", "--mass-scale", "nan"], "argument --mass-scale: expected a number in [0.1, 10]"),
+        ([], "the following arguments are required: COMMAND (see liftoff --help)"),
+    ],
+)
+def test_argument_errors_are_one_line(tmp_path, capsys, argv, message):
+    """No usage block: the README's one line ``liftoff: error: ...``, exit status 2."""
+    config = write(tmp_path, TINY)
+    assert main([a.format(config=config) for a in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("liftoff: error: ") and captured.err.count("\n") == 1, captured.err
+    assert message in captured.err
 
 
 def test_console_script(tmp_path):

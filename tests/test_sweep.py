@@ -161,3 +161,10 @@ def test_an_interrupt_is_one_line_that_says_how_to_continue(tmp_path, capsys, mo
     assert main(["sweep", str(write_spec(tmp_path)), "--out", str(tmp_path / "out")]) == 130
     err = capsys.readouterr().err
     assert err == "liftoff: error: interrupted; the cases solved so far are kept: rerun the same command to continue\n"
+
+
+def test_the_outcome_line_counts_cases_in_the_singular_and_the_plural():
+    one = sweep.outcome_line([{"status": "converged"}], "out")
+    assert one.startswith("1 case (1 converged); table in out")
+    two = sweep.outcome_line([{"status": "converged"}, {"status": "invalid"}], "out")
+    assert two.startswith("2 cases (1 converged, 1 invalid); table in out")

@@ -2,7 +2,8 @@
 (``add_parser``) and running it (``run``) by calls to the floors below; nothing else.
 
     liftoff solve CONFIG [--formulation lifted|nonlifted] [--barrier X] [--backend compiled|numpy]
-                  [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--json] [--quiet]
+                  [--init static|zero_torque] [--max-iterations N] [--tol X] [--out FILE] [--replace] [--json]
+                  [--quiet]
     liftoff --version
     liftoff compare CONFIG... [--barrier 1e-1 1e-4] [--formulation ...] [--methods lifted ... sqp] [--init ...]
                     [--backend ...] [--max-iterations N] [--out DIR] [--json] [--quiet]
@@ -21,9 +22,11 @@
     liftoff bench ddp [CONFIG...] [--json]
 
 User errors (bad configuration file, unknown robot, joint or frame, malformed URDF, bad
-arguments) print one line ``liftoff: error: ...`` on stderr and exit with status 2; a solve
-that does not converge, or a benchmark that cannot run (Pinocchio missing, or disagreeing
-with liftoff), exits with status 1.
+arguments, a problem too large for the memory) print one line ``liftoff: error: ...`` on stderr
+and exit with status 2; a solve that does not converge, or a benchmark that cannot run
+(Pinocchio missing, or disagreeing with liftoff), exits with status 1; an interrupt (Ctrl-C),
+with status 130, except in the live viewer, which it stops (status 0). A reader that closes
+standard output (``| head``) does not stop a command: its files are written all the same.
 
 Imports every floor below, inside each command's ``run`` (so that ``liftoff --help`` is quick).
 """
@@ -31,11 +34,10 @@ Imports every floor below, inside each command's ``run`` (so that ``liftoff --he
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from . import bench, compare, info, mpc, report, schema, solve, sweep, view
-from .arguments import INTERRUPTED, PROG, RUN_ERROR, USAGE_ERROR, UserError, error
+from .arguments import INTERRUPTED, PROG, USAGE_ERROR, ClosableOutput, Parser, UserError, error
 
 COMMANDS = (solve, compare, report, mpc, sweep, view, schema, info, bench)
 
@@ -50,7 +52,7 @@ def _version() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG, description="Trajectory optimization and MPC of robots in contact, with lifted contact dynamics."
     )
     p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
@@ -61,10 +63,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    stdout = sys.stdout
+    sys.stdout = ClosableOutput(stdout)
     try:
         return _main(argv)
     except KeyboardInterrupt:  # also while the libraries are still importing
         return error("interrupted", INTERRUPTED)
+    except UserError as err:  # the arguments
+        return error(str(err), USAGE_ERROR)
+    finally:
+        sys.stdout = stdout
 
 
 def _main(argv) -> int:
@@ -89,6 +97,5 @@ def _main(argv) -> int:
         ReadError,
     ) as err:
         return error(err.args[0] if isinstance(err, KeyError) and err.args else str(err), USAGE_ERROR)
-    except BrokenPipeError:  # output piped into `head` and the like
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return RUN_ERROR
+    except MemoryError:  # a problem too large for the memory, when the command did not say how large
+        return error("out of memory: the problem is too large for this machine", USAGE_ERROR)

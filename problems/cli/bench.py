@@ -152,7 +152,7 @@ def _legged_parser(benches) -> None:
         help="the legged MPC against MuJoCo, scenario by scenario",
         description="Run the legged MPC (trot, walk, bound) against MuJoCo (default contact, ground friction 0.5): "
         "each gait at its command; pushes of 50 N and 100 N on the base, lateral and forward, at 8 phases of the "
-        "gait cycle; a 10%% heavier base and ground friction 0.4; a command schedule with a stop and a turn; print "
+        "gait cycle; a 10% heavier base and ground friction 0.4; a command schedule with a stop and a turn; print "
         "the measures of every scenario.",
     )
     p.add_argument(

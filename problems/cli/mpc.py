@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .arguments import RUN_ERROR, UserError, error, positive_float, quiet_bar
+from .arguments import RUN_ERROR, UserError, error, mass_scale, positive_float, quiet_bar
 
 
 def add_parser(commands) -> None:
@@ -26,10 +26,10 @@ def add_parser(commands) -> None:
     )
     p.add_argument(
         "--mass-scale",
-        type=positive_float,
+        type=mass_scale,
         default=1.0,
         metavar="X",
-        help="the plant's mass and inertia of plant.scaled_joints' bodies times X (a model mismatch)",
+        help="the plant's mass and inertia of plant.scaled_joints' bodies times X, in [0.1, 10] (a model mismatch)",
     )
     p.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
     p.add_argument(
@@ -46,6 +46,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
+    from liftoff.dynamics import UnknownNameError
     from liftoff.problems.mpc.controller import MPCError
     from liftoff.problems.mpc.disturbances import Push
     from liftoff.problems.mpc.plants.mujoco_model import PlantError
@@ -80,7 +81,9 @@ def run(args) -> int:
         return error(str(e), RUN_ERROR)
     except PlantError as e:
         raise UserError(str(e)) from None
-    except ValueError as e:  # a push on a frame the robot does not have, a bad mass scale
+    except UnknownNameError as e:
+        raise _push_error(e, args) or e from None
+    except ValueError as e:  # a push the plant cannot apply
         raise UserError(str(e)) from None
     m = done.measures
     if args.json:
@@ -94,3 +97,25 @@ def run(args) -> int:
         saved = f"saved {done.results} and {', '.join(p.name for p in done.figures)}"
         print("\n".join((head, *done.lines, timing, saved)))
     return RUN_ERROR if done.failed else 0
+
+
+def _push_error(error, args):
+    """The :class:`UserError` of a ``--push`` on a frame the robot does not have (the run's
+    ``error``), naming the option and the frames of the robot spelled alike; ``None`` when
+    ``error`` is about another name."""
+    from liftoff import dynamics
+    from liftoff.dynamics.model import close_names
+    from liftoff.problems.mpc.disturbances import Push
+    from liftoff.problems.mpc.tasks import task_of_file
+    from liftoff.problems.tasks.config import load_config
+
+    for text in args.push or ():
+        frame = Push.parse(text).frame
+        if f"unknown frame {frame!r}" not in str(error):
+            continue
+        robot = load_config(args.config, task_of_file(args.config).schema).robot
+        names = dynamics.load(robot).frame_names
+        close = close_names(frame, names) or [name for name in names if frame.lower() in name.lower()][:5]
+        hint = f"did you mean {', '.join(close)}?" if close else "its frames are its URDF's links and joints"
+        return UserError(f"--push {text}: {robot} has no frame {frame!r}; {hint}")
+    return None

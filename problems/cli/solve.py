@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 
-from .arguments import RUN_ERROR, non_negative_int, positive_float
+from .arguments import RUN_ERROR, UserError, non_negative_int, positive_float
 
 
 def add_parser(commands) -> None:
@@ -23,6 +24,12 @@ def add_parser(commands) -> None:
     p.add_argument("--max-iterations", type=non_negative_int, metavar="N", help="override solver.max_iterations")
     p.add_argument("--tol", type=positive_float, metavar="X", help="override solver.tol (on the KKT error)")
     p.add_argument("--out", metavar="FILE", help="results file (default: results/NAME_FORMULATION_BARRIER.npz)")
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="let a solve that does not converge replace a converged results file (by default it is saved beside "
+        "it, as NAME.STATUS.npz)",
+    )
     p.add_argument("--quiet", action="store_true", help="no iteration log: only the outcome")
     p.add_argument("--json", action="store_true", help="print one JSON summary on stdout (the log goes to stderr)")
     p.set_defaults(run=run)
@@ -44,7 +51,7 @@ def run(args) -> int:
 
     config = load_gait_config(args.config)
     overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "init", "max_iterations", "tol")}
-    with naming(args.config):
+    with naming(args.config), too_large(args.config, config):
         config, problem = prepare(config, **overrides)
     out = check_output(args.out or default_path(config))  # before the solve, not after
     stream = sys.stderr if args.json else sys.stdout
@@ -55,8 +62,24 @@ def run(args) -> int:
 
     log(describe_problem(config, problem))
     log(LOG_HEADER)
-    solved = solve_prepared(config, problem, callback=lambda h: log(format_log(h)))
+    with too_large(args.config, config):
+        solved = solve_prepared(config, problem, callback=lambda h: log(format_log(h)))
     log(format_final(solved.result))
-    path = save_run(solved, out)
-    print(json.dumps({**summary(solved), "results_file": str(path)}) if args.json else outcome(solved, path))
+    path = save_run(solved, out, replace=args.replace)
+    print(json.dumps({**summary(solved), "results_file": str(path)}) if args.json else outcome(solved, path, out))
     return 0 if solved.result.converged else RUN_ERROR
+
+
+@contextmanager
+def too_large(source, config):
+    """A :class:`MemoryError` in the block becomes one :class:`UserError` line with the size of
+    the problem (the stages of ``config``'s horizon)."""
+    try:
+        yield
+    except MemoryError as e:
+        size = str(e).split(" for an array")[0].removeprefix("Unable to allocate ").replace(". ", " ")  # numpy's
+        more = f" (it could not allocate {size} more)" if size and size != str(e) else ""
+        raise UserError(
+            f"{source}: out of memory for {config.gait.horizon} stages (gait.horizon) of {config.robot}{more}; "
+            "a shorter horizon, or a machine with more memory, is needed"
+        ) from None

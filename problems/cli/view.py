@@ -31,6 +31,14 @@ def run(args) -> int:
         print(f"wrote {path} (open it in a browser: the motion plays on a loop)")
         return 0
     visualizer = viewer.show(shown, args.speed)
-    print(f"the motion plays at {visualizer.url()}; Ctrl-C to stop", flush=True)
-    while True:
-        time.sleep(3600)
+    try:
+        print(f"the motion plays at {visualizer.url()}; Ctrl-C to stop", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:  # the way to stop it: a normal end
+        print("\nstopped the viewer", flush=True)
+        return 0
+    finally:
+        server = getattr(visualizer.window, "server_proc", None)
+        if server is not None:
+            server.kill()

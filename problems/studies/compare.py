@@ -16,7 +16,7 @@ import csv
 import json
 from pathlib import Path
 
-from liftoff.problems.files import OutputError, atomic
+from liftoff.problems.files import OutputError, ReadError, atomic
 from liftoff.problems.tasks.config import with_solver
 
 from . import figures
@@ -164,10 +164,26 @@ def markdown(table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _compared(path) -> dict:
+    """The results file ``path`` of a comparison (:func:`problems.studies.runs.load_run`), its method
+    and friction coefficient checked; :class:`problems.files.ReadError` if it is not one."""
+    run = load_run(path)
+    method = run["summary"]["formulation"]
+    if method not in METHODS:
+        raise ReadError(f"{path}: not a results file of a comparison (method {method!r})")
+    contacts = run["config"].get("contacts")
+    friction = contacts.get("friction") if isinstance(contacts, dict) else None
+    if isinstance(friction, bool) or not isinstance(friction, (int, float)):
+        raise ReadError(f"{path}: not a readable liftoff results file (config.contacts.friction: expected a number)")
+    return run
+
+
 def report(out_dir) -> list:
     """Figures and tables from the results files in ``out_dir``; returns the summaries."""
     out_dir = Path(out_dir)
-    runs = [load_run(p) for p in sorted(out_dir.glob("*.npz"))]
+    if not out_dir.is_dir():
+        raise FileNotFoundError(f"{out_dir}: {'not a folder' if out_dir.exists() else 'no such folder'}")
+    runs = [_compared(p) for p in sorted(out_dir.glob("*.npz"))]
     if not runs:
         raise FileNotFoundError(f"no results files (*.npz) in {out_dir}")
     order = {name: i for i, name in enumerate(dict.fromkeys(r["summary"]["name"] for r in runs))}

@@ -51,6 +51,7 @@ def kkt_figure(runs, path):
         color = COLORS[s["formulation"]] if init == "static" else INIT_COLORS.get(s["formulation"], "tab:gray")
         ax.semilogy(kkt, linestyle=STYLES[s["formulation"]], color=color, label=label)
     for i, eps in enumerate(barriers):
+        ran = {r["summary"]["formulation"] for r in runs if r["summary"]["barrier"] == eps}
         for j, gait in enumerate(gaits):
             ax = axes[i, j]
             ax.set_title(f"{gait}, barrier {eps:g}" if eps > 0 else f"{gait}, exact (NLP baselines)", fontsize=9)
@@ -58,15 +59,31 @@ def kkt_figure(runs, path):
             if i == len(barriers) - 1:
                 ax.set_xlabel("iteration")
             if j == 0:
-                ax.set_ylabel(
-                    "KKT error (l2)\nFDDP, iLQR: |(Qu, gaps)|"
-                    if eps > 0
-                    else "Ipopt: max(inf_pr, inf_du)\nSQP: max(step, violation)"
-                )
+                ax.set_ylabel(kkt_label(ran))
     for row in axes:  # each barrier's methods (the baselines have a row of their own)
         row[0].legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
+
+
+MEASURES = {  # what the KKT figure draws of each method, by the methods of a row of panels
+    "interior point": ("KKT error (l2)", {"lifted", "nonlifted"}),
+    "ddp": ("|(Qu, gaps)|", {"fddp", "ilqr"}),
+    "ipopt": ("Ipopt: max(inf_pr, inf_du)", {"ipopt"}),
+    "sqp": ("SQP: max(step, violation)", {"sqp"}),
+}
+DDP_NAMES = {"fddp": "FDDP", "ilqr": "iLQR"}
+
+
+def kkt_label(methods) -> str:
+    """The y-label of a row of the KKT figure: the measure of each of the ``methods`` that ran there."""
+    lines = []
+    for kind, (measure, members) in MEASURES.items():
+        if methods & members:
+            if kind == "ddp":
+                measure = ", ".join(DDP_NAMES[m] for m in DDP_NAMES if m in methods) + ": " + measure
+            lines.append(measure)
+    return "\n".join(lines)
 
 
 def time_figure(runs, path):

@@ -9,6 +9,7 @@ for plotting without solving again.
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.ocp.formulation import Formulation
-from liftoff.problems.files import ReadError, atomic
+from liftoff.problems.files import ReadError, atomic, check_archive
 from liftoff.problems.tasks.config import to_dict, with_solver
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
@@ -72,12 +73,16 @@ def describe_problem(config, problem) -> str:
     )
 
 
-def outcome(run: Run, path) -> str:
-    """Two lines: how the solve ended (status, message, cost, violation, time) and where it is saved."""
+def outcome(run: Run, path, target=None) -> str:
+    """Two lines: how the solve ended (status, message, cost, violation, time) and where it is
+    saved (and why not at ``target``, when :func:`save_run` kept a converged solve there)."""
     r = run.result
+    saved = f"saved {path}"
+    if target is not None and Path(path) != Path(target):
+        saved += f" ({target} holds a converged solve and is kept; --replace replaces it)"
     return (
         f"{r.status}: {r.message}; cost {r.cost:.6e}, max constraint violation {r.max_constraint_violation:.1e}, "
-        f"{r.solve_time_s:.2f} s\nsaved {path}"
+        f"{r.solve_time_s:.2f} s\n{saved}"
     )
 
 
@@ -95,9 +100,13 @@ def summary(run: Run) -> dict:
     return out
 
 
-def save_run(run: Run, path) -> Path:
-    """Write the results file ``path`` whole (a temporary file renamed into place)."""
+def save_run(run: Run, path, replace=True) -> Path:
+    """Write the results file ``path`` whole (a temporary file renamed into place) and return
+    where it went. Unless ``replace``, a run that did not converge leaves a converged solve at
+    ``path`` as it is and goes beside it, to :func:`failed_path` (``NAME.STATUS.npz``)."""
     path = Path(path)
+    if not replace and not run.result.converged and holds_converged(path):
+        path = failed_path(path, run.result.status)
     t = run.trajectories
     arrays = {key: t[key] for key in ("q", "v", "u", "a", "kinds")}
     arrays.update({f"force/{frame}": force for frame, force in t["forces"].items()})
@@ -109,14 +118,33 @@ def save_run(run: Run, path) -> Path:
     return path
 
 
+def failed_path(path, status) -> Path:
+    """``NAME.STATUS.npz`` beside the results file ``NAME.npz``: a run that ended with ``status``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.{status}{path.suffix}")
+
+
+def holds_converged(path) -> bool:
+    """Whether ``path`` is a readable results file of a converged solve."""
+    if not Path(path).is_file():
+        return False
+    try:
+        return load_run(path)["summary"].get("status") == "converged"
+    except ReadError:
+        return False
+
+
 def load_run(path) -> dict:
     """A results file as ``{"summary": dict, "config": dict, "times", "q", "v", "u", "a",
-    "kinds": arrays, "forces": {frame: (K, 3)} [N], "impulses": {frame: (K, 3)} [N s]}``;
-    :class:`problems.files.ReadError` for a file that is not one."""
+    "kinds": arrays, "forces": {frame: (K, 3)} [N], "impulses": {frame: (K, 3)} [N s]}``, its
+    arrays' shapes and the summary's fields checked; :class:`problems.files.ReadError` for a
+    file that is not one."""
+    check_archive(path)
     try:
-        return _load_run(Path(path))
+        return _checked(_load_run(Path(path)))
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ReadError(f"{path}: not a readable liftoff results file ({e})") from None
+        why = f"missing {e}" if isinstance(e, KeyError) else str(e) or type(e).__name__
+        raise ReadError(f"{path}: not a readable liftoff results file ({why})") from None
 
 
 def _load_run(path) -> dict:
@@ -127,6 +155,63 @@ def _load_run(path) -> dict:
         out["summary"] = json.loads(str(data["summary"]))
         out["config"] = json.loads(str(data["config"]))
     return out
+
+
+SUMMARY_TEXT = ("name", "formulation", "status")  # the summary's fields that the report and the viewer read
+SUMMARY_NUMBERS = (
+    "barrier",
+    "iterations",
+    "kkt_error",
+    "cost",
+    "max_constraint_violation",
+    "solve_time_s",
+    "time_per_iteration_s",
+)
+
+
+def _checked(run: dict) -> dict:
+    """``run`` if its arrays have the shapes of one solve and its summary the fields a report
+    reads; ``ValueError`` naming the first that does not."""
+    times = _array(run, "times", 1)
+    K = len(times) - 1
+    if K < 1:
+        raise ValueError("times: expected at least two knots")
+    for key, rows in (("q", K + 1), ("v", K + 1), ("u", K), ("a", K)):
+        if len(_array(run, key, 2)) != rows:
+            raise ValueError(f"{key}: expected {rows} rows, got {len(run[key])}")
+    kinds = run["kinds"]
+    if kinds.shape != (K,) or not set(kinds.tolist()) <= {"contact", "impulse"}:
+        raise ValueError(f"kinds: expected {K} stage kinds (contact or impulse)")
+    for group in ("forces", "impulses"):
+        for frame, force in run[group].items():
+            if np.shape(force) != (K, 3) or not np.issubdtype(np.asarray(force).dtype, np.number):
+                raise ValueError(f"{group} of {frame}: expected a ({K}, 3) array, got {np.shape(force)}")
+    summary, config = run["summary"], run["config"]
+    if not isinstance(summary, dict) or not isinstance(config, dict):
+        raise ValueError("its summary and configuration are not JSON objects")
+    for key in SUMMARY_TEXT:
+        if not isinstance(summary.get(key), str):
+            raise ValueError(f"summary.{key}: expected a string")
+    for key in SUMMARY_NUMBERS:
+        if isinstance(summary.get(key), bool) or not isinstance(summary.get(key), (int, float)):
+            raise ValueError(f"summary.{key}: expected a number")
+    if not (math.isfinite(summary["barrier"]) and summary["barrier"] >= 0):
+        raise ValueError(f"summary.barrier: expected a number >= 0, got {summary['barrier']}")
+    if not isinstance(summary["iterations"], int) or summary["iterations"] < 0:
+        raise ValueError(f"summary.iterations: expected an integer >= 0, got {summary['iterations']}")
+    kkt = summary.get("kkt")
+    if not isinstance(kkt, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in kkt):
+        raise ValueError("summary.kkt: expected a list of numbers")
+    if not isinstance(summary.get("init", "static"), str):
+        raise ValueError("summary.init: expected a string")
+    return run
+
+
+def _array(run, key, ndim) -> np.ndarray:
+    x = run[key]
+    if x.ndim != ndim or not np.issubdtype(x.dtype, np.number):
+        raise ValueError(f"{key}: expected a {ndim}-D array of numbers, got {x.dtype} of shape {x.shape}")
+    return x
 
 
 def default_path(config) -> Path:

@@ -218,7 +218,8 @@ def outcome_line(rows, out_dir) -> str:
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    return f"{len(rows)} cases ({done}); table in {Path(out_dir) / 'table.csv'} and table.parquet"
+    cases = f"{len(rows)} case{'' if len(rows) == 1 else 's'}"
+    return f"{cases} ({done}); table in {Path(out_dir) / 'table.csv'} and table.parquet"
 
 
 def write_table(rows, out_dir) -> None:

@@ -62,6 +62,7 @@ from liftoff.ocp.problem import OCP, ContactStage, SlidingFriction
 
 from .config import (
     LIMITS,
+    ConfigError,
     JointFriction,
     PlantBase,
     ProblemError,
@@ -259,6 +260,12 @@ class PolishingConfig:
         one_of(self.robot, tuple(dynamics.ROBOTS), "robot", what="robot")
         check(len(self.controlled) > 0, "controlled", "a non-empty list of joint names", self.controlled)
         no_duplicates(self.controlled, "controlled")
+        joints = dynamics.load(self.robot, floating_base=False).joint_names
+        for i, joint in enumerate(self.controlled):  # before the lists whose lengths follow them
+            if joint not in joints:
+                close = close_names(joint, joints, n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(f"{self.robot} has no joint {joint!r}{hint}", f"controlled[{i}]")
         for i, limit in enumerate(self.limits):
             one_of(limit, LIMITS, f"limits[{i}]", what="limit")
         no_duplicates(self.limits, "limits")

@@ -259,9 +259,11 @@ def load(path) -> Motion:
     """The :class:`Motion` of a results file: of a gait solve (:func:`problems.studies.runs.load_run`)
     or of an MPC run (:mod:`problems.mpc.results`; a gait or the polishing task, on any plant,
     shown at 50 frames per second of simulated time)."""
+    from liftoff.problems.files import check_archive
     from liftoff.problems.mpc.results import load as load_mpc
     from liftoff.problems.studies.runs import load_run
 
+    check_archive(path)
     try:
         run = load_run(path)
     except ReadError as error:
@@ -272,10 +274,23 @@ def load(path) -> Motion:
         task = mpc["config"].get("task")
         if task not in MPC_MOTIONS or "q" not in mpc or "t" not in mpc:
             raise ReadError(f"{path}: an MPC results file of a task the viewer does not play ({task})") from None
-        return MPC_MOTIONS[task](mpc)
-    if "q" not in run or "config" not in run:
-        raise ReadError(f"{path}: a results file without the motion")
-    return _solve_motion(run)
+        return _checked(path, MPC_MOTIONS[task], mpc)
+    return _checked(path, _solve_motion, run)
+
+
+def _checked(path, motion_of, data) -> Motion:
+    """``motion_of(data)``, a file's content, as a :class:`Motion` with a finite ``q`` of one
+    row per time, else :class:`problems.files.ReadError` naming ``path``."""
+    try:
+        motion = motion_of(data)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:  # a file whose parts do not agree
+        why = f"missing {e}" if isinstance(e, KeyError) and not isinstance(e, dynamics.UnknownNameError) else e
+        raise ReadError(f"{path}: a results file the viewer cannot play ({why})") from None
+    q, times = np.asarray(motion.q), np.asarray(motion.times)
+    if q.shape != (len(times), motion.model.nq) or not np.all(np.isfinite(q)) or not np.all(np.isfinite(times)):
+        what = f"its motion is not {len(times)} finite configurations of {motion.robot}"
+        raise ReadError(f"{path}: a results file the viewer cannot play ({what})")
+    return motion
 
 
 def _solve_motion(run: dict) -> Motion:
