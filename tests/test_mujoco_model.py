@@ -188,9 +188,10 @@ def test_what_mujoco_cannot_do_is_one_line(monkeypatch, tmp_path):
         mm.import_mujoco()
     monkeypatch.undo()
     bad = tmp_path / "bad.urdf"
-    link = '<link name="a"><inertial><mass value="-1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>'
+    # an inertia liftoff reads but MuJoCo refuses (it breaks the triangle inequality A + B >= C)
+    link = '<link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="3"/></inertial></link>'
     bad.write_text(f'<robot name="r">{link}</robot>')
     monkeypatch.setattr(mm, "robot_urdf", lambda robot: bad)
     with pytest.raises(mm.PlantError) as error:
         mm.build("bad", dynamics.load_urdf_string(bad.read_text()))
-    assert "\n" not in str(error.value) and "bad" in str(error.value)
+    assert "\n" not in str(error.value) and "bad" in str(error.value) and "A + B >= C" in str(error.value)

@@ -71,18 +71,22 @@ def test_configuration_errors_name_the_key(data, path, message):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"controlled": ["torso_1_joint", "arm_rigth_1_joint"]}, "no joint 'arm_rigth_1_joint'; did you mean"),
         ({"tool": {"frame": "arm_right_9_link"}}, "tool.frame: talos has no frame 'arm_right_9_link'; did you mean"),
         ({"posture": "sitting"}, "talos has no configuration 'sitting' (known: half_sitting"),
         ({"plant": {"scaled_joints": ["leg_left_1_joint"]}}, "'leg_left_1_joint' is not a controlled joint"),
     ],
 )
 def test_names_the_robot_does_not_have_are_task_errors(changes, message):
-    data = {**SHORT, **changes}
-    if "controlled" in changes:
-        data["costs"] = {**SHORT["costs"], "position_weights": [1.0, 1.0]}
     with pytest.raises(ProblemError, match=message.replace("(", r"\(")):
-        make_task(parse_config(data, schema=PolishingConfig))
+        make_task(parse_config({**SHORT, **changes}, schema=PolishingConfig))
+
+
+def test_an_unknown_controlled_joint_is_named_before_the_weights_that_follow_its_length():
+    data = {**SHORT, "controlled": ["torso_1_joint", "arm_rigth_1_joint"]}  # position_weights: another length
+    with pytest.raises(ConfigError) as error:
+        parse_config(data, "p.yaml", PolishingConfig)
+    assert error.value.path == "controlled[1]"
+    assert "talos has no joint 'arm_rigth_1_joint'; did you mean arm_right_1_joint" in str(error.value)
 
 
 def test_the_reduced_talos_moves_the_controlled_joints_from_half_sitting(table):
