@@ -193,12 +193,13 @@ def command_tracking(config, t, q, v, end) -> list:
     measured mean forward and lateral velocity and yaw rate from ``SETTLE_S`` after its start
     (or its start, if shorter) to its end; after a command to stand still that follows a motion,
     ``stop_time_s``: how long the base took to stay below ``STOP_MPS`` (its speed averaged over
-    a gait cycle), None if it did not."""
+    the gait cycle centred on each instant, so that the average does not lag), None if it did not."""
     commands = config.mpc.command
     heading, yaw_rate = heading_velocities(q, v)
     cycle = sum(p.knots for p in config.gait.phases[config.mpc.cycle_start :]) * config.gait.dt
     window = max(1, int(round(cycle / config.plant.dt)))
-    speed = np.convolve(np.linalg.norm(heading, axis=1), np.ones(window) / window, mode="full")[: len(t)]
+    box = np.ones(window)
+    speed = np.convolve(np.linalg.norm(heading, axis=1), box, mode="same") / np.convolve(np.ones(len(t)), box, "same")
     out = []
     for n, c in enumerate(commands):
         until = min(commands[n + 1].t if n + 1 < len(commands) else end, end)
