@@ -12,8 +12,13 @@ feet on the ground and where, the swing feet's references, the landings, the bas
 references) into an OCP (:func:`horizon_ocp`), whose stages are those of the gait builder
 (:mod:`problems.tasks.gaits`): contact stages with state, control, CoM and swing-foot costs,
 an impulse stage before each stage where feet land, with the landing feet's touchdown position
-cost, and a terminal state cost. :func:`layout_ocp` has every contact and cost term a horizon
-can have: the kernels are built for it once.
+cost, and a terminal state cost. Two costs of the MPC's own: ``mpc.approach`` weighs the
+accelerations in the stage before a landing (its explicit Euler step does not see a foot that
+brakes within the stage, so a large acceleration there lands the foot off the plan), and
+``mpc.tangential_force`` weighs the stance feet's forces along the ground (world x and y): forces
+nearer the vertical, farther inside the cone, where a soft-friction engine such as MuJoCo lets a
+loaded foot creep less. :func:`layout_ocp` has every contact and cost term a horizon can have:
+the kernels are built for it once.
 """
 
 from __future__ import annotations
