@@ -61,6 +61,17 @@ def robot(request):
 
 
 @pytest.fixture
+def tiny(tmp_path):
+    """The path of the tests' smallest gait configuration (``test_cli_solve.TINY``) as a YAML file."""
+    import yaml
+    from test_cli_solve import TINY
+
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(TINY))
+    return str(path)
+
+
+@pytest.fixture
 def rng(request):
     """A generator seeded from the test's name: reproducible, different per test case."""
     return np.random.default_rng(list(request.node.nodeid.encode()))

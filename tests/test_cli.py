@@ -72,16 +72,6 @@ def test_an_interrupt_while_starting_is_one_line(capsys, monkeypatch):
     assert capsys.readouterr().err == "liftoff: error: interrupted\n"
 
 
-@pytest.fixture
-def tiny(tmp_path):
-    import yaml
-    from test_cli_solve import TINY
-
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(TINY))
-    return str(path)
-
-
 def test_an_interrupt_while_compiling_starts_its_own_line(tiny, tmp_path, capsys, monkeypatch):
     from liftoff.dynamics import codegen
 

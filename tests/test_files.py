@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import yaml
-from test_cli_solve import TINY
 
 from liftoff.problems.cli import main
 from liftoff.problems.files import OutputError, atomic, check_output
@@ -32,13 +30,6 @@ def test_unwritable_paths_are_refused(tmp_path, bad):
     path = {"folder": tmp_path / "folder", "device": "/dev/null", "under_a_file": tmp_path / "file" / "x.npz"}[bad]
     with pytest.raises(OutputError, match="not a regular file|cannot write there"):
         check_output(path)
-
-
-@pytest.fixture
-def tiny(tmp_path):
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(TINY))
-    return str(path)
 
 
 def test_an_interrupted_save_keeps_the_previous_results_file(tiny, tmp_path, monkeypatch, capsys):
