@@ -173,6 +173,7 @@ def sweep_figure(rows, plot, path, columns=5):
         ax.set_visible(False)
     for ax in axes[:, 0]:
         ax.set_ylabel(plot.y)
-    axes[0, 0].legend(fontsize=8)
+    if axes[0, 0].get_legend_handles_labels()[0]:  # a first panel without a finished case has nothing to name
+        axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
