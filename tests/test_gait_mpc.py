@@ -305,8 +305,10 @@ def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
         }
         for s in pushes
     ]
-    largest = {p["direction"]: p["largest_N"] for p in legged.largest_pushes(fake)}
-    assert largest == {"lateral": 50.0, "forward": 50.0}
+    summary = legged.largest_pushes(fake)
+    assert {p["direction"]: p["largest_N"] for p in summary} == {"lateral": 50.0, "forward": 50.0}
+    table = legged.format_table(json.loads(json.dumps({"results": [], "largest_pushes": summary})))  # as --json has it
+    assert "| trot | lateral | 50 N | 8, 7 |" in table and "| trot | forward | 50 N | 8, 7 |" in table
 
 
 # ----------------------------------------------------------------------------- closed loops

@@ -128,7 +128,8 @@ def legged_benchmark(groups=GROUPS, gaits=tuple(GAITS), duration=10.0, workers=N
 
 def largest_pushes(results) -> list:
     """Per gait and direction of the pushes: the largest push survived at every phase (0 if
-    none), and how many phases each magnitude survived."""
+    none), and how many phases each magnitude survived (by the magnitude in N as text, as in
+    the JSON)."""
     out = []
     runs = [r for r in results if r["group"] == "pushes"]
     for gait in dict.fromkeys(r["gait"] for r in runs):
@@ -140,10 +141,10 @@ def largest_pushes(results) -> list:
                     for r in runs
                     if (r["gait"], r["push"]["direction"], r["push"]["force"]) == (gait, direction, force)
                 ]
-                survived[force] = sum(
+                survived[f"{force:g}"] = sum(
                     not r["measures"]["fell"] and r["measures"]["status"] == "completed" for r in these
                 )
-            largest = max((f for f in PUSHES_N if survived[f] == PHASES), default=0.0)
+            largest = max((f for f in PUSHES_N if survived[f"{f:g}"] == PHASES), default=0.0)
             out.append({"gait": gait, "direction": direction, "largest_N": largest, "phases_survived": survived})
     return out
 
@@ -181,7 +182,7 @@ def format_table(result: dict) -> str:
             "|---|---|---|---|",
         ]
         for p in result["largest_pushes"]:
-            counts = ", ".join(str(p["phases_survived"][f]) for f in PUSHES_N)
+            counts = ", ".join(str(p["phases_survived"][f"{f:g}"]) for f in PUSHES_N)
             lines.append(f"| {p['gait']} | {p['direction']} | {p['largest_N']:g} N | {counts} |")
     schedules = [r for r in result["results"] if r["group"] == "commands"]
     if schedules:
