@@ -138,11 +138,8 @@ def _polishing_parser(benches) -> None:
         choices=("surfaces", "disturbances", "fidelity", "feedback"),
         help="scenario groups (default: all four)",
     )
-    p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
-    p.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: the number of cores)")
     p.add_argument("--figure", metavar="FILE", help="draw the force-feedback comparison (seed 001 Fig. 2) to FILE")
-    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _closed_loop_options(p)
     p.set_defaults(run=polishing)
 
 
@@ -162,11 +159,16 @@ def _legged_parser(benches) -> None:
         help="scenario groups (default: all)",
     )
     p.add_argument("--gait", nargs="+", choices=("trot", "walk", "bound"), help="gaits (default: all three)")
+    _closed_loop_options(p)
+    p.set_defaults(run=legged)
+
+
+def _closed_loop_options(p) -> None:
+    """What the closed-loop benchmarks share: simulated time, worker processes and the output."""
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
     p.add_argument("--workers", type=positive_int, metavar="N", help="processes (default: the number of cores)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(run=legged)
 
 
 def _report(result, table, args) -> int:
