@@ -14,11 +14,12 @@ import pytest
 from liftoff import dynamics
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
-from liftoff.problems.mpc.controller import MPC, MPCError, Policy, Tick, warm_start
+from liftoff.problems.mpc.controller import MPC, MPCError, Tick, warm_start
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.mpc.plants.ideal import IdealPlant
+from liftoff.problems.mpc.policy import Policy
 from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve

@@ -8,15 +8,9 @@ warm-starts from the previous solution moved to the new horizon (:func:`warm_sta
 at most ``iterations`` Newton iterations of the interior point (:func:`solvers.ipm.solve`),
 and returns a :class:`Policy` for the plant until the next update.
 
-The policy is the first-order expansion of the solution in the initial state (seed 001 Sec.
-IV-C, where the Riccati gains interpolate the solution at 2 kHz): with ``K_0, k_0`` the gains
-of the Riccati recursion at the final iterate,
-
-    u(t, x) = u_0 + k_0 + K_0 (x (-) x_plan(t)),
-
-``u_0`` the iterate's first control, ``k_0`` the feedforward of its next Newton step (zero at
-convergence) and ``x_plan`` its state interpolated between knots 0 and 1. Each update is
-recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
+The policy (:class:`.policy.Policy`) is the first-order expansion of the solution in the
+initial state, from the Riccati gains at the final iterate. Each update is recorded as a
+:class:`Tick` (wall time, iterations, KKT error, status).
 """
 
 from __future__ import annotations
@@ -26,35 +20,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from liftoff import dynamics
 from liftoff.ocp.formulation import Formulation, Iterate
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import riccati
 
-
-@dataclass(frozen=True)
-class Policy:
-    """The control law from time ``t0``: ``u(t, x) = u + K (x (-) x_plan(t))`` (module
-    docstring) with ``x = (q, v)``, or ``(q, v, tau)`` with a torque filter; ``x_plan`` between
-    the plan's knots 0 at ``t0`` and 1 at ``t0 + dt`` (``q_plan, v_plan, tau_plan (2, .)``)."""
-
-    model: object
-    t0: float
-    dt: float
-    q_plan: np.ndarray
-    v_plan: np.ndarray
-    tau_plan: np.ndarray
-    u: np.ndarray
-    K: np.ndarray
-
-    def __call__(self, t, q, v, tau=None) -> np.ndarray:
-        s = float(np.clip((t - self.t0) / self.dt, 0.0, 1.0))
-        q0, q1 = self.q_plan
-        q_ref = dynamics.integrate(self.model, q0, s * dynamics.difference(self.model, q0, q1))
-        v_ref, tau_ref = ((1 - s) * x[0] + s * x[1] for x in (self.v_plan, self.tau_plan))
-        dtau = np.zeros(0) if tau is None else tau - tau_ref
-        dx = np.concatenate((dynamics.difference(self.model, q_ref, q), v - v_ref, dtau))
-        return self.u + self.K @ dx
+from .policy import Policy
 
 
 @dataclass(frozen=True)
