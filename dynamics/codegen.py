@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import fcntl
 import hashlib
 import importlib.metadata
@@ -70,6 +71,12 @@ def compiler() -> str:
         if path:
             return path
     raise CompileError("no C compiler found (set CC or install gcc)")
+
+
+def model_key(model) -> dict:
+    """What of a :class:`dynamics.Model` changes the code generated for it (a kernel key's part):
+    every field but the tree, which the others determine."""
+    return {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name != "tree"}
 
 
 def source_digest(*modules) -> str:
@@ -160,6 +167,23 @@ class Kernel:
         if self._batch(x.shape[0], x.ctypes.data, self._pointers(*(o.ctypes.data for o in outs))):
             raise FloatingPointError(f"kernel {self.name} failed")
         return outs
+
+    def bind(self, x: np.ndarray, outs: list):
+        """A call without arguments that evaluates the kernel on the rows of ``x`` into ``outs``
+        (contiguous float arrays of the kernel's shapes, kept alive by the caller): no checks and
+        no allocation, for a loop that rewrites ``x`` in place and calls it at a high rate."""
+        if x.ndim != 2 or x.shape[1] != self.n_in or not x.flags.c_contiguous or x.dtype != float:
+            raise ValueError(f"kernel {self.name}: expected a contiguous float input of shape (S, {self.n_in})")
+        shapes = [(x.shape[0], n) for n in self.sizes]
+        if [o.shape for o in outs] != shapes or not all(o.flags.c_contiguous and o.dtype == float for o in outs):
+            raise ValueError(f"kernel {self.name}: the outputs must be contiguous of shapes (S, {self.sizes})")
+        batch, args = self._batch, (x.shape[0], x.ctypes.data, self._pointers(*(o.ctypes.data for o in outs)))
+
+        def call():
+            if batch(*args):
+                raise FloatingPointError(f"kernel {self.name} failed")
+
+        return call
 
 
 class Interpreted:

@@ -41,6 +41,7 @@ import casadi as ca
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.dynamics import codegen
 from liftoff.dynamics import symbolic as sx
 from liftoff.dynamics.kinematics import ReferenceFrame
 
@@ -108,7 +109,7 @@ class Layout:
         """Everything of the layout that changes the generated code (a kernel cache key)."""
         model = self.model
         return {
-            "model": {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name != "tree"},
+            "model": codegen.model_key(model),
             "contacts": [contact_key(s.contact) for s in self.contacts],
             "terms": [
                 [term_key(t) for t in terms] for terms in (self.contact_terms, self.impulse_terms, self.terminal_terms)

@@ -19,7 +19,7 @@ from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.mpc.plants.ideal import IdealPlant
-from liftoff.problems.mpc.policy import Policy
+from liftoff.problems.mpc.policy import Policy, PolicyKernel
 from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
@@ -71,6 +71,28 @@ def test_the_policy_is_the_plan_plus_the_gains_on_the_state_error(task):
     expected = u + K @ np.concatenate((dq, dv, dtau))
     np.testing.assert_allclose(policy(1.0, task.q0 + dq, dv, dtau), expected, atol=1e-12)
     np.testing.assert_allclose(policy(1.5, q_plan[1], v_plan[1], tau_plan[1]), u, atol=1e-12)  # held after
+
+
+@pytest.mark.parametrize("robot", ["polishing", "anymal"])
+def test_the_compiled_policy_is_the_reference_policy(task, robot):
+    """On the manifold of a free-flyer robot and with a torque state: before, within and after
+    the first stage, at states off the plan."""
+    rng = np.random.default_rng(3)
+    model, ntau = (task.model, task.model.nv) if robot == "polishing" else (dynamics.load("anymal"), 0)
+    nu, nx = model.nv - (6 if model.has_free_flyer else 0), 2 * model.nv + ntau
+    q0 = dynamics.random_configuration(model, rng)
+    q_plan = np.stack([q0, dynamics.integrate(model, q0, 0.1 * rng.normal(size=model.nv))])
+    v_plan, tau_plan, u, K = (rng.normal(size=n) for n in ((2, model.nv), (2, ntau), nu, (nu, nx)))
+    reference = Policy(model, 1.0, 0.01, q_plan, v_plan, tau_plan, u, K)
+    compiled = PolicyKernel(model, nu, ntau, quiet=True).bind(reference)
+    for t in (0.99, 1.0, 1.004, 1.01, 1.2):
+        q = dynamics.integrate(model, q0, 0.2 * rng.normal(size=model.nv))
+        v, tau = rng.normal(size=model.nv), rng.normal(size=ntau) if ntau else None
+        u = compiled(t, q, v, tau)
+        np.testing.assert_allclose(u, reference(t, q, v, tau), rtol=0, atol=1e-11)
+        assert compiled(t, q, v, tau) is not u  # each control its own array
+    with pytest.raises(ValueError, match="not the kernel's"):
+        PolicyKernel(model, nu, ntau, quiet=True).bind(replace(reference, K=reference.K[:, 1:]))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "compiled"])

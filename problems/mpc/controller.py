@@ -6,7 +6,8 @@ torque filter, else None) and one formulation of its OCPs, whose kernels are bui
 once (:meth:`ocp.formulation.Formulation.for_problem`). Each update builds the horizon's OCP,
 warm-starts from the previous solution moved to the new horizon (:func:`warm_start`), runs
 at most ``iterations`` Newton iterations of the interior point (:func:`solvers.ipm.solve`),
-and returns a :class:`Policy` for the plant until the next update.
+and returns a :class:`Policy` for the plant until the next update (compiled with the
+compiled backend).
 
 The policy (:class:`.policy.Policy`) is the first-order expansion of the solution in the
 initial state, from the Riccati gains at the final iterate. Each update is recorded as a
@@ -24,7 +25,7 @@ from liftoff.ocp.formulation import Formulation, Iterate
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import riccati
 
-from .policy import Policy
+from .policy import Policy, PolicyKernel
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class MPC:
         self.iterations, self.first_iterations = iterations, first_iterations
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
         self.layout = layout
-        self.formulation, self.result, self.t = None, None, None
+        self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
         self.ticks: list = []
 
     @classmethod
@@ -87,6 +88,8 @@ class MPC:
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
+        compiled = self.formulation.backend == "compiled"
+        self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet) if compiled else None
         return self._solve(t, begin, warm_start, self.first_iterations)
 
     def update(self, t, q, v, tau=None) -> Policy:
@@ -113,6 +116,8 @@ class MPC:
         dt = self.formulation.ocp.stages[0].dt
         plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())
         policy = Policy(self.formulation.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
+        if self.policy_kernel is not None:
+            policy = self.policy_kernel.bind(policy)
         tick = Tick(t, time.perf_counter() - begin, result.iterations, result.kkt_error, result.status)
         self.ticks.append(tick)
         if self.on_tick is not None:
