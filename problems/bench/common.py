@@ -11,6 +11,7 @@ from __future__ import annotations
 import platform
 import sys
 import timeit
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,19 @@ TOLERANCE = 1e-8  # |ours - pin| <= TOLERANCE * (1 + |pin|), entry by entry
 
 class BenchError(RuntimeError):
     """The benchmark cannot run: Pinocchio is missing or disagrees with liftoff."""
+
+
+@contextmanager
+def one_blas_thread():
+    """BLAS (numpy's, scipy's, Pinocchio's) on one thread within the block: speed is measured on one core."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        raise BenchError(
+            'the benchmarks limit BLAS to one thread with threadpoolctl; install it with: pip install -e ".[bench]"'
+        ) from None
+    with threadpool_limits(1):
+        yield
 
 
 def import_pinocchio():

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
 
-from .common import BenchError
+from .common import BenchError, one_blas_thread
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 GAITS = ("walk", "trot", "pace", "bound", "jump")
@@ -44,19 +43,6 @@ CROCODDYL = {
 }
 SCALES = (0.5, 1, 2, 4, 8)
 SCALING_ITERATIONS = (2, 8)  # the time per iteration is the difference of these two solves' over 6
-
-
-@contextmanager
-def one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        raise BenchError(
-            "the solve benchmark limits BLAS to one thread with threadpoolctl; "
-            'install it with: pip install -e ".[bench]"'
-        ) from None
-    with threadpool_limits(1):
-        yield
 
 
 def _crocoddyl():
