@@ -1,4 +1,4 @@
-"""``liftoff bench dynamics | constrained | solve | ddp | polishing | legged``: liftoff against the reference
+"""``liftoff bench dynamics | constrained | solve | ddp | mpc | polishing | legged``: liftoff against the reference
 implementations in the same process (:mod:`liftoff.problems.bench`)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ def add_parser(commands) -> None:
     _constrained_parser(benches)
     _solve_parser(benches)
     _ddp_parser(benches)
+    _mpc_parser(benches)
     _polishing_parser(benches)
     _legged_parser(benches)
 
@@ -121,6 +122,22 @@ def _ddp_parser(benches) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the results as one JSON list")
     p.set_defaults(run=ddp)
+
+
+def _mpc_parser(benches) -> None:
+    p = benches.add_parser(
+        "mpc",
+        help="the speed of the MPC loops",
+        description="Run the polishing MPC and the ANYmal trot MPC in closed loop, one after the other on one BLAS "
+        "thread, and print the CPU time of their updates (median, p95, max, and where it goes), the policy's and the "
+        "plant's time per call, and the real-time factors.",
+    )
+    p.add_argument("--task", nargs="+", choices=("polishing", "trot"), help="tasks (default: both)")
+    p.add_argument("--plant", choices=("mujoco", "liftoff"), help="the plant (default: each configuration's)")
+    p.add_argument("--duration", type=positive_float, default=2.0, metavar="S", help="simulated seconds (default 2)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=mpc)
 
 
 def _polishing_parser(benches) -> None:
@@ -257,6 +274,18 @@ def ddp(args) -> int:
         return error(str(err), RUN_ERROR)
     print(json.dumps(results, indent=2) if args.json else "\n\n".join(map(bench.format_crosscheck, results)))
     return 0
+
+
+def mpc(args) -> int:
+    from liftoff.problems.bench import mpc as bench
+    from liftoff.problems.bench.common import BenchError, stderr_progress
+
+    tasks = tuple(dict.fromkeys(args.task)) if args.task else tuple(bench.TASKS)
+    try:
+        result = bench.mpc_benchmark(tasks, args.duration, args.plant, None if args.quiet else stderr_progress)
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    return _report(result, bench.format_table, args)
 
 
 def polishing(args) -> int:

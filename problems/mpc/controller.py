@@ -17,7 +17,7 @@ initial state, from the Riccati gains at the final iterate. Each update is recor
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -30,14 +30,19 @@ from .policy import Policy, PolicyKernel
 
 @dataclass(frozen=True)
 class Tick:
-    """One update: its time ``t``, wall ``seconds`` (building the OCP, solving, the gains),
-    Newton ``iterations``, KKT error and solver status at its end."""
+    """One update: its time ``t``, CPU ``seconds`` (building the OCP, solving, the gains),
+    Newton ``iterations``, KKT error and solver status at its end; ``parts``: the CPU seconds
+    of its steps (:data:`PARTS`; the first solve has no regrouping and no warm start)."""
 
     t: float
     seconds: float
     iterations: int
     kkt_error: float
     status: str
+    parts: dict = field(default_factory=dict)
+
+
+PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
 
 
 class MPC:
@@ -82,30 +87,38 @@ class MPC:
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
-        begin = time.perf_counter()
+        stamps = [time.process_time()]
         ocp = self.build(t, q, v, tau)
+        stamps.append(time.process_time())
         if ocp.stages[0].kind != "contact":
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
         compiled = self.formulation.backend == "compiled"
         self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet) if compiled else None
-        return self._solve(t, begin, warm_start, self.first_iterations)
+        return self._solve(t, stamps, warm_start, self.first_iterations)
 
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
         a torque filter), after :meth:`start`."""
         if self.result is None:
             raise RuntimeError("MPC.update before MPC.start")
-        begin = time.perf_counter()
+        stamps = [time.process_time()]
         old, t_old = self.formulation, self.t
-        self.formulation = old.for_problem(self.build(t, q, v, tau))
+        ocp = self.build(t, q, v, tau)
+        stamps.append(time.process_time())
+        self.formulation = old.for_problem(ocp)
+        stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t)
-        return self._solve(t, begin, start, self.iterations)
+        stamps.append(time.process_time())
+        return self._solve(t, stamps, start, self.iterations)
 
-    def _solve(self, t, begin, start, iterations) -> Policy:
+    def _solve(self, t, stamps, start, iterations) -> Policy:
+        """Solve from ``start`` and make the policy; ``stamps``: the CPU times at the update's
+        start and after each of its steps so far."""
         options = replace(self.options, max_iterations=iterations)
         self.result = result = solve(self.formulation, options, warm_start=start)
+        stamps.append(time.process_time())
         self.t = t
         if result.linearization is None or not np.isfinite(result.kkt_error):
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
@@ -118,7 +131,10 @@ class MPC:
         policy = Policy(self.formulation.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
         if self.policy_kernel is not None:
             policy = self.policy_kernel.bind(policy)
-        tick = Tick(t, time.perf_counter() - begin, result.iterations, result.kkt_error, result.status)
+        stamps.append(time.process_time())
+        names = PARTS if len(stamps) == len(PARTS) + 1 else ("build", "solve", "policy")
+        parts = dict(zip(names, np.diff(stamps).tolist()))
+        tick = Tick(t, stamps[-1] - stamps[0], result.iterations, result.kkt_error, result.status, parts)
         self.ticks.append(tick)
         if self.on_tick is not None:
             self.on_tick(tick)

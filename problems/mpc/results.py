@@ -3,11 +3,13 @@
 A results file (``.npz``) holds the plant-rate arrays of the run (the log's ``t, q, v, tau, u``
 and contact readings, and the task's own), the per-update ``tick_t, tick_ms, tick_iterations,
 tick_kkt``, and the run's measures and configuration as JSON strings. :func:`timing` gives the
-measures of the loop's speed (wall time):
+measures of the loop's speed:
 
-- ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates (the first solve left out);
-- ``policy_us_median``: one evaluation of the policy between updates;
-- ``plant_ms_per_step``: one step of the plant;
+- ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates' CPU time (the first
+  solve left out);
+- ``policy_us_median``: one evaluation of the policy between updates (wall time, which the
+  loop reads anyway: reading the CPU clock too would add 0.4 µs to a call of a few);
+- ``plant_ms_per_step``: one step of the plant (wall time);
 - ``real_time_factor``: simulated time over the wall time of the loop (updates, policy and
   plant; the first solve not counted), and ``controller_real_time_factor``: over the
   controller's alone;
