@@ -153,6 +153,19 @@ def test_standing_feet_carry_the_weight_and_report_where():
         assert np.linalg.norm(reading.position[:2] - p[:2]) < 0.03 and reading.depth < 0.01  # the sphere and the leg
 
 
+def test_a_foot_in_the_air_reports_its_frame_after_the_step():
+    model, q0, feet, robot = standing_anymal()
+    plant = MujocoPlant(robot, {f: (f, mm.body_geoms(robot, f)) for f in feet})
+    up = q0.copy()
+    up[2] += 0.3  # every foot in the air, falling and swinging
+    measurement = plant.reset(up, np.r_[0.3, -0.2, 0.1, 0.5, -0.4, 0.3, np.linspace(-2, 2, model.nv - 6)])
+    for k in range(5):
+        measurement = plant.step(k * plant.dt, np.zeros(model.nv - 6))
+    for foot, reading in measurement.contacts.items():
+        assert not reading.active
+        np.testing.assert_allclose(reading.position, dynamics.frame_placement(model, measurement.q, foot)[1], atol=1e-9)
+
+
 def test_a_push_acts_at_its_frame_and_a_heavier_plant_weighs_more():
     model, q0, feet, robot = standing_anymal()
     push = Push("LF_FOOT", (3.0, -2.0, 5.0), 0.0, 1.0)

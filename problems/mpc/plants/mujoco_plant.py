@@ -42,6 +42,7 @@ class MujocoPlant:
         self.dt = float(self.mj.opt.timestep)
         self.contacts = {name: (frame, frozenset(geoms)) for name, (frame, geoms) in contacts.items()}
         self.contact_names = tuple(self.contacts)
+        self._frames = {name: self._placement_in_body(frame) for name, (frame, _) in self.contacts.items()}
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
         self._push_bodies = {}
@@ -52,6 +53,11 @@ class MujocoPlant:
     def _body_of(self, frame) -> int:
         """The MuJoCo body that carries the liftoff frame ``frame``."""
         return self.mj.body(frame_body(self.robot.model, frame)[0]).id
+
+    def _placement_in_body(self, frame) -> tuple:
+        """``(body id, position)``: the MuJoCo body of ``frame`` and the frame's origin in it."""
+        link, _, p = frame_body(self.robot.model, frame)
+        return self.mj.body(link).id, p
 
     def reset(self, q, v, tau=None) -> Measurement:
         """Start from ``(q, v)`` (and the actuators' torques ``tau`` with a filter)."""
@@ -108,13 +114,16 @@ class MujocoPlant:
                 sliding[name] += normal * (twist[3:] + np.cross(twist[:3], contact.pos - d.geom_xpos[robot_geom]))
                 weight[name] += normal
                 depth[name] = max(depth[name], -float(contact.dist))
-        readings = {}
-        for name, (frame, _) in self.contacts.items():
+        readings, placed = {}, False
+        for name in self.contacts:
             touching = weight[name] > 0
             if touching:
                 position, velocity = moment[name] / weight[name], sliding[name] / weight[name]
-            else:
-                position = np.asarray(dynamics.frame_placement(self.robot.model, q, frame)[1], dtype=float)
-                velocity = np.zeros(3)
+            else:  # the frame's origin at the state after the step (mj_step left the kinematics of its start)
+                if not placed:
+                    self.mujoco.mj_kinematics(m, d)
+                    placed = True
+                body, p = self._frames[name]
+                position, velocity = d.xpos[body] + d.xmat[body].reshape(3, 3) @ p, np.zeros(3)
             readings[name] = ContactReading(touching, force[name], position, depth[name], velocity)
         return Measurement(q, v, tau, readings)
