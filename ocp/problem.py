@@ -57,7 +57,7 @@ class SlidingFriction:
 
     def __post_init__(self):
         d = np.asarray(self.direction, dtype=float)
-        if d.shape[-1:] != (3,) or not np.allclose(np.linalg.norm(d, axis=-1), 1.0, atol=1e-9):
+        if d.shape[-1:] != (3,) or not np.all(np.abs(np.sqrt(np.sum(d * d, axis=-1)) - 1.0) <= 1e-9):
             raise ValueError(f"sliding friction: the direction must be a unit vector (3,), got {self.direction!r}")
         mu = np.asarray(self.mu, dtype=float)
         if not (np.all(np.isfinite(mu)) and np.all(mu >= 0)):

@@ -49,6 +49,7 @@ leave as a constant force error, the MPC compensates.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,7 +115,7 @@ class Surface:
         at_most(self, ("friction",), 2.0)
         at_most(self, ("offset",), 1.0, magnitude=True)
 
-    @property
+    @functools.cached_property
     def axes(self) -> np.ndarray:
         """``(e1, e2, n)`` as the columns of a rotation: the surface plane's axes, then the normal.
         ``e1`` is the world axis least aligned with the normal, projected on the plane (x for a
