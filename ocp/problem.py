@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -232,14 +233,20 @@ def _contact_key(c):
 def term_key(term):
     """A term's type and its non-array fields (frame, variable, name): what makes two cost
     terms of different stages the same term."""
-    return (type(term).__name__,) + tuple(
-        value for value in (getattr(term, name) for name in _field_names(type(term))) if isinstance(value, str)
-    )
+    return (type(term).__name__,) + tuple(value for value in _fields_of(type(term))(term) if isinstance(value, str))
 
 
 @functools.cache
 def _field_names(cls) -> tuple:
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _fields_of(cls):
+    """A function of an instance of the dataclass ``cls`` giving the tuple of its fields' values."""
+    names = _field_names(cls)
+    get = operator.attrgetter(*names)
+    return get if len(names) > 1 else (lambda obj: (get(obj),))
 
 
 def _array_fields(obj):
@@ -254,7 +261,7 @@ def _stack_term(terms, S):
         arrays = [np.atleast_1d(np.asarray(getattr(t, name), dtype=float)) for t in terms]
         shape = arrays[0].shape
         if all(a.shape == shape for a in arrays):
-            return np.stack(arrays)
+            return np.array(arrays)
         return np.stack([np.broadcast_to(a, shape) for a in arrays])
 
     return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(first)})
