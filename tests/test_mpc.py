@@ -14,12 +14,12 @@ import pytest
 from liftoff import dynamics
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
-from liftoff.problems.mpc.controller import MPC, MPCError, Tick, warm_start
+from liftoff.problems.mpc.controller import MPC, PARTS, MPCError, Tick, warm_start
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.mpc.plants.ideal import IdealPlant
-from liftoff.problems.mpc.policy import Policy, PolicyKernel
+from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
 from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
@@ -205,6 +205,25 @@ def test_without_contacts_the_plant_falls_freely(task):
     m = plant.step(0.0, np.zeros(6))
     np.testing.assert_allclose(m.v, 1e-3 * dynamics.aba(task.model, task.q0, np.zeros(6), np.zeros(6)), atol=1e-12)
     assert m.contacts == {} and plant.contact_names == ()
+
+
+def test_updates_give_compiled_policies_and_account_for_their_time(task):
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=5)
+    policies = [mpc.start(0.0, task.q0, task.v0, task.u_pressing)]
+    for k in (1, 2):
+        policies.append(mpc.update(0.01 * k, task.q0, np.full(6, 0.01 * k), task.u_pressing))
+    q, v = task.q0 + 0.01, np.full(6, 0.05)
+    for k, policy in enumerate(policies):
+        assert isinstance(policy, CompiledPolicy)
+        np.testing.assert_allclose(
+            policy(0.01 * k + 0.004, q, v, task.u_pressing),
+            policy.policy(0.01 * k + 0.004, q, v, task.u_pressing),
+            atol=1e-10,
+        )
+    first, *updates = mpc.ticks
+    assert tuple(first.parts) == ("build", "solve", "policy") and all(tuple(u.parts) == PARTS for u in updates)
+    for tick in mpc.ticks:
+        assert sum(tick.parts.values()) == pytest.approx(tick.seconds, abs=1e-12) and min(tick.parts.values()) >= 0
 
 
 def test_the_mpc_period_must_be_a_multiple_of_the_plant_step(task):
