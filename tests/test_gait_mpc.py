@@ -201,6 +201,16 @@ def test_footholds_follow_the_command_and_the_velocity_error(controller_model):
     assert np.linalg.norm(c.feet_state[0].target[:2] - hip_then) == pytest.approx(c.config.mpc.footholds.max_step)
 
 
+def test_footholds_of_a_turn_lead_by_the_hips_velocity(controller_model):
+    c = fresh(controller_model, command=({"t": 0.0, "yaw_rate": 0.5},))
+    step_to(c, 0.2)  # LF in the air, landing at 0.44 s for a stance of 0.24 s
+    c(0.205, c.q0, np.zeros(18))
+    yaw = 0.5 * 0.44  # the reference yaw at the touchdown (the measured one stays 0, within YAW_LEAD)
+    hip = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]]) @ c.hips[0]
+    hip_velocity = 0.5 * np.array([-hip[1], hip[0]])  # turning in place: the hip moves about the base
+    np.testing.assert_allclose(c.feet_state[0].target[:2], c.q0[:2] + hip + 0.5 * 0.24 * hip_velocity, atol=1e-9)
+
+
 def test_the_references_integrate_the_command(controller_model):
     c = GaitController(trot_config(command=({"t": 0.0, "vx": 0.2, "yaw_rate": 0.5},)), controller_model)
     ocp = step_to(c, 0.0)

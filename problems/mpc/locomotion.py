@@ -25,11 +25,12 @@ foothold it slid from. The impulse stage of a landing sits at the knot of its to
 **Footholds** (Raibert's rule with a capture-point gain): a foot that lands at ``t_D`` and then
 stands ``T_st`` lands at
 
-    p = p_hip(t_D) + (T_st / 2) v_cmd(t_D) + k (v - v_cmd),
+    p = p_hip(t_D) + (T_st / 2) v_hip(t_D) + k (v - v_cmd),
 
 ``p_hip(t_D)`` its place under the hip (that of the standing configuration) on the base's
-reference at ``t_D``, ``v`` the measured horizontal base velocity and ``v_cmd`` the command's
-(world axes), ``k = sqrt(h / g)`` with ``h`` the standing CoM height (the capture point's
+reference at ``t_D``, ``v_hip = v_cmd + omega_cmd x (p_hip - p_base)`` the hip's horizontal
+velocity under the command (its turn included), ``v`` the measured horizontal base velocity and
+``v_cmd`` the command's (world axes), ``k = sqrt(h / g)`` with ``h`` the standing CoM height (the capture point's
 time constant) unless ``footholds.gain`` is set; the offset from ``p_hip`` is clipped at
 ``footholds.max_step``. A push shows in ``v - v_cmd`` and is absorbed by stepping along it. A
 command whose stepping would go beyond ``max_step`` is refused (:class:`ConfigError`).
@@ -303,12 +304,13 @@ class GaitController:
         j = min(j, len(xy) - 1)
         R = _rotation(yaw[j])
         stance = min(self.schedule.next(i, self.knot + j, False) - self.knot - j, self.schedule.cycle)
-        c = commands[j]
-        offset = 0.5 * stance * self.dt * (R @ np.array([c.vx, c.vy])) + self.gain * error
+        c, hip = commands[j], R @ self.hips[i]
+        hip_velocity = R @ np.array([c.vx, c.vy]) + c.yaw_rate * np.array([-hip[1], hip[0]])
+        offset = 0.5 * stance * self.dt * hip_velocity + self.gain * error
         reach = np.linalg.norm(offset)
         if reach > self.config.mpc.footholds.max_step:
             offset *= self.config.mpc.footholds.max_step / reach
-        return np.array([*(xy[j] + R @ self.hips[i] + offset), self.floor])
+        return np.array([*(xy[j] + hip + offset), self.floor])
 
     def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
         """The swing reference at time ``t`` (module docstring)."""
