@@ -18,6 +18,7 @@ def add_parser(commands) -> None:
     _mpc_parser(benches)
     _polishing_parser(benches)
     _legged_parser(benches)
+    _contact_parser(benches)
 
 
 def _common(p, repeat, what) -> None:
@@ -180,6 +181,27 @@ def _legged_parser(benches) -> None:
     p.set_defaults(run=legged)
 
 
+def _contact_parser(benches) -> None:
+    p = benches.add_parser(
+        "contact",
+        help="seed 002's simulations: soft against rigid unilateral contact",
+        description="Drop a ball on the ground in liftoff's simulator under the soft contact at three stiffnesses "
+        "(each at half its stability bound, or at --dt) and under the rigid unilateral contact; drop ANYmal 5 cm "
+        "with PD-held joints under the unilateral contact with PGS and ADMM; print penetration, energy, the contact "
+        "solvers' iterations and time per step.",
+    )
+    p.add_argument(
+        "--stiffness", type=positive_float, nargs=3, metavar="K", help="soft stiffnesses [N/m] (default: 1e3 1e5 1e7)"
+    )
+    p.add_argument("--damping-ratio", type=positive_float, metavar="Z", help="soft contact damping ratio (default 0.1)")
+    p.add_argument("--dt", type=positive_float, metavar="S", help="step of the soft runs (default: half each bound)")
+    p.add_argument("--duration", type=positive_float, default=1.0, metavar="S", help="simulated seconds (default 1)")
+    p.add_argument("--figure", metavar="FILE", help="draw penetration and energy against time to FILE")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=contact)
+
+
 def _closed_loop_options(p) -> None:
     """What the closed-loop benchmarks share: simulated time, worker processes and the output."""
     p.add_argument("--duration", type=positive_float, default=10.0, metavar="S", help="simulated seconds (default 10)")
@@ -310,4 +332,23 @@ def legged(args) -> int:
     groups = tuple(dict.fromkeys(args.group)) if args.group else bench.GROUPS
     gaits = tuple(dict.fromkeys(args.gait)) if args.gait else tuple(bench.GAITS)
     result = bench.legged_benchmark(groups, gaits, args.duration, args.workers, None if args.quiet else stderr_progress)
+    return _report(result, bench.format_table, args)
+
+
+def contact(args) -> int:
+    from liftoff.problems.bench import contact as bench
+    from liftoff.problems.bench.common import stderr_progress
+    from liftoff.problems.files import check_output
+
+    stiffnesses = tuple(args.stiffness or bench.STIFFNESSES)
+    ratio = bench.DAMPING_RATIO if args.damping_ratio is None else args.damping_ratio
+    unstable = None if args.dt is None else bench.unstable_time_step(args.dt, stiffnesses, ratio)
+    if unstable:
+        raise UserError(f"--dt {unstable}")
+    figure = None if args.figure is None else check_output(args.figure)
+    result = bench.contact_benchmark(
+        stiffnesses, ratio, args.dt, args.duration, progress=None if args.quiet else stderr_progress
+    )
+    if figure is not None:
+        bench.contact_figure(result, figure)
     return _report(result, bench.format_table, args)
