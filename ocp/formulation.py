@@ -248,6 +248,10 @@ class Formulation:
             groups.append(replace(gv, s=s, z=z))
         return replace(it, groups=tuple(groups))
 
+    def complementarity(self, it: Iterate) -> np.ndarray:
+        """The products ``s_i z_i`` of every inequality's slack and dual at ``it``."""
+        return np.concatenate([(gv.s * gv.z).ravel() for gv in it.groups] + [np.zeros(0)])
+
     # ------------------------------------------------------------------ linearization
 
     def linearize(self, it: Iterate, eps) -> tuple:

@@ -9,10 +9,20 @@ KKT error decreases (the second test keeps steps near the optimum, where merit c
 at roundoff level, from being cut). Trial points are fully linearized, so an accepted trial
 is the next iteration's system.
 
-The barrier ``eps`` is fixed (``barrier``), or, with ``barrier_decrease=True``, starts at
-``barrier`` and is multiplied by ``barrier_factor`` whenever the KKT error falls below
-``10 eps``, down to ``barrier_min`` (the problem puts slacks and duals back on the central
-path of the new barrier).
+The barrier ``eps`` (``barrier_update``) is
+
+- ``fixed`` at ``barrier`` (seed 004's experiments);
+- ``monotone``: it starts at ``barrier`` and is multiplied by ``barrier_factor`` whenever the
+  KKT error falls below ``10 eps``, down to ``barrier_min`` (Fiacco and McCormick's strategy; the
+  problem puts slacks and duals back on the central path of the new barrier, and linearizes
+  again);
+- ``adaptive``: after each step it follows the complementarity the iterate reached, by LOQO's
+  centrality rule (Vanderbei and Shanno 1999, eq. 3.3): with ``m`` the mean of the products
+  ``s_i z_i`` and ``xi`` their smallest over ``m``, ``eps = sigma m`` with
+  ``sigma = 0.1 min(0.05 (1 - xi) / xi, 2)^3``, never above the previous barrier nor below
+  ``barrier_min``. The next linearization is at the new barrier, so it costs nothing; on the
+  five ANYmal gaits it reaches ``barrier_min = 1e-4`` in 12 to 73 iterations where a fixed
+  barrier of 1e-4 takes 17 to 90 (``liftoff bench solve --barrier-update``).
 
 The solver reads only the problem's containers (a :class:`Problem`); it knows nothing of robots.
 """
@@ -27,6 +37,8 @@ import numpy as np
 
 from .riccati import RiccatiError, compile_riccati, riccati
 
+BARRIER_UPDATES = ("fixed", "monotone", "adaptive")
+
 
 class Problem(Protocol):
     """What the interior point needs (implemented by :class:`ocp.formulation.Formulation`):
@@ -40,6 +52,7 @@ class Problem(Protocol):
     def direction(self, iterate, linearization, riccati_solution): ...
     def max_steps(self, iterate, direction): ...
     def step(self, iterate, direction, alpha_primal, alpha_dual): ...
+    def complementarity(self, iterate): ...  # the products s_i z_i (for the adaptive barrier)
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,7 @@ class Options:
     barrier: float = 1e-1
     max_iterations: int = 100
     tol: float = 1e-5  # on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits is about 1e-6)
-    barrier_decrease: bool = False
+    barrier_update: str = "fixed"  # or "monotone", "adaptive" (module docstring)
     barrier_min: float = 1e-4
     barrier_factor: float = 0.1
     line_search: bool = False
@@ -64,6 +77,11 @@ class Options:
                 raise ValueError(f"solver option {name} must be a finite number > 0, got {value!r}")
         if not (isinstance(self.max_iterations, (int, np.integer)) and self.max_iterations >= 0):
             raise ValueError(f"solver option max_iterations must be an integer >= 0, got {self.max_iterations!r}")
+        if self.barrier_update not in BARRIER_UPDATES:
+            choices = ", ".join(BARRIER_UPDATES)
+            raise ValueError(f"solver option barrier_update must be one of {choices}, got {self.barrier_update!r}")
+        if self.barrier_update != "fixed" and self.barrier_min > self.barrier:
+            raise ValueError(f"solver option barrier_min {self.barrier_min:g} exceeds barrier {self.barrier:g}")
         if not 0 < self.barrier_factor < 1:
             raise ValueError(f"solver option barrier_factor must be in (0, 1), got {self.barrier_factor!r}")
 
@@ -159,23 +177,26 @@ def _solve(problem, options, warm_start, callback):
     try:
         lin, iterate = problem.linearize(iterate, eps)
         for k in range(options.max_iterations + 1):
-            if options.barrier_decrease and eps > options.barrier_min and lin.kkt_error <= 10 * eps:
+            monotone = options.barrier_update == "monotone"
+            if monotone and eps > options.barrier_min and lin.kkt_error <= 10 * eps:
                 eps = max(options.barrier_min, options.barrier_factor * eps)
                 iterate = problem.reset_slacks(iterate, eps)
                 lin, iterate = problem.linearize(iterate, eps)
             if lin.kkt_error > options.divergence:
                 return finish("diverged", f"KKT error {lin.kkt_error:.3e} exceeds {options.divergence:.1e}")
-            if lin.kkt_error <= options.tol and (not options.barrier_decrease or eps <= options.barrier_min):
+            if lin.kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):
                 return finish("converged", f"KKT error {lin.kkt_error:.3e} <= {options.tol:.1e}")
             if k == options.max_iterations:
                 return finish("max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations")
-            t0 = time.perf_counter()
+            t0, eps_step = time.perf_counter(), eps
             sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
             t1 = time.perf_counter()
             d = problem.direction(iterate, lin, sol)
             alpha_p, alpha_d = problem.max_steps(iterate, d)
             trial = problem.step(iterate, d, alpha_p, alpha_d)
             t2 = time.perf_counter()
+            if options.barrier_update == "adaptive" and not options.line_search:
+                eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min)
             lin_trial, trial = problem.linearize(trial, eps)
             merit = _merit(lin, options)
             for _ in range(options.max_backtracks if options.line_search else 0):
@@ -184,8 +205,13 @@ def _solve(problem, options, warm_start, callback):
                 alpha_p *= 0.5
                 trial = problem.step(iterate, d, alpha_p, alpha_d)
                 lin_trial, trial = problem.linearize(trial, eps)
+            if options.barrier_update == "adaptive" and options.line_search:  # from the accepted step
+                eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min)
+                lin_trial, trial = problem.linearize(trial, eps)
             t3 = time.perf_counter()
-            entry = IterationLog(k, lin.cost, lin.kkt_error, eps, alpha_p, alpha_d, t3 - t0, t3 - t2, t1 - t0, t2 - t1)
+            entry = IterationLog(
+                k, lin.cost, lin.kkt_error, eps_step, alpha_p, alpha_d, t3 - t0, t3 - t2, t1 - t0, t2 - t1
+            )
             history.append(entry)
             if callback is not None:
                 callback(entry)
@@ -196,6 +222,16 @@ def _solve(problem, options, warm_start, callback):
         return finish("diverged", str(e))
     except np.linalg.LinAlgError as e:
         return finish("diverged", f"singular linear system: {e}")
+
+
+def _centrality_barrier(products, eps, eps_min) -> float:
+    """The adaptive barrier after a step (module docstring) from the products ``s_i z_i``."""
+    if products.size == 0:
+        return eps_min
+    mean = float(np.mean(products))
+    xi = float(np.min(products)) / mean if mean > 0 else 1.0
+    sigma = 0.1 * min(0.05 * (1.0 - xi) / max(xi, 1e-300), 2.0) ** 3
+    return float(np.clip(sigma * mean, eps_min, eps))
 
 
 def _merit(lin, options):

@@ -86,7 +86,7 @@ def test_defaults_fill_omitted_sections_and_keys(data):
     assert config.solver == Solver(
         formulation="lifted",
         barrier=0.1,
-        barrier_decrease=False,
+        barrier_update="fixed",
         barrier_min=1e-4,
         max_iterations=100,
         tol=1e-5,
@@ -127,7 +127,7 @@ def test_to_dict_round_trips_through_parse_config_and_yaml(data):
         initial_state={"q": [0, 0, 0.45, 0, 0, 0, 1] + [0.1] * 12, "v": "zero"},
         limits=["torque", "position"],
         costs={"impulse_state": {"base_position": 7}, "touchdown": 1e3},
-        solver={"formulation": "nonlifted", "barrier": "1e-3", "barrier_decrease": True, "max_iterations": 7},
+        solver={"formulation": "nonlifted", "barrier": "1e-3", "barrier_update": "monotone", "max_iterations": 7},
     )
     data["gait"].update(step_length=0.1, step_height=0.08)
     data["gait"]["phases"][1] = {"contact": ["LH_FOOT", "RF_FOOT"], "duration": 0.04, "step_length": 0.2}
@@ -306,6 +306,12 @@ ERRORS = {
     "huge friction": ("contacts.friction", 1e308, "contacts.friction", ["a number <= 10"]),
     "huge barrier": ("solver.barrier", 1e308, "solver.barrier", ["a number <= 1000"]),
     "negative relaxation": ("solver.relaxation", -0.1, "solver.relaxation", ["a number >= 0"]),
+    "unknown barrier update": (
+        "solver.barrier_update",
+        "mehrotra",
+        "solver.barrier_update",
+        ["fixed or monotone or adaptive"],
+    ),
     "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
     "unknown start": ("solver.init", "random", "solver.init", ["expected static or zero_torque", "got 'random'"]),
     "unknown swing profile": ("gait.swing_profile", "sine", "gait.swing_profile", ["expected parabola or triangle"]),

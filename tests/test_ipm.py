@@ -9,7 +9,7 @@ from liftoff import dynamics
 from liftoff.ocp.costs import StateCost, VariableCost
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.problem import OCP, ContactStage
-from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.ipm import Options, _centrality_barrier, solve
 
 GANTRY = """<robot name="gantry">
   <link name="base"/>
@@ -91,15 +91,37 @@ def anymal():
     return dynamics.load("anymal")
 
 
-def test_line_search_and_decreasing_barrier_reach_the_same_optimum(anymal):
+def test_line_search_and_decreasing_barriers_reach_the_same_optimum(anymal):
     problem = lift_foot_problem(anymal, n_stance=2, n_swing=3, n_land=2)
     reference = solve(Formulation(problem), Options(barrier=1e-4, tol=3e-6))
     searched = solve(Formulation(problem), Options(barrier=1e-4, tol=3e-6, line_search=True))
-    decreasing = solve(Formulation(problem), Options(barrier=1e-1, barrier_decrease=True, barrier_min=1e-4, tol=3e-6))
-    for result in (reference, searched, decreasing):
+    decreasing = {
+        update: solve(Formulation(problem), Options(barrier=1e-1, barrier_update=update, barrier_min=1e-4, tol=3e-6))
+        for update in ("monotone", "adaptive")
+    }
+    adaptive_searched = solve(
+        Formulation(problem), Options(barrier=1e-1, barrier_update="adaptive", tol=3e-6, line_search=True)
+    )
+    for result in (reference, searched, adaptive_searched, *decreasing.values()):
         assert result.status == "converged", result.message
-    assert decreasing.barrier == pytest.approx(1e-4)
-    assert [h.barrier for h in decreasing.history][0] == pytest.approx(1e-1)
-    for result in (searched, decreasing):
+    for result in (adaptive_searched, *decreasing.values()):
+        assert result.barrier == pytest.approx(1e-4)
+        assert result.history[0].barrier == pytest.approx(1e-1)
+        assert all(a.barrier >= b.barrier for a, b in zip(result.history, result.history[1:]))  # never raised
+    for result in (searched, adaptive_searched, *decreasing.values()):
         np.testing.assert_allclose(result.iterate.q, reference.iterate.q, atol=1e-7)
         assert result.cost == pytest.approx(reference.cost, rel=1e-9)
+    assert decreasing["adaptive"].iterations < reference.iterations  # the point of following the complementarity
+
+
+def test_the_adaptive_barrier_is_loqos_centrality_rule():
+    products = np.array([1e-2, 2e-2, 3e-2])  # mean 2e-2, xi = 0.5
+    sigma = 0.1 * min(0.05 * 0.5 / 0.5, 2.0) ** 3
+    assert _centrality_barrier(products, 1.0, 1e-9) == pytest.approx(sigma * 2e-2)
+    assert _centrality_barrier(products, 1e-8, 1e-9) == 1e-8  # never above the previous barrier
+    assert _centrality_barrier(np.full(4, 1e-3), 1.0, 1e-5) == 1e-5  # centred: down to the floor
+    assert _centrality_barrier(np.array([1e-12, 1.0]), 1.0, 1e-9) == pytest.approx(0.8 * 0.5)  # off-centre: sigma 0.8
+    with pytest.raises(ValueError, match="barrier_update must be one of fixed, monotone, adaptive"):
+        Options(barrier_update="mehrotra")
+    with pytest.raises(ValueError, match="barrier_min 0.01 exceeds barrier 0.001"):
+        Options(barrier=1e-3, barrier_update="adaptive", barrier_min=1e-2)

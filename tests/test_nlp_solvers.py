@@ -28,7 +28,9 @@ def tiny():
 @pytest.fixture(scope="module")
 def interior_point(tiny):
     form = Formulation(tiny, "lifted", quiet=True)
-    result = solve(form, Options(barrier=1e-1, barrier_decrease=True, barrier_min=1e-9, tol=1e-9, max_iterations=200))
+    result = solve(
+        form, Options(barrier=1e-1, barrier_update="monotone", barrier_min=1e-9, tol=1e-9, max_iterations=200)
+    )
     assert result.converged
     return form.trajectories(result.iterate), result
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.ocp.formulation import Formulation
-from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.config import load_config, with_solver
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
 
@@ -134,15 +134,16 @@ def _median(runs: list) -> dict:
     return sorted(runs, key=lambda r: r["total_s"])[len(runs) // 2]
 
 
-def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
+def solve_benchmark(gaits=GAITS, repeat=3, progress=None, solver=None) -> dict:
     """Every gait by liftoff (lifted, non-lifted) and by Crocoddyl, the solves of the three
     interleaved ``repeat`` times (so that the machine's slow spells touch all alike), with
-    the ratios of the median runs."""
+    the ratios of the median runs; ``solver``: fields of the configurations' ``solver``
+    section to replace (e.g. ``{"barrier": 1e-4}``)."""
     _crocoddyl()  # before anything is compiled or solved
     rows = []
     with one_blas_thread():
         for gait in gaits:
-            config = load_config(CONFIGS / f"anymal_{gait}.yaml")
+            config = with_solver(load_config(CONFIGS / f"anymal_{gait}.yaml"), **(solver or {}))
             cases = {
                 "lifted": LiftoffGait(config, "lifted"),
                 "nonlifted": LiftoffGait(config, "nonlifted"),
@@ -160,7 +161,7 @@ def solve_benchmark(gaits=GAITS, repeat=3, progress=None) -> dict:
             rows.append(row)
             if progress:
                 progress(format_row(row))
-    return {"repeat": repeat, "gaits": rows}
+    return {"repeat": repeat, "solver": dict(solver or {}), "gaits": rows}
 
 
 def _scaled(config, factor):
@@ -225,7 +226,9 @@ def format_table(result) -> str:
         "ratio total",
         "nonlifted/lifted per it",
     )
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    settings = ", ".join(f"{k} {v}" for k, v in result.get("solver", {}).items()) or "the configurations'"
+    lines = [f"liftoff's solver settings: {settings}", ""]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in result["gaits"]:
         a, c = r["lifted"], r["crocoddyl"]
         cells = (

@@ -105,6 +105,12 @@ def _solve_parser(benches) -> None:
     )
     p.add_argument("--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)")
     p.add_argument("--scaling", action="store_true", help="time per iteration against the horizon length instead")
+    p.add_argument("--barrier", type=positive_float, metavar="EPS", help="liftoff's barrier (default: the configs')")
+    p.add_argument(
+        "--barrier-update",
+        choices=("fixed", "monotone", "adaptive"),
+        help="liftoff's barrier course: adaptive starts at 0.1 and ends at --barrier (default: the configs')",
+    )
     _common(p, 3, "solves per case, median kept")
     p.set_defaults(run=solve)
 
@@ -277,10 +283,21 @@ def solve(args) -> int:
     try:
         if args.scaling:
             return _report(bench.scaling_benchmark(repeat=args.repeat, progress=progress), bench.format_scaling, args)
-        result = bench.solve_benchmark(choose(args.gait, bench.GAITS, "--gait"), args.repeat, progress)
+        result = bench.solve_benchmark(
+            choose(args.gait, bench.GAITS, "--gait"), args.repeat, progress, _solver_overrides(args)
+        )
     except BenchError as err:
         return error(str(err), RUN_ERROR)
     return _report(result, bench.format_table, args)
+
+
+def _solver_overrides(args) -> dict:
+    """The solver fields ``--barrier`` and ``--barrier-update`` set: a decreasing barrier starts
+    at 0.1 and stops at ``--barrier``."""
+    if args.barrier_update in (None, "fixed"):
+        out = {} if args.barrier_update is None else {"barrier_update": "fixed"}
+        return out | ({} if args.barrier is None else {"barrier": args.barrier})
+    return {"barrier_update": args.barrier_update, "barrier": 0.1, "barrier_min": args.barrier or 1e-4}
 
 
 def ddp(args) -> int:

@@ -46,7 +46,7 @@ from typing import ClassVar
 import yaml
 
 from liftoff import dynamics
-from liftoff.solvers.ipm import Options
+from liftoff.solvers.ipm import BARRIER_UPDATES, Options
 
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")
@@ -258,7 +258,7 @@ class Solver:
     backend: str = "compiled"  # compiled | numpy: how stages are evaluated (compiled kernels, or numpy; same results)
     init: str = "static"  # static | zero_torque: the initial guess (ocp.formulation.Formulation.initial_iterate)
     barrier: float = 0.1  # in (0, 1e3], interior-point barrier parameter
-    barrier_decrease: bool = False  # decrease the barrier as the iterations converge
+    barrier_update: str = "fixed"  # fixed | monotone | adaptive: the barrier's course (solvers/ipm.py)
     barrier_min: float = 1e-4  # in (0, 1e3], the smallest barrier when it decreases
     max_iterations: int = 100  # in [0, 1e6]
     tol: float = 1e-5  # in (0, 1e3], on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits: 1e-6)
@@ -270,10 +270,18 @@ class Solver:
         one_of(self.formulation, FORMULATIONS, "formulation")
         one_of(self.backend, BACKENDS, "backend")
         one_of(self.init, INITS, "init")
+        one_of(self.barrier_update, BARRIER_UPDATES, "barrier_update")
         at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
         at_least(self, ("max_iterations", "relaxation"), 0)
         at_most(self, ("barrier", "barrier_min", "tol", "relaxation"), 1e3)
         at_most(self, ("max_iterations",), 1_000_000)
+        decreasing = self.barrier_update != "fixed"
+        check(
+            not decreasing or self.barrier_min <= self.barrier,
+            "barrier_min",
+            f"at most barrier ({self.barrier:g}) for a decreasing barrier",
+            self.barrier_min,
+        )
 
     def options(self) -> Options:
         """The interior point's :class:`solvers.ipm.Options`: every field but the formulation, the
