@@ -21,15 +21,51 @@ sides, ``M x = h + J^T f``, ``J x = r``. Four interchangeable proximal algorithm
   and one forward sweep; loop closures included.
 
 All converge to the least-squares solution for redundant constraints; ``"kkt"`` is the plain
-solve (``mu = 0``), which refuses rank-deficient constraints. Iterations stop when the
-constraint residual ``|J x - r|_inf <= tol``.
+solve (``mu = 0``), which refuses rank-deficient constraints. ``mu`` is a number or, seed 003
+Remark 2, one damping per constraint row (the damped Delassus matrix ``J M^-1 J^T + R`` with
+``R = diag(mu)``); ``warm_start`` starts the iterations from given forces instead of zero.
+
+Stopping (seed 000 Sec. II-B, seed 003 eq. 14 and Alg. 3). Each iteration measures the primal
+residual ``e = J x - r`` of its pair ``(x, f)`` (``M x = h + J^T f``):
+
+- ``|e|_inf <= tol``: the constraints hold, status ``"converged"``;
+- inconsistent constraints (one foot held twice towards two targets) cannot hold: the dual
+  problem is unbounded, ``f`` grows by ``R^-1 e`` per iteration along the null space of
+  ``J^T`` (no generalized force), while ``x`` converges to the least-squares solution, the
+  minimum of ``|J x - r|`` in the norm ``R^-1`` under the equation of motion. The iterations
+  stop there, status ``"least_squares"``, when the dual residual ``|J^T R^-1 e|_inf`` (the
+  optimality of that least-squares problem, ``R^-1`` scaled to a largest weight of 1) is
+  ``<= tol`` and the iterates have stopped moving: the change of the constraint accelerations
+  ``|J (x_k - x_k-1)|_inf`` (seed 003 Alg. 3's acceleration change, on the constraint rows so
+  that proxPV, which rolls out once, measures it too) is below ``STALL |e|_inf = 1e-3
+  |e|_inf``. That relative test keeps consistent problems from stopping early: their residual
+  shrinks by about ``mu / sigma`` per iteration while it changes by about itself (``sigma``:
+  eigenvalues of the Delassus matrix), so it only passes where ``sigma < 1e-3 mu``, directions
+  that take thousands of iterations to converge anyway; and the dual residual is only
+  computed for such stalled states. A stalled state not yet optimal goes on without the drift
+  (its forces reduced to their least norm, its multiplier steps taken on the range part of its
+  residual, see :func:`_iterate`), so that the rounding of ``J^T f`` does not grow with
+  ``f``. The forces returned are the least-squares ones of least ``R``-norm (numpy's
+  pseudo-inverse removes their component in the null space of ``J^T``, which moves nothing):
+  bounded, independent of ``max_iter``, and equal to the minimum-norm least-squares
+  (``lstsq``) solution of the KKT system with its rows scaled by ``R^-1/2``;
+- otherwise ``"max_iter"``.
+
+Before a status is reported, the residuals of the returned pair are recomputed: the
+constraint (or dual) residual and the equation of motion ``|M x - h - J^T f|_inf``, which must
+be ``<= tol max(1, |h|_inf, |J^T f|_inf)``. A pair whose iterations met their test but whose
+recomputed residuals do not is reported ``"inaccurate"`` (the augmented-Lagrangian
+algorithms at a small ``mu``, see below).
 
 Choosing ``mu``: the iterations contract like ``mu / (mu + sigma)`` (``sigma``: eigenvalues of
 the Delassus matrix), so a small ``mu`` converges in fewer iterations. proxLTL's accuracy does
 not depend on it, but the augmented-Lagrangian algorithms (proxLTLs, constrainedABA) factor
 ``M + J^T J / mu``, whose rounding leaves an equation-of-motion residual growing like ``1/mu``
 (seed 000 Sec. III-A): about 1e-10 at the default ``mu = 1e-4`` (4-6 iterations on ANYmal
-and Talos), 1e-8 to 1e-6 at ``mu = 1e-6``.
+and Talos), 1e-8 to 1e-6 at ``mu = 1e-6``, 3e-6 at ``mu = 1e-8`` on Talos standing (forces
+~700 N), where it misses ``tol max(1, |h|, |J^T f|)`` and the status says ``"inaccurate"``
+(proxLTL and proxPV, whose ``x`` solves ``M x = h + J^T f`` for the ``f`` they return, stay at
+1e-12).
 
 Derivatives follow seed 001 Prop. 1: ``d(a, f)/dz`` solves the same system with
 ``h = -dID/dz``, ``r = -d alpha/dz``, where ``ID(q, v, a, f) = rnea(q, v, a) - J^T f`` and
@@ -45,30 +81,77 @@ from .contacts import contact_rows, dimension, generalized_force_derivative, res
 from .errors import DimensionError
 from .forward_dynamics import Sweep, articulated_inertias, backward_sweep, forward_sweep, propagate_forces
 from .inverse_dynamics import derivatives_batch, mass_matrix, rnea
-from .kinematics import forward
+from .kinematics import forward, tree_sum
+from .spatial import dot, matvec
 
 ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV", "kkt")
+STATUSES = ("converged", "least_squares", "max_iter", "inaccurate")
+_CONVERGED, _LEAST_SQUARES, _MAX_ITER, _INACCURATE = range(4)
+STALL = 1e-3  # least squares: the constraint accelerations change by less than STALL |e| per iteration
+_STATUS_NAMES = np.array(STATUSES)
 
 
-class SingularConstraintError(ValueError):
-    """The plain KKT solve met rank-deficient constraints (use a proximal algorithm)."""
+class SingularConstraintError(np.linalg.LinAlgError):
+    """Rank-deficient constraints where an undamped solve needs full rank: the plain KKT solve,
+    or the inverse of the undamped Delassus matrix (use a proximal algorithm, or ``mu > 0``).
+    A ``ValueError``, and numpy's ``LinAlgError`` for callers that catch that."""
 
 
 class Solution(tuple):
-    """``(x, f)`` with the solver's report per state: ``iterations``, ``residual`` (the final
-    ``|J x - r|_inf``) and ``converged`` (``residual <= tol``)."""
+    """``(x, f)`` with the solver's report per state:
 
-    def __new__(cls, x, f, iterations, residual, converged):
+    - ``status``: one of ``STATUSES`` (see the module's "Stopping"); ``converged`` is
+      ``status == "converged"``;
+    - ``iterations``: the iterations made;
+    - ``residual``: the primal residual ``|J x - r|_inf`` of the returned pair;
+    - ``dual_residual``: ``|J^T R^-1 (J x - r)|_inf`` (``R^-1`` scaled to a largest weight of 1),
+      zero at the least-squares solution of inconsistent constraints;
+    - ``eom_residual``: ``|M x - h - J^T f|_inf``, the equation of motion of the pair."""
+
+    def __new__(cls, x, f, iterations, residual, status, dual_residual, eom_residual):
         out = super().__new__(cls, (x, f))
-        out.iterations, out.residual, out.converged = iterations, residual, converged
+        out.iterations, out.residual, out.status = iterations, residual, status
+        out.dual_residual, out.eom_residual = dual_residual, eom_residual
         return out
+
+    @property
+    def converged(self):
+        return self.status == "converged"
+
+
+def _damping(mu, zero=False):
+    """``mu`` as a float or a 1D float array (one per constraint row, seed 003 Remark 2),
+    each finite and ``> 0`` (``>= 0`` with ``zero``)."""
+    if type(mu) is float and 0 < mu < np.inf:  # the common case, quickly
+        return mu
+    what = "a finite number >= 0 (the damping)" if zero else "a finite number > 0 (the proximal damping)"
+    try:
+        values = np.asarray(mu, dtype=float)
+    except (TypeError, ValueError):
+        values = np.array(np.nan)
+    if values.ndim > 1 or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        ok = False
+    else:
+        ok = zero or np.all(values > 0)
+    if not ok:
+        raise ValueError(f"mu must be {what}, or one such number per constraint row, got {mu!r}")
+    return float(values) if values.ndim == 0 else values
+
+
+def _row_damping(mu, m):
+    """``mu (m,)``, one per constraint row."""
+    if np.ndim(mu) == 0:
+        return np.full(m, float(mu))
+    if len(mu) != m:
+        raise DimensionError(f"mu: expected a number or {m} values (one per constraint row), got {len(mu)}")
+    return np.asarray(mu, dtype=float)
 
 
 def _settings(mu, max_iter, tol, algorithm):
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
-    if algorithm != "kkt" and not (np.isscalar(mu) and np.isfinite(mu) and mu > 0):
-        raise ValueError(f"mu must be a finite number > 0 (the proximal damping), got {mu!r}")
+    if algorithm != "kkt":
+        _damping(mu)
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
     if not (np.isscalar(tol) and tol > 0):
@@ -156,28 +239,105 @@ def _spd_inverse(A):
     return np.swapaxes(Linv, 1, 2) @ Linv
 
 
-def _iterate(update, f, max_iter, tol):
-    """Run ``x, f_pair, residual, f = update(f)`` until every state's residual is ``<= tol``.
+class _LeastSquares:
+    """The least-squares problem of the constraint rows in the norm ``R^-1`` (``R = diag(mu)``,
+    scaled to a largest weight ``W = min(mu) / mu`` of 1): its dual residual ``|J^T W e|_inf``
+    for residuals ``e (B, m, c)``, zero at the least-squares solution, and the forces of least
+    ``R``-norm with the same generalized force."""
+
+    def __init__(self, J, mu):
+        self.J, self._Jt = J, None
+        self.w = None if np.ndim(mu) == 0 else (np.min(mu) / mu)[:, None]
+        self.stalled = None  # states whose multiplier updates take the range part of the residual
+
+    @property
+    def Jt(self):
+        """``J^T (B, nv, m)``, contiguous (``J`` is a transposed view: its products are slow)."""
+        if self._Jt is None:
+            self._Jt = np.ascontiguousarray(np.swapaxes(self.J, 1, 2))
+        return self._Jt
+
+    def weigh(self, e):
+        return e if self.w is None else self.w * e
+
+    def dual(self, e, states=slice(None)):
+        return _inf_norm(self.Jt[states] @ self.weigh(e))
+
+    def range(self, e):
+        """The residuals ``e (B, m, c)`` with those of the stalled states replaced by their
+        ``W``-orthogonal projection on the range of ``J``: their multiplier update ``R^-1 e``
+        then has no component in the null space of ``J^T`` (the drift of inconsistent
+        constraints, which moves nothing), and the forces stay bounded."""
+        if self.stalled is None:
+            return e
+        s = self.stalled
+        d = np.ones((1, 1)) if self.w is None else np.sqrt(self.w)
+        A = d * self.J[s]
+        e = e.copy()
+        e[s] = A @ (np.linalg.pinv(A) @ (d * e[s])) / d
+        return e
+
+    def least_norm(self, f, states=slice(None)):
+        """``D pinv(J^T D) J^T f`` (``D = W^1/2``) of forces ``f (B, m, c)`` of the ``states``:
+        the component of ``f`` in the null space of ``J^T`` (which moves nothing) removed,
+        by numpy's pseudo-inverse (seed 003 Remark 2's metric when ``mu`` varies by row)."""
+        Jt = self.Jt[states]
+        if self.w is None:
+            return np.linalg.pinv(Jt) @ (Jt @ f)
+        d = np.sqrt(self.w)
+        return d * (np.linalg.pinv(Jt * d.T) @ (Jt @ f))
+
+
+def _iterate(update, f, max_iter, tol, ls):
+    """Run ``x, f_pair, e, f = update(f)`` until every state has stopped (module docstring,
+    "Stopping"): its primal residual ``|e|_inf <= tol`` (converged), or its dual residual
+    ``ls.dual(e) <= tol`` with ``e`` changing by less than ``STALL |e|_inf`` since the previous
+    iteration (least squares).
 
     ``(x, f_pair)`` is a consistent pair (``M x = h + J^T f_pair``) of constraint residual
-    ``residual``; each state keeps the pair of the iteration where it first met ``tol`` (the
-    last one if never), and the number of iterations it took."""
-    first = np.zeros(len(f), dtype=int)
-    x_out = f_out = None
+    ``e`` (either sign), and ``update`` takes ``ls.range`` of the residual in its multiplier
+    step; each state keeps the pair of the iteration where it stopped (the last one if never).
+    Returns ``x, f, iterations, status`` (codes ``_CONVERGED``, ...).
+
+    A stall needs ``|e_k| >= |e_k-1| / (1 + STALL)``: states whose residual drops, as consistent
+    problems' do, skip the rest of the test. For inconsistent constraints the forces grow by
+    ``R^-1 e`` per iteration in the null space of ``J^T``, and the rounding of ``J^T f`` with
+    them (``eps |e| k / mu``), which would hold the dual residual above ``tol`` at a small
+    ``mu``: a stalled state whose dual residual is still above ``tol`` goes on from the forces
+    of least norm (``ls.least_norm``), with multiplier steps on the range part of its residual
+    (``ls.range``): no drift, and the proximal steps correct what the projection rounded."""
+    stop, least = np.zeros(len(f), dtype=int), np.zeros(len(f), dtype=bool)
+    x_out = f_out = e_prev = primal_prev = ls.stalled = None
     for k in range(1, max_iter + 1):
-        x, f_pair, residual, f = update(f)
+        x, f_pair, e, f = update(f)
         if x_out is None:
             x_out, f_out = np.array(x), np.array(f_pair)
-        running = first == 0
+        running = stop == 0
         x_out[running], f_out[running] = x[running], f_pair[running]
-        first = np.where(running & (residual <= tol), k, first)
-        if np.all(first > 0):
+        primal = _inf_norm(e)
+        done = running & (primal <= tol)
+        if primal_prev is not None and np.any(slow := primal * (1 + STALL) >= primal_prev):
+            slow &= running & ~done
+            if slow.any():
+                states = np.flatnonzero(slow)
+                states = states[_inf_norm(e[states] - e_prev[states]) <= STALL * primal[states]]
+                optimal = ls.dual(e[states], states) <= tol
+                least[states[optimal]], done[states[optimal]] = True, True
+                drifting = states[~optimal]
+                if len(drifting):  # from now on without the drift (ls.range), and without what it added
+                    f[drifting] = ls.least_norm(f[drifting], drifting)
+                    ls.stalled = drifting if ls.stalled is None else np.union1d(ls.stalled, drifting)
+        stop[done] = k
+        if np.all(stop > 0):
             break
-    return x_out, f_out, np.where(first > 0, first, max_iter)
+        e_prev, primal_prev = e, primal
+    status = np.where(stop == 0, _MAX_ITER, np.where(least, _LEAST_SQUARES, _CONVERGED))
+    return x_out, f_out, np.where(stop > 0, stop, max_iter), status
 
 
-def _inf_norm(x):
-    return np.max(np.abs(x), axis=tuple(range(1, x.ndim)))
+def _inf_norm(x, initial=0.0):
+    """``max(initial, max |x|)`` per state of ``x (B, ...)``."""
+    return np.abs(x).max(axis=tuple(range(1, x.ndim)), initial=initial)
 
 
 class _LTL:
@@ -185,13 +345,14 @@ class _LTL:
 
     def __init__(self, system, mu):
         self.chains, self.J = _chains(system.model), system.J
+        self.mu = _row_damping(mu, system.m)
         self.U, self.D, self.Y, schur = _udu(system.M, self.chains, system.J)
-        self.delassus = schur + mu * np.eye(system.m)  # J M^-1 J^T + mu 1
+        self.delassus = schur + np.diag(self.mu)  # J M^-1 J^T + R
         self.osim = _spd_inverse(self.delassus)  # the damped OSIM, from the Cholesky factor
-        self.mu = mu
+        self.ls = _LeastSquares(system.J, mu)
 
-    def solve(self, h, r, max_iter, tol):
-        """Proximal steps ``(J M^-1 J^T + mu) (f+ - f) = r - J x(f)`` with ``x(f) = M^-1 (h + J^T f)``:
+    def solve(self, h, r, max_iter, tol, f0=None):
+        """Proximal steps ``(J M^-1 J^T + R) (f+ - f) = r - J x(f)`` with ``x(f) = M^-1 (h + J^T f)``:
         seed 000 eq. 18 written on the true residual, so that rounding errors are fed back
         (iterative refinement; it matters when the Delassus matrix is singular)."""
         w = _back(self.U, h, self.chains) / self.D[:, :, None]  # D^-1 U^-1 h
@@ -200,15 +361,15 @@ class _LTL:
         def update(f):
             x = _forth(self.U, w + Yt @ f, self.chains)
             residual = r - self.J @ x
-            return x, f, _inf_norm(residual), f + self.osim @ residual
+            return x, f, residual, f + self.osim @ self.ls.range(residual)
 
-        return _iterate(update, np.zeros_like(r), max_iter, tol)
+        return _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
 
     def solve_exact(self, h, r, max_iter, tol):
         """The undamped KKT solve ``f = (J M^-1 J^T)^-1 (r - J M^-1 h)`` when the Delassus matrix
         is positive definite (the exact ``K^-1`` of seed 001 Prop. 1); proximal steps otherwise."""
         try:
-            exact = _spd_inverse(self.delassus - self.mu * np.eye(self.delassus.shape[-1]))
+            exact = _spd_inverse(self.delassus - np.diag(self.mu))
         except np.linalg.LinAlgError:
             return self.solve(h, r, max_iter, tol)[:2]
         w = _back(self.U, h, self.chains) / self.D[:, :, None]
@@ -223,8 +384,8 @@ class _LTLs:
     sparse factorization serves; loop closures couple branches and use a dense Cholesky."""
 
     def __init__(self, system, mu):
-        self.J, self.rho = system.J, 1.0 / mu
-        M_rho = system.M + self.rho * np.swapaxes(self.J, 1, 2) @ self.J
+        self.J, self.rho, self.ls = system.J, 1.0 / _row_damping(mu, system.m)[:, None], _LeastSquares(system.J, mu)
+        M_rho = system.M + np.swapaxes(self.J, 1, 2) @ (self.rho * self.J)
         if system.world_contacts_only:
             self.chains = _chains(system.model)
             self.U, self.D, _, _ = _udu(M_rho, self.chains)
@@ -233,16 +394,16 @@ class _LTLs:
             L = np.linalg.cholesky(M_rho)
             self.solve_M = lambda x: np.linalg.solve(np.swapaxes(L, 1, 2), np.linalg.solve(L, x))
 
-    def solve(self, h, r, max_iter, tol):
+    def solve(self, h, r, max_iter, tol, f0=None):
         Jt = np.swapaxes(self.J, 1, 2)
 
         def update(f):
             x = self.solve_M(h + Jt @ (f + self.rho * r))
             residual = self.J @ x - r
-            f_next = f - self.rho * residual
-            return x, f_next, _inf_norm(residual), f_next
+            f_next = f - self.rho * self.ls.range(residual)
+            return x, f_next, residual, f_next
 
-        return _iterate(update, np.zeros_like(r), max_iter, tol)
+        return _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
 
 
 def _check_attached(rc, joint):
@@ -264,15 +425,17 @@ class _CABA:
                 "constrainedABA handles contacts with the world (seed 003 eq. 20c); "
                 "use proxLTL, proxLTLs or proxPV for loop closures"
             )
-        self.model, self.kin, self.tau, self.rho = system.model, kin, tau, 1.0 / mu
+        self.model, self.kin, self.tau = system.model, kin, tau
+        self.rho, self.ls = 1.0 / _row_damping(mu, system.m)[:, None], _LeastSquares(system.J, mu)
         self.IA, self.pA, self.c = articulated_inertias(system.model, kin, v)
+        self.inertia = self.IA.copy()  # before the augmentation, for the equation of motion
         self.blocks = []  # (joint, row slice, K (m_c, 6, B), bias rows (m_c, B))
         for rc, rows in zip(system.resolved, system.rows):
             ((j, K),) = rows.bodies
             _check_attached(rc, j)
             bias = np.einsum("rcb,cb->rb", K, kin.oa[:, j])  # K a_j at zero joint acceleration (with a0)
             self.blocks.append((j, rc.slice, K, bias))
-            self.IA[:, :, j] += self.rho * np.einsum("rcb,rdb->cdb", K, K)
+            self.IA[:, :, j] += np.einsum("rcb,r,rdb->cdb", K, self.rho[rc.slice, 0], K)
 
     def _rows(self, acc):
         return np.concatenate([np.einsum("rcb,cb->rb", K, acc[:, j]) for j, _, K, _ in self.blocks]).T[..., None]
@@ -284,20 +447,25 @@ class _CABA:
             out[:, j] += np.einsum("rcb,br->cb", K, f[:, sl, 0])
         return out
 
-    def solve(self, r, max_iter, tol):
+    def solve(self, r, max_iter, tol, f0=None):
         k = r + np.concatenate([bias for *_, bias in self.blocks]).T[..., None]
         pA = self.pA - self._forces(self.rho * k)
         sweep = backward_sweep(self.model, self.kin, self.IA, pA, self.c, self.tau)
-        f0 = np.zeros_like(r)
+        start = np.zeros_like(r) if f0 is None else f0
 
         def update(f):
-            dpA = None if f is f0 else propagate_forces(self.model, sweep, -self._forces(f))
+            cold = f is start and f0 is None  # zero forces: nothing to propagate
+            dpA = None if cold else propagate_forces(self.model, sweep, -self._forces(f))
             qdd, acc = forward_sweep(self.model, self.kin, sweep, dpA)
             residual = self._rows(acc) - k
-            f_next = f - self.rho * residual
-            return qdd.T[..., None], f_next, _inf_norm(residual), f_next
+            f_next = f - self.rho * self.ls.range(residual)
+            return qdd.T[..., None], f_next, residual, f_next
 
-        return _iterate(update, f0, max_iter, tol)
+        return _iterate(update, start, max_iter, tol, self.ls)
+
+    def motion(self, x):
+        """``M x - h (B, nv, 1)``."""
+        return (_joint_forces(self.model, self.kin, self.inertia, self.pA, x[..., 0]) - self.tau)[..., None]
 
 
 def _body_rows(system, kin):
@@ -364,8 +532,10 @@ class _PV:
 
     def __init__(self, system, kin, v, tau, mu):
         model = self.model = system.model
-        self.kin, self.mu = kin, mu
+        self.kin, self.tau, self.mu = kin, tau, _row_damping(mu, system.m)
+        self.ls = _LeastSquares(system.J, mu)
         IA, pA, c = articulated_inertias(model, kin, v)
+        self.inertia, self.bias_forces = IA.copy(), pA.copy()  # for the equation of motion
         self.sweep = backward_sweep(model, kin, IA, pA, c, tau)
         B = len(v)
         KA, self.bias = _body_rows(system, kin)
@@ -373,16 +543,16 @@ class _PV:
         self.delassus = L0.transpose(2, 0, 1)  # (B, m, m)
         self.free = (np.einsum("rcb,cb->rb", K0, kin.a0[:, 0] * np.ones((1, B))) + l0).T[..., None]
 
-    def solve(self, r, max_iter, tol):
+    def solve(self, r, max_iter, tol, f0=None):
         k = r + self.bias.T[..., None]
-        damped = _spd_inverse(self.delassus + self.mu * np.eye(self.delassus.shape[-1]))
+        damped = _spd_inverse(self.delassus + np.diag(self.mu))
 
         def update(f):
             residual = k - self.free - self.delassus @ f
-            return f, f, _inf_norm(residual), f + damped @ residual
+            return f, f, residual, f + damped @ self.ls.range(residual)
 
-        _, f, iterations = _iterate(update, np.zeros_like(r), max_iter, tol)
-        return self.rollout(f[..., 0]), f, iterations
+        _, f, iterations, status = _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
+        return self.rollout(f[..., 0]), f, iterations, status
 
     def rollout(self, f):
         """The forward sweep under the constraint forces ``f (B, m)``: ``(B, nv, 1)``."""
@@ -393,18 +563,24 @@ class _PV:
         qdd, _ = forward_sweep(self.model, self.kin, Sweep(levels, self.sweep.c))
         return qdd.T[..., None]
 
+    def motion(self, x):
+        """``M x - h (B, nv, 1)``."""
+        return (_joint_forces(self.model, self.kin, self.inertia, self.bias_forces, x[..., 0]) - self.tau)[..., None]
 
-def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None):
-    """``x, f`` with ``M x = h + J^T f``, ``J x = r`` (``h (B, nv, c)``, ``r (B, m, c)``)."""
+
+def _solve(system, algorithm, h, r, mu, max_iter, tol, aba=None, f0=None):
+    """``x, f, iterations, status, ls, motion`` with ``M x = h + J^T f``, ``J x = r`` (``h (B,
+    nv, c)``, ``r (B, m, c)``), the proximal iterations started at ``f0`` (zero if None);
+    ``ls``: the least-squares problem (:class:`_LeastSquares`), ``motion(x) = M x - h``."""
+    if algorithm in ("proxPV", "constrainedABA"):
+        solver = aba(_PV if algorithm == "proxPV" else _CABA)
+        return (*solver.solve(r, max_iter, tol, f0), solver.ls, solver.motion)
     if algorithm == "kkt":
-        return _kkt(system, h, r)
-    if algorithm == "proxLTL":
-        return _LTL(system, mu).solve(h, r, max_iter, tol)
-    if algorithm == "proxLTLs":
-        return _LTLs(system, mu).solve(h, r, max_iter, tol)
-    if algorithm == "proxPV":
-        return aba(_PV).solve(r, max_iter, tol)
-    return aba(_CABA).solve(r, max_iter, tol)
+        out, ls = _kkt(system, h, r), _LeastSquares(system.J, 1.0)
+    else:
+        solver = (_LTL if algorithm == "proxLTL" else _LTLs)(system, mu)
+        out, ls = solver.solve(h, r, max_iter, tol, f0), solver.ls
+    return (*out, ls, lambda x: system.M @ x - h)
 
 
 def _kkt(system, h, r):
@@ -420,7 +596,8 @@ def _kkt(system, h, r):
     Minv_Jt = np.linalg.solve(system.M, np.swapaxes(J, 1, 2))
     Minv_h = np.linalg.solve(system.M, h)
     f = np.linalg.solve(J @ Minv_Jt, r - J @ Minv_h)
-    return Minv_h + Minv_Jt @ f, f, np.ones(len(h), dtype=int)
+    ones = np.ones(len(h), dtype=int)
+    return Minv_h + Minv_Jt @ f, f, ones, ones * _CONVERGED
 
 
 # ----------------------------------------------------------------------------- public API
@@ -431,61 +608,139 @@ def _inputs(model, q, v, x=None, name="tau"):
     return batch(*specs)
 
 
-def constrained_dynamics(model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL"):
-    """Accelerations and contact forces: a :class:`Solution` ``(a, f)``.
-
-    ``a (..., nv)``; ``f (..., m)`` stacks the contacts in list order, each in its own frame
-    and components (6D as (linear, angular)), the force on the robot. ``mu > 0``: proximal
-    damping; iterations stop at constraint residual ``tol`` or ``max_iter``.
-    """
-    _settings(mu, max_iter, tol, algorithm)
-    (q, v, tau), shape = _inputs(model, q, v, tau)
-    system = _System(model, q, v, contacts)
-    h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
-    r = (system.target - system.drift)[..., None]
-    aba = lambda cls: cls(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, mu)  # noqa: E731
-    x, f, iterations = _solve(system, algorithm, h, r, mu, max_iter, tol, aba)
-    return _solution(system, x, f, r, iterations, tol, shape)
+def _warm_start(f0, m, shape):
+    """Starting forces ``(..., m)`` (or ``(m,)`` for every state) as ``(B, m, 1)``, or None."""
+    if f0 is None:
+        return None
+    f0 = np.asarray(f0, dtype=float)
+    if f0.shape not in ((m,), shape + (m,)):
+        raise DimensionError(
+            f"warm_start: expected shape ({m},) or {shape + (m,)} (forces of these contacts), got {f0.shape}"
+        )
+    if not np.all(np.isfinite(f0)):
+        raise ValueError("warm_start: the starting forces must be finite")
+    return np.ascontiguousarray(np.broadcast_to(f0, shape + (m,))).reshape(-1, m, 1)
 
 
-def impulse_dynamics(model, q, v, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL"):
-    """Velocity after a fully inelastic impact and the contact impulses: ``(v_plus, impulse)``.
-
-    ``M dv = J^T impulse`` and ``J (v + dv) = 0`` (seed 004 eq. 9-13); ``impulse`` is laid out
-    like the forces of :func:`constrained_dynamics`."""
-    _settings(mu, max_iter, tol, algorithm)
-    (q, v), shape = _inputs(model, q, v)
-    system = _System(model, q, v, contacts)
-    r = -system.velocity[..., None]
-    zeros = np.zeros_like(v)
-    aba = lambda cls: cls(system, forward(model, q, zeros, zeros, gravity=False), zeros, zeros, mu)  # noqa: E731
-    dv, impulse, iterations = _solve(system, algorithm, zeros[..., None], r, mu, max_iter, tol, aba)
-    sol = _solution(system, dv, impulse, r, iterations, tol, shape)
-    return Solution(unbatch(v, shape) + sol[0], sol[1], sol.iterations, sol.residual, sol.converged)
+def _joint_forces(model, kin, inertia, bias, a):
+    """``M a + b (B, nv)``: the RNEA over the ABA's kinematics ``kin`` (at zero joint
+    acceleration, with ``a0``) and its world inertias ``(6, 6, n, B)`` and bias forces
+    ``v x* I v (6, n, B)``: the equation of motion of the ABA-based algorithms."""
+    t = model.tree
+    acc = kin.oa + tree_sum(t.support, kin.oS * a.T)
+    return dot(kin.oS, tree_sum(t.descendants, matvec(inertia, acc) + bias)[:, t.dof_joint]).T
 
 
-def _solution(system, x, f, r, iterations, tol, shape):
-    residual = _inf_norm(system.J @ x - r)
+def _solution(system, solved, r, h, tol, shape):
+    """The :class:`Solution` of ``solved = _solve(...)``. Least-squares forces are reduced to
+    their least ``R``-norm; the status is checked on the residuals recomputed from the
+    returned pair (module docstring, "Stopping")."""
+    x, f, iterations, status, ls, motion = solved
+    least = status == _LEAST_SQUARES
+    if least.any():
+        f[least] = ls.least_norm(f[least], least)
+    e = system.J @ x - r
+    Jt_ef = ls.Jt @ np.concatenate((ls.weigh(e), f), axis=2)
+    Jte, Jtf = Jt_ef[..., : e.shape[2]], Jt_ef[..., e.shape[2] :]  # J^T W e, J^T f
+    primal, dual = _inf_norm(e), _inf_norm(Jte)
+    eom = _inf_norm(motion(x) - Jtf)
+    holds = eom <= tol * _inf_norm(np.concatenate((h, Jtf), axis=1), 1.0)  # relative to max(1, |h|, |J^T f|)
+    converged = holds & (primal <= tol)
+    if np.all(converged):
+        final = np.zeros(len(x), dtype=int)
+    else:
+        final = np.where(status == _MAX_ITER, _MAX_ITER, _INACCURATE)
+        final[holds & least & (dual <= tol)] = _LEAST_SQUARES
+        final[converged] = _CONVERGED
     return Solution(
         unbatch(x[..., 0], shape),
         unbatch(f[..., 0], shape),
         unbatch(iterations, shape),
-        unbatch(residual, shape),
-        unbatch(residual <= tol, shape),
+        unbatch(primal, shape),
+        unbatch(_STATUS_NAMES[final], shape)[()],
+        unbatch(dual, shape),
+        unbatch(eom, shape),
     )
+
+
+def constrained_dynamics(
+    model, q, v, tau, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL", warm_start=None
+):
+    """Accelerations and contact forces: a :class:`Solution` ``(a, f)``.
+
+    ``a (..., nv)``; ``f (..., m)`` stacks the contacts in list order, each in its own frame
+    and components (6D as (linear, angular)), the force on the robot. ``mu > 0``: proximal
+    damping, a number or one per constraint row ``(m,)``; iterations stop as the module
+    docstring says ("Stopping") or at ``max_iter``. ``warm_start``: forces ``(m,)`` or
+    ``(..., m)`` to start the iterations from (e.g. the previous time step's); zero if None,
+    unused by ``"kkt"``. From the exact forces the iterations stop at the first.
+    """
+    _settings(mu, max_iter, tol, algorithm)
+    (q, v, tau), shape = _inputs(model, q, v, tau)
+    system = _System(model, q, v, contacts)
+    f0 = _warm_start(warm_start, system.m, shape)
+    h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
+    r = (system.target - system.drift)[..., None]
+    aba = lambda cls: cls(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, mu)  # noqa: E731
+    solved = _solve(system, algorithm, h, r, mu, max_iter, tol, aba, f0)
+    return _solution(system, solved, r, h, tol, shape)
+
+
+def impulse_dynamics(model, q, v, contacts, mu=1e-4, max_iter=30, tol=1e-10, algorithm="proxLTL", warm_start=None):
+    """Velocity after a fully inelastic impact and the contact impulses: ``(v_plus, impulse)``.
+
+    ``M dv = J^T impulse`` and ``J (v + dv) = 0`` (seed 004 eq. 9-13); ``impulse`` is laid out
+    like the forces of :func:`constrained_dynamics`, and so is ``warm_start``, the impulses to
+    start the iterations from. The report (:class:`Solution`) is that of ``dv``."""
+    _settings(mu, max_iter, tol, algorithm)
+    (q, v), shape = _inputs(model, q, v)
+    system = _System(model, q, v, contacts)
+    f0 = _warm_start(warm_start, system.m, shape)
+    r = -system.velocity[..., None]
+    zeros = np.zeros_like(v)
+    aba = lambda cls: cls(system, forward(model, q, zeros, zeros, gravity=False), zeros, zeros, mu)  # noqa: E731
+    h = zeros[..., None]
+    sol = _solution(system, _solve(system, algorithm, h, r, mu, max_iter, tol, aba, f0), r, h, tol, shape)
+    return Solution(unbatch(v, shape) + sol[0], sol[1], *_report(sol))
+
+
+def _report(sol):
+    return sol.iterations, sol.residual, sol.status, sol.dual_residual, sol.eom_residual
 
 
 def delassus(model, q, contacts, mu=0.0):
     """The damped Delassus matrix ``J M^-1 J^T + mu 1`` and its inverse, the damped OSIM,
-    from the proxLTL factorization: ``(delassus, osim)``, each ``(..., m, m)``."""
-    if not (np.isscalar(mu) and mu >= 0):
-        raise ValueError(f"mu must be a number >= 0, got {mu!r}")
+    from the proxLTL factorization: ``(delassus, osim)``, each ``(..., m, m)``. ``mu >= 0``, a
+    number or one per constraint row (``J M^-1 J^T + diag(mu)``). Redundant or singular
+    contacts leave ``J M^-1 J^T`` singular: with ``mu = 0`` it then has no inverse and
+    :class:`SingularConstraintError` says so."""
+    mu = _damping(mu, zero=True)
     (q,), shape = batch(("q", q, model.nq))
     system = _System(model, q, np.zeros((len(q), model.nv)), contacts)
     chains = _chains(model)
     _, _, _, schur = _udu(system.M, chains, system.J)
-    damped = schur + mu * np.eye(system.m)
-    return unbatch(damped, shape), unbatch(_spd_inverse(damped), shape)
+    damped = schur + np.diag(_row_damping(mu, system.m))
+    try:
+        osim = _spd_inverse(damped)
+    except np.linalg.LinAlgError:
+        raise SingularConstraintError(_singular_delassus(system, damped, mu)) from None
+    return unbatch(damped, shape), unbatch(osim, shape)
+
+
+def _singular_delassus(system, damped, mu):
+    rank = np.linalg.matrix_rank(system.J)
+    deficient = rank < system.m
+    b = int(np.argmax(deficient)) if np.any(deficient) else int(np.argmin(np.linalg.eigvalsh(damped)[:, 0]))
+    cause = (
+        f"the constraint Jacobian has rank {int(rank[b])} < {system.m} rows (redundant or singular contacts)"
+        if deficient[b]
+        else "the contacts are at a singular configuration"
+    )
+    matrix = "J M^-1 J^T" if np.all(np.asarray(mu) == 0) else "J M^-1 J^T + diag(mu)"
+    return (
+        f"the Delassus matrix {matrix} is singular at state {b}: {cause}, so it has no inverse (OSIM); "
+        f"pass a damping mu > 0 (e.g. mu=1e-6) for the damped OSIM (J M^-1 J^T + mu 1)^-1"
+    )
 
 
 OSIM_ALGORITHMS = ("cABA-OSIM", "cABA-OSIMf", "proxPV", "proxLTL")
@@ -507,20 +762,22 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
       matrix as block-diagonal branch terms (each branch swept over its own rows only) plus
       the base's rank-6 update;
     - ``proxPV``: the Delassus matrix of the Popov-Vereshchagin sweep, damped and inverted;
-    - ``proxLTL``: the same from the sparse factorization (:func:`delassus`)."""
+    - ``proxLTL``: the same from the sparse factorization (:func:`delassus`).
+
+    ``mu``: a number or one per constraint row, ``(J M^-1 J^T + diag(mu))^-1`` (seed 003
+    Remark 2; ``rho = 1/mu`` row by row above)."""
     if algorithm not in OSIM_ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {', '.join(OSIM_ALGORITHMS)}")
-    if not (np.isscalar(mu) and np.isfinite(mu) and mu > 0):
-        raise ValueError(f"mu must be a finite number > 0 (the damping), got {mu!r}")
+    mu = _damping(mu)
     if algorithm == "proxLTL":
         return delassus(model, q, contacts, mu)[1]
     (q,), shape = batch(("q", q, model.nq))
     zeros = np.zeros((len(q), model.nv))
     system = _System(model, q, zeros, contacts)
-    kin, m = system.kin, system.m
+    kin, mu = system.kin, _row_damping(mu, system.m)
     if algorithm == "proxPV":
         L = _PV(system, kin, zeros, zeros, mu).delassus
-        return unbatch(_spd_inverse(L + mu * np.eye(m)), shape)
+        return unbatch(_spd_inverse(L + np.diag(mu)), shape)
     if not system.world_contacts_only:
         raise ValueError(f"{algorithm} handles contacts with the world; use proxPV or proxLTL for loop closures")
     if algorithm == "cABA-OSIMf" and not model.tree.free_flyer:
@@ -528,13 +785,14 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
     rho = 1.0 / mu
     IA, pA, c = articulated_inertias(model, kin, zeros)
     KA, _ = _body_rows(system, kin)
-    IA += rho * np.einsum("rcjb,rdjb->cdjb", KA, KA)  # each row on one body: the inertias of M + rho J^T J
+    IA += np.einsum("rcjb,r,rdjb->cdjb", KA, rho, KA)  # each row on one body: the inertias of M + J^T diag(rho) J
     sweep = backward_sweep(model, kin, IA, np.zeros_like(pA), np.zeros_like(c), zeros)
     if algorithm == "cABA-OSIM":
         L_rho = _pv_sweep(model, sweep, KA)[1]
     else:
         L_rho = _branch_delassus(model, sweep, KA, [rc.joint for rc in system.resolved for _ in range(rc.contact.dim)])
-    return unbatch(rho * np.eye(m) - rho**2 * L_rho.transpose(2, 0, 1), shape)  # with L_rho = J M_rho^-1 J^T
+    osim = np.diag(rho) - rho[:, None] * rho * L_rho.transpose(2, 0, 1)  # with L_rho = J M_rho^-1 J^T
+    return unbatch(osim, shape)
 
 
 def _branch_delassus(model, sweep, KA, row_joints):
@@ -712,7 +970,7 @@ def constrained_dynamics_derivatives(model, q, v, tau, contacts, mu=1e-4, max_it
     h = (tau - rnea(model, q, v, np.zeros_like(v)))[..., None]
     r = (system.target - system.drift)[..., None]
     ltl = _LTL(system, mu)
-    a, f, _ = ltl.solve(h, r, max_iter, tol)
+    a, f, *_ = ltl.solve(h, r, max_iter, tol)
     a, f = a[..., 0], f[..., 0]
     dtau_dq, dtau_dv, _ = derivatives_batch(model, q, v, a)
     dID_dq = dtau_dq - _force_derivative(system, f)
@@ -734,7 +992,7 @@ def impulse_dynamics_derivatives(model, q, v, contacts, mu=1e-4, max_iter=30, to
     system = _System(model, q, v, contacts)
     zeros = np.zeros_like(v)
     ltl = _LTL(system, mu)
-    dv, impulse, _ = ltl.solve(zeros[..., None], -system.velocity[..., None], max_iter, tol)
+    dv, impulse, *_ = ltl.solve(zeros[..., None], -system.velocity[..., None], max_iter, tol)
     dv, impulse = dv[..., 0], impulse[..., 0]
     dM_dq, _, _ = derivatives_batch(model, q, zeros, dv, gravity=False)
     dE1_dq = dM_dq - _force_derivative(system, impulse)
