@@ -189,6 +189,15 @@ def frame_placement(model, q, frame):
     return unbatch(_batch_first(R), shape), unbatch(_batch_first(p), shape)
 
 
+def frame_positions(model, q, frames) -> np.ndarray:
+    """The world positions ``(..., len(frames), 3)`` of the origins of ``frames``, from one pass
+    of forward kinematics (:func:`frame_placement` runs one per frame)."""
+    (q,), shape = batch(("q", q, model.nq))
+    kin = forward(model, q)
+    p = np.stack([frame_placement_world(model, kin, *_frame(model, frame))[1] for frame in frames])
+    return unbatch(p.transpose(2, 0, 1), shape)
+
+
 def frame_velocity(model, q, v, frame, reference="LOCAL"):
     """Spatial velocity ``(linear, angular)`` of ``frame`` expressed in ``reference``."""
     reference = ReferenceFrame.parse(reference)

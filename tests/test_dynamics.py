@@ -9,6 +9,7 @@ import pytest
 from conftest import NSTATES, atol, finite_differences, load_pair, pin_fext, pin_loop, random_states, symmetrize_upper
 
 from liftoff import dynamics
+from liftoff.dynamics.kinematics import frame_positions
 
 
 def with_fext(model, rng, n=NSTATES):
@@ -228,3 +229,13 @@ def test_batch_broadcasting(name, rng):
         rtol=0,
         atol=1e-12,
     )
+
+
+def test_frame_positions_are_the_frames_placements_in_one_pass():
+    model = dynamics.load("anymal")
+    q = dynamics.random_configuration(model, 7, size=3)
+    frames = ["LF_FOOT", "RH_FOOT", "base"]
+    positions = frame_positions(model, q, frames)
+    assert positions.shape == (3, 3, 3) and frame_positions(model, q[0], frames).shape == (3, 3)
+    for i, frame in enumerate(frames):
+        np.testing.assert_array_equal(positions[:, i], dynamics.frame_placement(model, q, frame)[1])

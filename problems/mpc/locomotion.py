@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.dynamics.kinematics import frame_positions
 from liftoff.problems.tasks.config import ConfigError
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, horizon_ocp, layout_ocp
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
@@ -243,7 +244,7 @@ class GaitController:
         st.change = self.schedule.next(i, max(knot, st.change), False)
 
     def _positions(self, q) -> np.ndarray:
-        return np.array([dynamics.frame_placement(self.model, q, f)[1] for f in self.feet])
+        return frame_positions(self.model, q, self.feet)
 
     def _plan(self, t, q, v) -> Horizon:
         N = self.config.mpc.horizon
@@ -314,7 +315,7 @@ class GaitController:
 
     def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
         """The swing reference at time ``t`` (module docstring)."""
-        s = float(np.clip((t - lift) / max(land - lift, 1e-9), 0.0, 1.0))
+        s = min(max((t - lift) / max(land - lift, 1e-9), 0.0), 1.0)
         b = 0.5 * (1.0 - np.cos(np.pi * s))
         depth, height = self.config.mpc.footholds.touchdown_depth, self.config.gait.step_height
         out = p_lift + b * (p_land - p_lift)
