@@ -3,6 +3,7 @@
 See the README for the public API. Arrays follow Pinocchio's layout and conventions.
 """
 
+from .collision import ContactSet, Plane, Sphere, detect, point, tilted_plane
 from .constrained import (
     ALGORITHMS,
     OSIM_ALGORITHMS,
@@ -55,3 +56,22 @@ from .manifold import (
 from .memory import retain_freed_memory
 from .model import Model, add_frame
 from .robots import ROBOTS, load, load_urdf_string, robot_urdf
+from .simulator import (
+    CONTACT_MODELS,
+    ContactSolverWarning,
+    SimulatorData,
+    SimulatorModel,
+    make_data,
+    simulate,
+    soft_time_step_bound,
+    step,
+)
+from .soft_contact import (
+    SoftContact,
+    soft_contact_forces,
+    soft_contact_forces_derivatives,
+    soft_contact_state,
+    soft_forward_dynamics,
+    soft_forward_dynamics_derivatives,
+)
+from .unilateral import admm, pgs, project_cone

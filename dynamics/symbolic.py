@@ -26,6 +26,7 @@ import numpy as np
 from .kinematics import ReferenceFrame
 from .manifold import _SMALL
 from .model import CONTINUOUS, FREE_FLYER, PRISMATIC
+from .soft_contact import EXP_CLIP
 
 # ----------------------------------------------------------------------------- small algebra
 
@@ -330,6 +331,41 @@ def _error_6d(reference, R, p, Rt, pt):
     if reference is ReferenceFrame.LOCAL:
         return local
     return ca.vertcat(R @ local[:3], R @ local[3:])
+
+
+# ----------------------------------------------------------------------------- soft contacts
+
+
+def _sigmoid(x, clip):
+    """:func:`dynamics.soft_contact.sigmoid`."""
+    return 1.0 / (1.0 + ca.exp(-ca.fmin(ca.fmax(x, -clip), clip)))
+
+
+def _softplus(x, clip):
+    """:func:`dynamics.soft_contact.softplus`."""
+    return ca.if_else(x > clip, x, ca.log1p(ca.exp(ca.fmin(ca.fmax(x, -clip), clip))))
+
+
+def soft_contact_force(model, kin: Kinematics, frame, law, parameters):
+    """A soft contact of ``frame``'s origin (:mod:`dynamics.soft_contact`, its smoothed law
+    ``law``), its ``parameters`` (SX, :meth:`dynamics.SoftContact.parameters`) inputs: ``(F,
+    f_n, wrenches)``, the world force on the robot, its normal part and ``[(joint, (F, p x
+    F))]`` for :func:`generalized_forces`. ``kin`` holds ``ov``."""
+    f = model.frame_id(frame)
+    j = int(model.frame_parent[f])
+    _, p = frame_placement(model, kin, f)
+    pdot = shift_motion(_body(kin.ov, j), p)[:3]
+    p0, n = parameters[0:3], parameters[3:6]
+    k, c, e, mu, delta, w, eps = (parameters[i] for i in range(6, 13))
+    d, d_dot = -ca.dot(n, p - p0), -ca.dot(n, pdot)
+    if law == "linear":
+        phi = k * d + c * d_dot
+    else:
+        phi = k * (delta * _softplus(d / delta, EXP_CLIP)) ** e * (1 + c * d_dot)
+    f_n = _sigmoid(d / delta, EXP_CLIP) * 0.5 * (phi + ca.sqrt(phi * phi + w * w))
+    v_t = pdot - ca.dot(n, pdot) * n
+    F = f_n * n - mu * f_n / ca.sqrt(ca.dot(v_t, v_t) + eps * eps) * v_t
+    return F, f_n, ([(j, ca.vertcat(F, cross(p, F)))] if j >= 0 else [])
 
 
 # ----------------------------------------------------------------------------- the configuration manifold

@@ -121,6 +121,26 @@ class FramePositionCost:
 
 
 @dataclass(frozen=True)
+class PlaneDistanceCost:
+    """``r = n . p_frame(q) - reference``: the frame origin's coordinate along the unit
+    ``normal`` ``n (3,)`` (or ``(S, 3)``), for the signed distance to a plane of that normal
+    (its offset in the reference): the penetration of a soft contact (:mod:`dynamics.soft_contact`)."""
+
+    frame: str
+    normal: np.ndarray
+    reference: np.ndarray  # (1,), or (S, 1)
+    weights: np.ndarray
+    name: str = ""
+
+    def residual(self, model, z: StageVariables):
+        _, p = dynamics.frame_placement(model, z.q, self.frame)
+        J = dynamics.frame_jacobian(model, z.q, self.frame, "LOCAL_WORLD_ALIGNED")[:, :3]
+        n = np.broadcast_to(np.asarray(self.normal, dtype=float), p.shape)
+        r = np.sum(n * p, axis=1, keepdims=True) - self.reference
+        return r, _jacobian(z, "q", np.einsum("si,sin->sn", n, J)[:, None])
+
+
+@dataclass(frozen=True)
 class FrameRotationCost:
     """``r = log3(R_ref^T R(q))``: the frame's orientation error as a rotation vector in its own
     axes; ``R = jlog3(r) J_w`` with ``J_w`` the angular rows of the frame's LOCAL Jacobian."""

@@ -107,8 +107,10 @@ class CompiledStages:
         for group in groups:
             if group.kind not in self.kernels:
                 raise ValueError(f"no {group.kind} kernel in this formulation")
-            if any(sym.contact_key(c) not in keys for c in group.contacts) or any(
-                term_key(t) not in slots[group.kind] for t in group.costs.terms
+            if (
+                any(sym.contact_key(c) not in keys for c in group.contacts)
+                or any(term_key(t) not in slots[group.kind] for t in group.costs.terms)
+                or any(sym.soft_key(s) not in self.layout.soft for s in group.soft)
             ):
                 raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
         if any(term_key(t) not in slots["terminal"] for t in ocp.terminal_costs):
@@ -170,10 +172,13 @@ class CompiledStages:
             terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
             gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
             sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
-            static = np.concatenate((group.dt[:, None], gain, disturbance, contact_inputs, sliding, terms), axis=1)
+            soft = sym.soft_parameters(lay, group.soft, S)
+            static = np.concatenate(
+                (group.dt[:, None], gain, disturbance, contact_inputs, sliding, soft, terms), axis=1
+            )
         else:
             static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
-        forward = np.concatenate((disturbance, contact_inputs), axis=1)
+        forward = np.concatenate((disturbance, contact_inputs, sym.soft_parameters(lay, group.soft, S)), axis=1)
         return GroupMap(
             f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward
         )

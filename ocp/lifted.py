@@ -24,8 +24,9 @@ Local equalities, eliminated by :mod:`ocp.condensing`:
 
 whose Jacobian in ``w`` is ``[[M, -J^T], [J, 0]]`` (eq. 23), with ``ID = RNEA(q, v, a) - J^T f -
 tau_p(v) - tau_d``: the joints' damping and smoothed Coulomb friction (:mod:`dynamics.joint_friction`),
-the sliding friction of a tool (:func:`sliding_friction`) and an estimated disturbance
-``tau_d`` are on the side of the applied torques. Everything is batched over the stages of one kind
+the sliding friction of a tool (:func:`sliding_friction`), the forces of soft contacts
+(:mod:`dynamics.soft_contact`) and an estimated disturbance ``tau_d`` are on the side of the
+applied torques. Everything is batched over the stages of one kind
 (leading axis).
 """
 
@@ -111,13 +112,16 @@ def contact_stages(
     width=dynamics.joint_friction.DEFAULT_WIDTH,
     sliding=(),
     disturbance=None,
+    soft=(),
 ) -> LiftedStages:
     """Lifted contact stages at ``(q, v, a, f, u)`` (arrays with a leading stage axis) toward
     ``(q_next, v_next)``, with the cost ``H, g`` in ``y = (dq, dv, dtau, du, da, df)``;
     ``filtered``: ``(tau, tau_next, gain)`` of a torque filter, or None; ``width``: the
     smoothing width of the joints' Coulomb friction; ``sliding``: the
     :class:`ocp.problem.SlidingFriction` of the contacts, whose forces enter ``ID``;
-    ``disturbance (nv,)``: an estimated generalized force applied on the joints, or None."""
+    ``disturbance (nv,)``: an estimated generalized force applied on the joints, or None;
+    ``soft``: the :class:`dynamics.SoftContact` of the stages, whose generalized force ``J^T F(q,
+    v)`` enters ``ID`` as an applied force."""
     nv = model.nv
     Sel = actuation(model)
     nu, m = Sel.shape[1], f.shape[1]
@@ -138,6 +142,10 @@ def contact_stages(
         ID, dID_dq, dID_df = ID + G, dID_dq + dG_dq, dID_df + dG_df
     if disturbance is not None:
         ID = ID - disturbance
+    if soft:
+        _, tau_c = dynamics.soft_contact_forces(model, q, v, soft)
+        dtau_dq, dtau_dv = dynamics.soft_contact_forces_derivatives(model, q, v, soft)
+        ID, dID_dq, dID_dv = ID - tau_c, dID_dq - dtau_dq, dID_dv - dtau_dv
     C = np.zeros((S, nv + m, ny))
     C[:, :nv, :nv], C[:, :nv, nv : 2 * nv] = dID_dq, dID_dv
     torque = slice(2 * nv, nx) if filtered is not None else slice(nx, nx + nu)  # the columns of S's input

@@ -17,7 +17,7 @@ symbolic model (:mod:`dynamics.symbolic`):
   their residuals are kept as a vector for Gauss-Newton methods (:mod:`solvers.sqp`).
 
 The program's optimum is the OCP's; the interior point of :mod:`solvers.ipm` reaches it as
-its barrier goes to zero. OCPs with a torque filter or sliding friction are not covered.
+its barrier goes to zero. OCPs with a torque filter, sliding friction or soft contacts are not covered.
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ def build_nlp(ocp, guess=None) -> NLP:
         raise ValueError("the NLP of an OCP with a torque filter is not built")
     if any(stage.sliding for stage in ocp.stages):
         raise ValueError("the NLP of an OCP with sliding friction is not built")
+    if any(stage.soft for stage in ocp.stages):
+        raise ValueError("the NLP of an OCP with soft contacts is not built")
     model, K, nv, nu = ocp.model, ocp.K, ocp.model.nv, ocp.nu
     guess = guess or {
         "q": np.tile(ocp.q0, (K + 1, 1)),

@@ -68,13 +68,17 @@ class SlidingFriction:
 
 @dataclass(frozen=True)
 class ContactStage:
-    """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active, and the
-    ``sliding`` friction (:class:`SlidingFriction`) of some of them."""
+    """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active, the
+    ``sliding`` friction (:class:`SlidingFriction`) of some of them, and ``soft`` contacts (a
+    tuple of :class:`dynamics.SoftContact`): not constraints (no rows, no force variables) but a
+    force of the state, whose generalized force ``J^T F(q, v)`` enters the inverse dynamics of
+    the stage (lifted) or its forward dynamics (non-lifted) as an applied force."""
 
     contacts: tuple
     dt: float
     costs: tuple = ()
     sliding: tuple = ()
+    soft: tuple = ()
 
     kind = "contact"
 
@@ -90,6 +94,7 @@ class ImpulseStage:
 
     kind = "impulse"
     sliding = ()  # no time passes: nothing slides
+    soft = ()  # a finite force gives no impulse
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,10 @@ class OCP:
             for s in stage.sliding:
                 if not (0 <= s.contact < len(stage.contacts) and stage.contacts[s.contact].dim == 1):
                     raise ValueError(f"stage {k}: sliding friction on contact {s.contact}, not a 1D contact")
+            for s in stage.soft:
+                if not isinstance(s, dynamics.SoftContact):
+                    raise TypeError(f"stage {k}: expected dynamics.SoftContact soft contacts, got {type(s).__name__}")
+                model.frame_id(s.frame)  # an unknown frame raises here
         if self.disturbance is not None:
             object.__setattr__(self, "disturbance", _vector(self.disturbance, model.nv, "disturbance"))
         if not (np.isfinite(self.joint_friction_width) and self.joint_friction_width > 0):
@@ -188,6 +197,7 @@ class OCP:
                 tuple(_contact_key(c) for c in stage.contacts),
                 tuple(term_key(t) for t in stage.costs),
                 sliding,
+                stage.soft,
             )
             keys.setdefault(key, []).append(k)
         return tuple(_group(self.stages, np.array(index)) for index in keys.values())
@@ -211,6 +221,7 @@ class StageGroup:
     costs: CostSum
     dt: np.ndarray | None
     sliding: tuple = ()
+    soft: tuple = ()  # the stages' soft contacts (the same in every stage of a group)
 
     @property
     def size(self) -> int:
@@ -292,4 +303,4 @@ def _group(stages, index):
         )
         for i, s in enumerate(first.sliding)
     )
-    return StageGroup(first.kind, index, contacts, costs, dt, sliding)
+    return StageGroup(first.kind, index, contacts, costs, dt, sliding, first.soft)

@@ -111,6 +111,7 @@ class NumpyStages:
                 self.ocp.joint_friction_width,
                 group.sliding,
                 self.ocp.disturbance,
+                group.soft,
             )
             ineq = self.inequalities(group, q, v, u, f, tau)
         else:
@@ -121,8 +122,8 @@ class NumpyStages:
 
     def dynamics(self, group, q, v, torque):
         """``w``: ``(a, f)`` of the constrained forward dynamics under the actuated joints'
-        ``torque`` and the joints' passive torques (a flight: the ABA), or ``(dv, Lambda)`` of
-        the impulse dynamics."""
+        ``torque``, the joints' passive torques and the soft contacts' forces (a flight: the
+        ABA), or ``(dv, Lambda)`` of the impulse dynamics."""
         model, opts = self.model, self.dynamics_options
         if group.kind == "impulse":
             v_plus, impulse = dynamics.impulse_dynamics(model, q, v, group.contacts, **opts)
@@ -132,6 +133,8 @@ class NumpyStages:
             applied = applied + dynamics.passive_torque(model, v, self.ocp.joint_friction_width)
         if self.ocp.disturbance is not None:
             applied = applied + self.ocp.disturbance
+        if group.soft:
+            applied = applied + dynamics.soft_contact_forces(model, q, v, group.soft)[1]
         if not group.contacts:
             return dynamics.aba(model, q, v, applied)
         return np.concatenate(dynamics.constrained_dynamics(model, q, v, applied, group.contacts, **opts), axis=1)

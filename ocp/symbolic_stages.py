@@ -3,22 +3,26 @@ SX functions: the source of the compiled stage kernels (:mod:`ocp.kernels`).
 
 One :class:`Layout` covers every stage of an OCP: the union of its contacts (each with its
 row offset in the stacked forces ``f_all``, the forces of contacts inactive at a stage being
-zero) and the union of its cost terms (a term absent from a stage gets zero weights). Each
+zero), the union of its soft contacts (a slot per frame and law, its plane and gains inputs,
+switched off where a stage has none) and the union of its cost terms (a term absent from a
+stage gets zero weights). Each
 stage kind then has one function of a flat input row:
 
 - **contact**: ``(q, v, a, f_all, u, q_next, v_next, tau, tau_next | dt, filter gain,
-  disturbance, contact gains and targets, sliding frictions, term parameters)`` -> ``(cost, g,
-  H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in ``y = (dq, dv, dtau, du, da, df_all)``, the
-  local equalities ``ID - S u`` (``ID - S tau`` with a torque filter; ``ID`` with the joints'
-  passive torques, the sliding frictions and the disturbance, :mod:`ocp.lifted`), ``alpha``
+  disturbance, contact gains and targets, sliding frictions, soft contacts, term parameters)``
+  -> ``(cost, g, H, c, C, b, A, g_in, G)``: the Gauss-Newton cost in ``y = (dq, dv, dtau, du,
+  da, df_all)``, the local equalities ``ID - S u`` (``ID - S tau`` with a torque filter; ``ID``
+  with the joints' passive torques, the sliding frictions, the soft contacts' forces of the
+  state and the disturbance, :mod:`ocp.lifted`), ``alpha``
   (seed 004 eq. 16-17, 5), the state equation
   (eq. 3; seed 001 eq. 49) and the inequalities (friction cones of every 3D contact, eq. 36,
   then the joint limits) with the Jacobian ``G`` of the cones;
 - **impulse**: ``(q, v, dv, Lambda_all, q_next, v_next, tau, tau_next | term parameters)`` ->
   ``(cost, g, H, c, C, b, A)`` with ``M dv - J^T Lambda``, ``J (v + dv)`` (eq. 9, 12);
-- **forward**: ``(q, v | disturbance, contact gains and targets)`` -> ``(M, h, J_all, r_all,
-  J_all v)``: what the constrained forward and impulse dynamics solve, ``M a = S u - h + J^T
-  f``, ``J a = r`` (``h`` with the passive torques and the disturbance on its side);
+- **forward**: ``(q, v | disturbance, contact gains and targets, soft contacts)`` -> ``(M, h,
+  J_all, r_all, J_all v)``: what the constrained forward and impulse dynamics solve, ``M a = S u
+  - h + J^T f``, ``J a = r`` (``h`` with the passive torques, the soft contacts' forces and the
+  disturbance on its side);
 - **terminal**: ``(q, v, tau | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv, dtau)``.
 
 The torque state ``tau`` (and the filter gain) are empty inputs without a torque filter
@@ -45,7 +49,14 @@ from liftoff.dynamics import codegen
 from liftoff.dynamics import symbolic as sx
 from liftoff.dynamics.kinematics import ReferenceFrame
 
-from .costs import CenterOfMassCost, FrameRotationCost, StateCost, VariableCost, broadcast_weights
+from .costs import (
+    CenterOfMassCost,
+    FrameRotationCost,
+    PlaneDistanceCost,
+    StateCost,
+    VariableCost,
+    broadcast_weights,
+)
 from .friction import pyramid
 from .inequalities import limit_rows
 from .problem import term_key
@@ -89,6 +100,7 @@ class Layout:
     limits: dict  # ocp.inequalities.limit_rows
     ntau: int = 0  # the size of the torque state (0: no torque filter)
     friction_width: float = dynamics.joint_friction.DEFAULT_WIDTH  # the joints' Coulomb friction smoothing
+    soft: tuple = ()  # the soft contacts' slots: (frame, law) keys, sorted
 
     @property
     def m(self):
@@ -117,6 +129,7 @@ class Layout:
             "friction": self.friction,
             "ntau": self.ntau,
             "friction_width": self.friction_width,
+            "soft": list(self.soft),
             "limits": {k: [np.asarray(x) for x in (*rows, *bounds)] for k, (rows, bounds) in self.limits.items()},
         }
 
@@ -126,9 +139,11 @@ def layout(ocp) -> Layout:
     that OCPs with the same contacts and terms in other orders (the gaits of one robot) share
     their kernels."""
     contacts, terms = {}, {"contact": {}, "impulse": {}, "terminal": {}}
+    soft = set()
     for stage in ocp.stages:
         for c in stage.contacts:
             contacts.setdefault(contact_key(c), c)
+        soft.update(soft_key(s) for s in stage.soft)
         for t in stage.costs:
             terms[stage.kind].setdefault(term_key(t), t)
     for t in ocp.terminal_costs:
@@ -154,6 +169,7 @@ def layout(ocp) -> Layout:
         limit_rows(ocp.model, ocp.limits),
         ocp.ntau,
         ocp.joint_friction_width,
+        tuple(sorted(soft)),
     )
 
 
@@ -169,8 +185,11 @@ def term_size(layout: Layout, term) -> int:
 
 
 def _reference_size(layout, term):
-    """A term's reference inputs: a rotation matrix (row by row), or one per residual."""
-    return 9 if isinstance(term, FrameRotationCost) else _residual_size(layout, term)
+    """A term's reference inputs: a rotation matrix (row by row), a plane's normal and offset,
+    or one per residual."""
+    if isinstance(term, FrameRotationCost):
+        return 9
+    return 4 if isinstance(term, PlaneDistanceCost) else _residual_size(layout, term)
 
 
 def _residual_size(layout, term):
@@ -178,7 +197,7 @@ def _residual_size(layout, term):
         return {"u": layout.nu, "a": layout.model.nv, "f": layout.m, "tau": layout.ntau}[term.variable]
     if isinstance(term, StateCost):
         return 2 * layout.model.nv
-    return 3
+    return 1 if isinstance(term, PlaneDistanceCost) else 3
 
 
 def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
@@ -203,12 +222,16 @@ def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
                 weights = broadcast_weights(term.weights, (S, n))
         elif term is None:  # a neutral reference (the identity rotation: log3 is defined there)
             rotation = isinstance(proto, FrameRotationCost)
-            ref = np.tile(np.eye(3).ravel(), (S, 1)) if rotation else np.zeros((S, n))
+            ref = np.tile(np.eye(3).ravel(), (S, 1)) if rotation else np.zeros((S, _reference_size(layout, proto)))
             weights = np.zeros((S, n))
         elif isinstance(term, VariableCost) and term.variable == "f":
             ref, weights = np.zeros((S, n)), np.zeros((S, n))
             ref[:, f_cols] = np.broadcast_to(term.reference, (S, len(f_cols)))
             weights[:, f_cols] = broadcast_weights(term.weights, (S, len(f_cols)))
+        elif isinstance(term, PlaneDistanceCost):
+            normal = np.broadcast_to(np.asarray(term.normal, dtype=float), (S, 3))
+            ref = np.concatenate((normal, np.broadcast_to(term.reference, (S, 1))), axis=1)
+            weights = broadcast_weights(term.weights, (S, n))
         else:
             k = _reference_size(layout, proto)
             ref = np.broadcast_to(term.reference, (S,) + ((3, 3) if k == 9 else (n,))).reshape(S, k)
@@ -260,6 +283,44 @@ def sliding_parameters(layout: Layout, contacts, sliding, S) -> np.ndarray:
         mu_d = np.zeros((S, 3)) if s is None else np.asarray(s.mu, dtype=float)[..., None] * s.direction
         blocks.append(np.broadcast_to(mu_d, (S, 3)))
     return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+
+
+def soft_key(contact):
+    """What makes two soft contacts the same slot of a :class:`Layout`: the frame and the law
+    (the plane, gains and widths are inputs)."""
+    return (contact.frame, contact.law)
+
+
+def _soft_inputs(layout):
+    """Per soft-contact slot: its :meth:`dynamics.SoftContact.parameters` and whether the stage
+    has it (1) or not (0)."""
+    return {f"soft{i}": dynamics.soft_contact.NPARAMETERS + 1 for i in range(len(layout.soft))}
+
+
+_NO_SOFT = np.array([0.0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 1, 1, 1, 0])  # a finite, inactive slot
+
+
+def soft_parameters(layout: Layout, soft, S) -> np.ndarray:
+    """``(S, 14 per soft slot)``: the :func:`_soft_inputs` of a group with the soft contacts
+    ``soft`` (the same at each of its ``S`` stages)."""
+    by_key = {soft_key(s): s for s in soft}
+    blocks = []
+    for key in layout.soft:
+        s = by_key.get(key)
+        row = _NO_SOFT if s is None else np.append(s.parameters(), 1.0)
+        blocks.append(np.broadcast_to(row, (S, len(row))))
+    return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+
+
+def _soft_wrenches(layout, kin, inputs):
+    """The wrenches ``[(joint, (F, p x F))]`` of the soft-contact slots (their forces of the
+    state, :func:`dynamics.symbolic.soft_contact_force`), zero where a stage has none."""
+    out = []
+    for i, (frame, law) in enumerate(layout.soft):
+        x = inputs[f"soft{i}"]
+        _, _, wrenches = sx.soft_contact_force(layout.model, kin, frame, law, x[:-1])
+        out += [(j, x[-1] * w) for j, w in wrenches]
+    return out
 
 
 def _sliding_wrenches(layout, kin, f_all, inputs):
@@ -325,6 +386,9 @@ def _residuals(layout, slots, inputs, cfg, q, v, variables):
         ref, weights = p[:k], p[k:]
         if isinstance(term, VariableCost):
             r = variables.named[term.variable] - ref
+        elif isinstance(term, PlaneDistanceCost):
+            kin = kin or sx.forward(model, cfg)
+            r = ca.dot(ref[:3], sx.frame_placement(model, kin, term.frame)[1]) - ref[3]
         elif isinstance(term, FrameRotationCost):
             kin = kin or sx.forward(model, cfg)
             R_moved, _ = sx.frame_placement(model, kin, term.frame)
@@ -443,7 +507,8 @@ def contact_function(layout: Layout) -> ca.Function:
     nq, nv = model.nq, model.nv
     sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
     sizes |= {"dt": 1, "gain": 1 if ntau else 0, "disturbance": nv}
-    sizes |= _contact_inputs(layout) | _sliding_inputs(layout) | _term_inputs(layout, layout.contact_terms)
+    sizes |= _contact_inputs(layout) | _sliding_inputs(layout) | _soft_inputs(layout)
+    sizes |= _term_inputs(layout, layout.contact_terms)
     x = _Inputs(sizes)
     q, v, a, f, u, tau = x["q"], x["v"], x["a"], x["f"], x["u"], x["tau"]
     var = _Variables(model, v=v, tau=tau, u=u, a=a, f=f)
@@ -451,7 +516,8 @@ def contact_function(layout: Layout) -> ca.Function:
     cfg = sx.configuration(model, q, var.dq)
     kin = sx.forward(model, cfg, v, a)
     rows = _contacts(layout, kin, f, x)
-    tau_f = sx.generalized_forces(model, kin, _wrenches(rows) + _sliding_wrenches(layout, kin, f, x))  # J^T f
+    applied_wrenches = _sliding_wrenches(layout, kin, f, x) + _soft_wrenches(layout, kin, x)
+    tau_f = sx.generalized_forces(model, kin, _wrenches(rows) + applied_wrenches)  # J^T f
     kin0 = sx.forward(model, sx.configuration(model, q), v, a)
     dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
     passive = sx.passive_torque(model, v, layout.friction_width) + x["disturbance"]
@@ -508,12 +574,14 @@ def forward_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the forward-dynamics pieces (module docstring)."""
     model, m = layout.model, layout.m
     nv = model.nv
-    sizes = {"q": model.nq, "v": nv, "disturbance": nv} | _contact_inputs(layout)
+    sizes = {"q": model.nq, "v": nv, "disturbance": nv} | _contact_inputs(layout) | _soft_inputs(layout)
     x = _Inputs(sizes)
     q, v = x["q"], x["v"]
     a = ca.SX.sym("a", nv)
     kin = sx.forward(model, sx.configuration(model, q), v, a)
     tau = sx.rnea(model, kin) - sx.passive_torque(model, v, layout.friction_width) - x["disturbance"]
+    if layout.soft:
+        tau = tau - sx.generalized_forces(model, kin, _soft_wrenches(layout, kin, x))
     rows = _contacts(layout, kin, ca.SX.zeros(m), x)
     acc, vel, target = [], [], []
     for i, (_, r) in enumerate(rows):
