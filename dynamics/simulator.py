@@ -38,7 +38,7 @@ at 0.45 m/s, 1 kHz). The contact models (``contact=``):
   would cross the plane within the step) is held from then on, all three rows, at zero
   velocity (plus the bias), by impulses of any sign: it may pull and never slides or lifts off;
 - ``"soft"``: no impulse problem; a spring-damper force on the penetration ``d = -g > 0`` only,
-  :class:`SoftContact`, applied explicitly: ``lambda = dt f(q, v)``. Stable only for ``dt``
+  :class:`SpringDamper`, applied explicitly: ``lambda = dt f(q, v)``. Stable only for ``dt``
   below :func:`soft_time_step_bound`.
 
 Model and data: :class:`SimulatorModel` is immutable (the robot, its spheres, the planes and
@@ -76,9 +76,10 @@ def _positive(value, name, strict=True):
 
 
 @dataclass(frozen=True)
-class SoftContact:
-    """The soft (spring-damper) contact of seed 002 on the penetration ``d = -g > 0`` and its rate
-    ``d_dot = -u_n``:
+class SpringDamper:
+    """The simulator's soft (spring-damper) contact of seed 002 on the penetration ``d = -g > 0``
+    and its rate ``d_dot = -u_n``, its kinks exact (the OCP's :class:`dynamics.SoftContact` smooths
+    them for its derivatives):
 
     - ``exponent=None``: linear, ``f_n = k d + c d_dot`` (``c`` in N s/m);
     - ``exponent=n``: Hunt-Crossley, ``f_n = k d^n (1 + c d_dot)`` (``c`` in s/m: damping that
@@ -156,7 +157,7 @@ class SimulatorModel:
     baumgarte: float = 0.2
     margin: float = 0.01
     delassus_damping: float = 1e-12
-    soft: SoftContact = SoftContact()
+    soft: SpringDamper = SpringDamper()
     frames: np.ndarray = field(init=False, repr=False, compare=False)
     bases: np.ndarray = field(init=False, repr=False, compare=False)
     radii: np.ndarray = field(init=False, repr=False, compare=False)

@@ -256,8 +256,8 @@ def test_the_contact_models_differ_as_documented():
     rise = 0.5 * G0 * DT**2 * 50 * 51 / 2  # semi-implicit Euler's 50 steps at 0.5 g upward
     np.testing.assert_allclose(heights["unilateral"] - BALL_RADIUS, rise, rtol=1e-9)
     for soft, sink in (
-        (simulator.SoftContact(stiffness=2e4, damping=300.0), BALL_MASS * G0 / 2e4),
-        (simulator.SoftContact(stiffness=2e6, damping=30.0, exponent=1.5), (BALL_MASS * G0 / 2e6) ** (1 / 1.5)),
+        (simulator.SpringDamper(stiffness=2e4, damping=300.0), BALL_MASS * G0 / 2e4),
+        (simulator.SpringDamper(stiffness=2e6, damping=30.0, exponent=1.5), (BALL_MASS * G0 / 2e6) ** (1 / 1.5)),
     ):
         sim = simulator.SimulatorModel(
             model, [collision.Sphere("ball", BALL_RADIUS)], [ground], contact="soft", soft=soft
@@ -307,7 +307,7 @@ def test_bad_settings_raise_one_clear_error():
     with pytest.raises(ValueError, match="friction must be a finite number >= 0"):
         collision.Plane("ground", friction=-0.1)
     with pytest.raises(ValueError, match="stiffness must be a finite number > 0"):
-        simulator.SoftContact(stiffness=0.0)
+        simulator.SpringDamper(stiffness=0.0)
     with pytest.raises(ValueError, match="time step dt must be a finite number > 0"):
         simulator.SimulatorModel(model, [sphere], [ground], dt=-1e-3)
     with pytest.raises(ValueError, match="unknown contact model 'sticky'"):

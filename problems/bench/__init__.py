@@ -7,7 +7,10 @@ process, CPU time, one BLAS thread, after checking both agree.
 - :mod:`.tables`: seed 003's Tables II and III;
 - :mod:`.solve`: gait solves against Crocoddyl's FDDP;
 - :mod:`.ddp`: liftoff's FDDP against Crocoddyl's on the same problem;
-- :mod:`.polishing`: the polishing MPC against MuJoCo, scenario by scenario.
+- :mod:`.polishing`: the polishing MPC against MuJoCo, scenario by scenario;
+- :mod:`.contact`: seed 002's simulations with liftoff's simulator (a ball under soft and rigid
+  unilateral contact, its penetration and energy; ANYmal dropped with PGS and ADMM), no reference
+  but the analytic one.
 
 Imports every floor below the command line.
 """

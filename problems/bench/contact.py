@@ -50,10 +50,10 @@ def ball_model():
     return dynamics.load_urdf_string(urdf, floating_base=True)
 
 
-def soft_contact(stiffness, damping_ratio=DAMPING_RATIO) -> simulator.SoftContact:
+def soft_contact(stiffness, damping_ratio=DAMPING_RATIO) -> simulator.SpringDamper:
     """The linear soft contact of ``stiffness`` and damping ratio ``damping_ratio`` on the ball,
     without friction (the ball falls straight)."""
-    return simulator.SoftContact(stiffness, 2 * damping_ratio * np.sqrt(stiffness * BALL_MASS), friction=False)
+    return simulator.SpringDamper(stiffness, 2 * damping_ratio * np.sqrt(stiffness * BALL_MASS), friction=False)
 
 
 def stability_bound(stiffness, damping_ratio=DAMPING_RATIO) -> float:

@@ -35,7 +35,8 @@ def add_parser(commands) -> None:
     p.add_argument(
         "--plant",
         choices=("mujoco", "liftoff"),
-        help="override plant.engine: MuJoCo, or liftoff's idealized plant (rigid bilateral contacts)",
+        help="override plant.engine: MuJoCo, or liftoff's (plant.contact: rigid_bilateral, its idealized plant, by "
+        "default; unilateral or soft, its simulator)",
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/NAME_mpc)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -3,8 +3,10 @@
 :func:`run` builds the controller of a :class:`problems.tasks.gait_mpc.GaitMPCConfig`
 (:class:`problems.mpc.locomotion.GaitController`: the schedule on the measured contacts, the
 footholds, each horizon's OCP; the kernels built once for its layout), its MPC and its plant
-(:func:`make_plant`: MuJoCo on flat ground of ``plant.friction`` by default, or liftoff's
-idealized legged plant), and runs them until the end or a fall, the controller reading the
+(:func:`make_plant`: MuJoCo on flat ground of ``plant.friction`` by default; or liftoff's
+engine, ``plant.contact.model``: its idealized legged plant, ``rigid_bilateral``, or its
+simulator, the URDF's foot spheres on flat ground of ``plant.friction``, ``unilateral`` or
+``soft``), and runs them until the end or a fall, the controller reading the
 plant's contacts at every step. :func:`measures` gives what ``liftoff mpc --json`` prints,
 from the plant's readings whatever the engine:
 
@@ -35,11 +37,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from liftoff import dynamics
+from liftoff.dynamics import collision, simulator
+
 from .controller import MPC
 from .disturbances import describe, disturbances_of, scaled_model
 from .locomotion import GaitController
 from .loop import closed_loop
 from .plants.ideal_legged import IdealLeggedPlant
+from .plants.simulated import SimulatorPlant, contact_solver, urdf_spheres
 from .results import timing
 
 FALL_HEIGHT_M, FALL_TILT_DEG = 0.25, 45.0
@@ -76,10 +82,28 @@ def make_plant(config, controller, pushes=(), mass_scale=1.0):
     if p.engine == "liftoff":
         scaled = scaled_model(model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else model
         width = config.joint_friction.width
-        ground = controller.ground
-        plant = IdealLeggedPlant(
-            scaled, feet, ground, controller.holds, p.dt, p.kp, p.kd, disturbances, friction_width=width
+        if p.contact.model == "rigid_bilateral":
+            ground = controller.ground
+            plant = IdealLeggedPlant(
+                scaled, feet, ground, controller.holds, p.dt, p.kp, p.kd, disturbances, friction_width=width
+            )
+            return plant, ground
+        spheres = urdf_spheres(config.robot, feet)  # the feet's collision spheres
+        ground = lowest_point(model, q0, spheres.values())  # where the feet stand
+        plant = SimulatorPlant(
+            scaled,
+            {foot: (spheres[foot], foot) for foot in feet},
+            (collision.Plane(GROUND, (0.0, 0.0, ground), (0.0, 0.0, 1.0), p.friction),),
+            p.dt,
+            p.contact.model,
+            simulator.SpringDamper(p.contact.stiffness, p.contact.damping, slip=p.contact.slip),
+            disturbances,
+            None,
+            width,
+            "the controller's model, the URDF's foot spheres on flat ground",
+            p.contact.solver,
         )
+        plant.check_time_step(q0, scaled.mass * 9.81 / len(feet))  # the soft contact's stability, standing
         return plant, ground
     from .plants import mujoco_model as mm
     from .plants.mujoco_plant import MujocoPlant
@@ -103,6 +127,14 @@ def make_plant(config, controller, pushes=(), mass_scale=1.0):
     ground = mm.lowest_point(bare, q0, soles)  # where the feet stand
     robot = build((mm.Surface(GROUND, "plane", np.array([0.0, 0.0, ground]), friction=p.friction),))
     return MujocoPlant(robot, {foot: (foot, mm.body_geoms(robot, foot)) for foot in feet}, disturbances), ground
+
+
+def lowest_point(model, q, spheres) -> float:
+    """The height of the lowest point of ``spheres`` (:class:`dynamics.collision.Sphere`) at ``q``."""
+    spheres = tuple(spheres)
+    kin = dynamics.kinematics.forward(model, np.asarray(q, dtype=float)[None])
+    centres = collision.sphere_centres(model, kin, spheres, collision.frame_ids(model, spheres))
+    return float(np.min(centres[:, 2] - [s.radius for s in spheres]))
 
 
 def fallen(ground):
@@ -137,7 +169,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         stop=fallen(ground),
         observe=controller.observe,
     )
-    engine = {"engine": plant.engine, "description": plant.description}
+    engine = {"engine": plant.engine, "description": plant.description, **contact_solver(plant)}
     applied = describe(pushes, mass_scale)
     formulation = mpc.formulation_name
     return GaitMPCRun(

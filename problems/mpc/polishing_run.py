@@ -3,7 +3,9 @@
 :func:`run` builds the task of a :class:`problems.tasks.polishing.PolishingConfig`, its MPC
 (:class:`problems.mpc.controller.MPC`, the force reference moved by the force error's integral)
 and its plant (:func:`make_plant`: MuJoCo by default, the table or board a box of the surface's
-friction and the pad a sphere on the gripper; or liftoff's idealized plant), and runs them.
+friction and the pad a sphere on the gripper; or liftoff's engine, ``plant.contact.model``:
+its idealized plant, ``rigid_bilateral``, or its simulator, the pad a sphere on the surface's
+plane, ``unilateral`` or ``soft``), and runs them.
 :func:`measures` gives what ``liftoff mpc --json`` prints, from the plant's readings whatever
 the engine (after the first second, or after the first half of a run shorter than 2 s):
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.dynamics import collision, simulator
 from liftoff.problems.tasks.polishing import TOOL_FRAME, build_ocp, make_task
 
 from .controller import MPC
@@ -42,6 +45,7 @@ from .disturbances import describe, disturbances_of, scaled_model
 from .loop import closed_loop
 from .observer import DisturbanceObserver
 from .plants.ideal import IdealPlant
+from .plants.simulated import SimulatorPlant, contact_solver
 from .results import timing
 
 FORCE_BAND_N = 5.0
@@ -69,17 +73,35 @@ def make_plant(config, task, pushes=(), mass_scale=1.0):
     bodies ``mass_scale`` times heavier."""
     p = config.plant
     disturbances = disturbances_of(p, pushes)
+    s, tool = config.surface, config.tool
+    centre = task.R0.T @ (tool.radius * task.normal)  # the pad's centre, off the contact point along the normal
     if p.engine == "liftoff":
         model = scaled_model(task.model, p.scaled_joints, mass_scale) if mass_scale != 1.0 else task.model
         width = config.joint_friction.width
-        contacts = {"tool": task.contact()}
-        return IdealPlant(model, contacts, p.dt, disturbances, torque_filter=config.torque_filter, friction_width=width)
+        if p.contact.model == "rigid_bilateral":
+            contacts = {"tool": task.contact()}
+            return IdealPlant(
+                model, contacts, p.dt, disturbances, torque_filter=config.torque_filter, friction_width=width
+            )
+        plant = SimulatorPlant(
+            model,
+            {"tool": (collision.Sphere(TOOL_FRAME, tool.radius, centre), TOOL_FRAME)},
+            (collision.Plane(SURFACE, task.surface_point(), task.normal, s.friction),),
+            p.dt,
+            p.contact.model,
+            simulator.SpringDamper(p.contact.stiffness, p.contact.damping, slip=p.contact.slip),
+            disturbances,
+            config.torque_filter,
+            width,
+            "the controller's model, the pad a sphere on the surface's plane",
+            p.contact.solver,
+        )
+        plant.check_time_step(task.q0, s.force)  # the soft contact's stability, pressing
+        return plant
     from .plants import mujoco_model as mm
     from .plants.mujoco_plant import MujocoPlant
 
-    s, tool = config.surface, config.tool
     surface = mm.Surface(SURFACE, "box", task.surface_point(), s.axes, (0.4, 0.4, 0.02), s.friction)
-    centre = task.R0.T @ (tool.radius * task.normal)  # the pad's centre, off the contact point along the normal
     pad = mm.Tool(PAD, TOOL_FRAME, centre, tool.radius)
     robot = mm.build(
         config.robot,
@@ -126,7 +148,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     arrays["tool"] = dynamics.frame_placement(task.model, arrays["q"], TOOL_FRAME)[1]
     arrays["reference"] = task.circle(arrays["t"])
     applied = describe(pushes, mass_scale)
-    engine = {"engine": plant.engine, "description": plant.description}
+    engine = {"engine": plant.engine, "description": plant.description, **contact_solver(plant)}
     return PolishingRun(config, task, arrays, log, mpc.formulation_name, mpc.formulation.backend, engine, applied)
 
 

@@ -46,6 +46,7 @@ from typing import ClassVar
 import yaml
 
 from liftoff import dynamics
+from liftoff.dynamics.simulator import CONTACT_MODELS, SOLVERS  # the liftoff engine's plant.contact
 from liftoff.solvers.ipm import BARRIER_UPDATES, Options
 
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
@@ -306,21 +307,49 @@ class JointFriction:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MujocoContact:
-    """MuJoCo's soft-contact parameters of the contacts with the environment; null keeps
-    MuJoCo's default. ``solref``: the time constant (s) and damping ratio of the contact's
-    spring-damper, (0.02, 1) by default; stiffer with a smaller time constant (at least two
-    plant steps). ``solimp``: the impedance (d0, d_width, width (m), midpoint, power), (0.9,
-    0.95, 0.001, 0.5, 2) by default: how much of the contact's penetration it resists, from d0 at
-    no penetration to d_width at ``width``."""
+class PlantContact:
+    """The contacts of the plant with its environment, one section for both engines: ``model``,
+    ``solver``, ``stiffness``, ``damping`` and ``slip`` are read by liftoff's engine, ``solref`` and ``solimp`` by
+    MuJoCo's (each engine ignores the other's keys, so that ``--plant`` can switch engines).
+    ``plant.contact: unilateral`` is short for ``plant.contact: {model: unilateral}``.
 
-    solref: tuple[float, float] | None = None  # (time constant > 0, damping ratio > 0)
+    liftoff's ``model`` (:mod:`dynamics.simulator`, seed 002): ``rigid_bilateral``, the
+    idealization of liftoff's first plants (contacts held rigid by Baumgarte gains, pulling as
+    well as pushing, never sliding: a reference for debugging a controller, not evidence);
+    ``unilateral``, time stepping with rigid contacts that push only and Coulomb friction (the
+    Signorini-Coulomb problem on the Delassus matrix, by projected Gauss-Seidel, or ADMM: faster,
+    but on the trot's touchdowns it stops above its tolerance), the feet and the pad as spheres
+    against the ground or the surface plane; ``soft``, the same spheres on a spring-damper ``k d + c d_dot``
+    on the penetration ``d`` (no pull) with Coulomb friction regularized over ``slip`` (a loaded
+    contact creeps at a speed of that order), both explicit: a plant step above their stability
+    bound at the initial state (``4 / (c/m + sqrt((c/m)^2 + 4 k/m))`` on the contact's effective
+    mass ``m``, and ``2 slip m_t / (mu f_n)`` for the friction) is refused with the bound.
+
+    MuJoCo's soft-contact parameters, null keeping MuJoCo's default: ``solref``, the time
+    constant (s) and damping ratio of the contact's spring-damper, (0.02, 1) by default; stiffer
+    with a smaller time constant (at least two plant steps). ``solimp``: the impedance (d0,
+    d_width, width (m), midpoint, power), (0.9, 0.95, 0.001, 0.5, 2) by default: how much of the
+    contact's penetration it resists, from d0 at no penetration to d_width at ``width``."""
+
+    model: str = "rigid_bilateral"  # liftoff engine: rigid_bilateral (idealized) | unilateral | soft
+    stiffness: float = 1e5  # in (0, 1e9]: liftoff's soft contact: the spring k (N/m)
+    damping: float = 100.0  # in [0, 1e6]: liftoff's soft contact: the damper c (N s/m)
+    slip: float = 0.01  # in (0, 10]: liftoff's soft contact: the friction's regularization (m/s), a creep
+    solver: str = "pgs"  # liftoff's unilateral contact: pgs (projected Gauss-Seidel) | admm
+    solref: tuple[float, float] | None = None  # MuJoCo: (time constant > 0, damping ratio > 0)
     solimp: tuple[float, float, float, float, float] | None = (
-        None  # d0, d_width in (0, 1); width > 0; midpoint in [0, 1]; power >= 1
+        None  # MuJoCo: d0, d_width in (0, 1); width > 0; midpoint in [0, 1]; power >= 1
     )
 
     def __post_init__(self):
         convert_fields(self)
+        one_of(self.model, CONTACT_MODELS, "model")
+        one_of(self.solver, tuple(SOLVERS), "solver")
+        at_least(self, ("stiffness", "slip"), 0, strict=True)
+        at_least(self, ("damping",), 0)
+        at_most(self, ("stiffness",), 1e9)
+        at_most(self, ("slip",), 10.0)
+        at_most(self, ("damping",), 1e6)
         if self.solref is not None:
             check(all(x > 0 for x in self.solref), "solref", "a time constant > 0 and a damping ratio > 0", self.solref)
         if self.solimp is not None:
@@ -331,11 +360,11 @@ class MujocoContact:
 
 @dataclass(frozen=True, kw_only=True)
 class PlantBase:
-    """What every simulated plant shares: its engine, time step, the disturbances drawn in it."""
+    """What every simulated plant shares: its engine, time step, contacts, the disturbances drawn in it."""
 
-    engine: str = "mujoco"  # mujoco | liftoff: MuJoCo, or liftoff's idealized plant (rigid bilateral contacts)
+    engine: str = "mujoco"  # mujoco | liftoff: MuJoCo, or liftoff's own plant (its contact: contact.model)
     dt: float = 0.001  # in (0, 0.1]: its time step (s), a divisor of mpc.period
-    contact: MujocoContact = field(default_factory=MujocoContact)  # MuJoCo's contact parameters
+    contact: PlantContact | str = field(default_factory=PlantContact)  # or short: rigid_bilateral | unilateral | soft
     joint_friction: bool = True  # MuJoCo applies the URDF's joint damping and friction
     torque_noise: float = 0.0  # in [0, 1e3]: standard deviation of the torque noise (N m)
     torque_bias: float = 0.0  # |.| <= 1e3: added to every torque (N m)
@@ -343,6 +372,9 @@ class PlantBase:
 
     def __post_init__(self):
         convert_fields(self)
+        if isinstance(self.contact, str):  # the short form: the liftoff engine's contact model
+            one_of(self.contact, CONTACT_MODELS, "contact")
+            object.__setattr__(self, "contact", PlantContact(model=self.contact))
         one_of(self.engine, ENGINES, "engine")
         at_least(self, ("dt",), 0, strict=True)
         at_least(self, ("torque_noise",), 0)

@@ -109,9 +109,9 @@ class GaitMPCSettings:
 class LeggedPlantSettings(PlantBase):
     """The simulated plant (:mod:`problems.mpc.plants`)."""
 
-    friction: float = 0.5  # in (0, 10]: MuJoCo: the ground's friction coefficient (the controller's: contacts.friction)
-    kp: float = 0.0  # in [0, 1e6]: liftoff's plant: Baumgarte position gain holding the feet in contact
-    kd: float = 0.0  # in [0, 1e4]: liftoff's plant: Baumgarte velocity gain
+    friction: float = 0.5  # in (0, 10]: the ground's friction coefficient (MuJoCo, liftoff's unilateral and soft)
+    kp: float = 0.0  # in [0, 1e6]: liftoff's rigid_bilateral plant: Baumgarte position gain holding the feet
+    kd: float = 0.0  # in [0, 1e4]: liftoff's rigid_bilateral plant: Baumgarte velocity gain
     scaled_joints: tuple[str, ...] = ("root_joint",)  # the bodies whose mass --mass-scale multiplies (the base's)
 
     def __post_init__(self):

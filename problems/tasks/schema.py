@@ -4,7 +4,7 @@ Made from the dataclasses of :mod:`problems.tasks.config`, :mod:`problems.tasks.
 :mod:`problems.tasks.gait_mpc`, the one place each schema is written: each
 field's type gives its JSON type, its default makes it optional, the comment beside it becomes
 its description, and the closed lists of names (robots, formulations, backends, reference
-frames, limits) become enumerations. Value ranges stay in the comments: the loader checks
+frames, limits, contact models) become enumerations. Value ranges stay in the comments: the loader checks
 them, with the key path in its message. A YAML file opts in with the first line
 ``# yaml-language-server: $schema=PATH``.
 """
@@ -31,6 +31,10 @@ ENUMS = {  # (section, field): the allowed names
     ("PolishingConfig", "task"): ("polishing",),
     ("PlantSettings", "engine"): cfg.ENGINES,
     ("LeggedPlantSettings", "engine"): cfg.ENGINES,
+    ("PlantSettings", "contact"): cfg.CONTACT_MODELS,
+    ("LeggedPlantSettings", "contact"): cfg.CONTACT_MODELS,
+    ("PlantContact", "model"): cfg.CONTACT_MODELS,
+    ("PlantContact", "solver"): tuple(cfg.SOLVERS),
     ("Contacts", "reference"): cfg.REFERENCES,
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
@@ -82,7 +86,7 @@ def _type(tp, enum=None) -> dict:
         return _section(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_type(arm) for arm in args]}
+        return {"anyOf": [_type(arm, enum if arm is str else None) for arm in args]}
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": _type(args[0])}

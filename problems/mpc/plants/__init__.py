@@ -4,8 +4,12 @@
   controller reads (:mod:`.mujoco_model`), with its unilateral, compliant, frictional contacts.
   The world the controller must be right in, and the default.
 - :class:`.ideal.IdealPlant` and :class:`.ideal_legged.IdealLeggedPlant`: liftoff's own
-  plants, integrating the controller's own model with rigid bilateral contacts. An idealization
-  (they say so in every output), kept as a reference for debugging a controller.
+  plants, integrating the controller's own model with rigid bilateral contacts
+  (``plant.contact: rigid_bilateral``). An idealization (they say so in every output), kept as
+  a reference for debugging a controller.
+- :class:`.simulated.SimulatorPlant`: liftoff's time-stepping simulator (seed 002) on the
+  controller's model, spheres on the robot against planes: rigid unilateral contacts with
+  Coulomb friction (``plant.contact: unilateral``) or soft ones (``soft``).
 
 A plant starts from a state (:meth:`Plant.reset`) and advances one step of ``dt`` under a
 command (:meth:`Plant.step`: the actuated joints' torques, or the torque filter's input); both
@@ -54,7 +58,8 @@ class Measurement:
 
 class Plant(Protocol):
     """A simulated robot (module docstring): its step ``dt``, its ``engine`` (``mujoco`` or
-    ``liftoff``), a one-line ``description`` of what it idealizes, and its ``contact_names``."""
+    ``liftoff``), a one-line ``description`` of what it idealizes (its contact model), and its
+    ``contact_names``."""
 
     dt: float
     engine: str

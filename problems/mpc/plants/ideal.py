@@ -28,7 +28,9 @@ from liftoff.problems.mpc.disturbances import Disturbances
 
 from . import ContactReading, Measurement
 
-DESCRIPTION = "liftoff's idealized plant (the controller's model, rigid bilateral contacts)"
+DESCRIPTION = (
+    "liftoff's idealized plant (the controller's model, rigid bilateral contacts: plant.contact rigid_bilateral)"
+)
 
 
 def world_force(model, q, contact, f) -> np.ndarray:

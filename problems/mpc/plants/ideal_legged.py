@@ -33,7 +33,10 @@ from liftoff.problems.mpc.disturbances import Disturbances
 from . import ContactReading, Measurement
 from .ideal import IdealPlant
 
-DESCRIPTION = "liftoff's idealized legged plant (the controller's model, feet that stick and may pull)"
+DESCRIPTION = (
+    "liftoff's idealized legged plant (the controller's model, feet that stick and may pull: plant.contact "
+    "rigid_bilateral)"
+)
 
 
 class IdealLeggedPlant(IdealPlant):
