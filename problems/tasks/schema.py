@@ -36,6 +36,8 @@ ENUMS = {  # (section, field): the allowed names
     ("PlantContact", "model"): cfg.CONTACT_MODELS,
     ("PlantContact", "solver"): tuple(cfg.SOLVERS),
     ("Contacts", "reference"): cfg.REFERENCES,
+    ("ContactModel", "model"): polishing.CONTACT_MODELS,
+    ("ContactModel", "law"): dynamics.soft_contact.LAWS,
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
 }
