@@ -74,6 +74,7 @@ class MPC:
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
         self.layout = layout
         self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
+        self._shapes: dict = {}  # the variables' shapes of each kind of stage group (warm_start's cache)
         self.ticks: list = []
 
     @classmethod
@@ -94,6 +95,7 @@ class MPC:
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
+        self._shapes = {}
         compiled = self.formulation.backend == "compiled"
         self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet) if compiled else None
         return self._solve(t, stamps, warm_start, self.first_iterations)
@@ -109,7 +111,7 @@ class MPC:
         stamps.append(time.process_time())
         self.formulation = old.for_problem(ocp)
         stamps.append(time.process_time())
-        start = warm_start(old, t_old, self.result.iterate, self.formulation, t)
+        start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._shapes)
         stamps.append(time.process_time())
         return self._solve(t, stamps, start, self.iterations)
 
@@ -145,7 +147,7 @@ class MPCError(RuntimeError):
     """An update that could not produce a policy (a non-finite or singular problem)."""
 
 
-def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
+def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
     """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
     a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
@@ -153,7 +155,8 @@ def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
     else of the last stage of ``old`` of its kind and sizes (the horizon's new tail), or else
     keeps ``new``'s initial guess; each knot takes the state of its stage's
     match (the last knot, the last knot of ``old``). The contact schedule may differ between
-    the horizons (impulse stages move with it)."""
+    the horizons (impulse stages move with it). ``shapes``: a dict that keeps the variables'
+    shapes of each kind of group across calls (an MPC's updates), or None."""
     old_rows = _stage_rows(old, it)
     old_start = t_old + old.ocp.times()[:-1]
     by_time = {(kind, round(t, 9)): k for k, (kind, t) in enumerate(zip(_kinds(old), old_start))}
@@ -163,13 +166,13 @@ def warm_start(old, t_old, it: Iterate, new, t_new) -> Iterate:
     new_start = t_new + new.ocp.times()
     fresh, groups, source = None, [], np.full(new.ocp.K + 1, old.ocp.K)
     for j, group in enumerate(new.groups):
-        shapes, rows = _row_shapes(new, group), []
+        shape, rows = _row_shapes(new, group, {} if shapes is None else shapes), []
         for r, k in enumerate(group.index):
             match = by_time.get((group.kind, round(new_start[k], 9)))
             if match is None:  # a stage that starts within one of the previous horizon's
                 match = _containing(old, old_start, group.kind, new_start[k])
-            if match is None or _shapes(old_rows[match]) != shapes:
-                match = last_of.get((group.kind, shapes))
+            if match is None or _shapes(old_rows[match]) != shape:
+                match = last_of.get((group.kind, shape))
             if match is None:  # a stage unlike any of the previous horizon
                 fresh = fresh or new.initial_iterate(_barrier(it))
                 rows.append(tuple(x[r] for x in _group_arrays(fresh.groups[j])))
@@ -216,7 +219,17 @@ def _shapes(row) -> tuple:
     return tuple(x.shape for x in row)
 
 
-def _row_shapes(formulation, group) -> tuple:
+def _row_shapes(formulation, group, cache) -> tuple:
+    """The shapes of the variables ``(u, w, beta, s, z)`` of a stage of ``group`` (kept in
+    ``cache`` by the group's kind and contacts: they fix the numbers of controls, forces and
+    inequalities of one formulation)."""
+    key = (group.kind, tuple((c.frame, c.kind, c.frame2) for c in group.contacts))
+    if key not in cache:
+        cache[key] = _shapes_of(formulation, group)
+    return cache[key]
+
+
+def _shapes_of(formulation, group) -> tuple:
     m = sum(c.dim for c in group.contacts)
     nv, nu = formulation.model.nv, formulation.ocp.nu if group.kind == "contact" else 0
     ni = formulation.stages.inequalities(
