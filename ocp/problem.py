@@ -242,26 +242,30 @@ def _contact_key(c):
 
 
 def term_key(term):
-    """A term's type and its non-array fields (frame, variable, name): what makes two cost
-    terms of different stages the same term."""
-    return (type(term).__name__,) + tuple(value for value in _fields_of(type(term))(term) if isinstance(value, str))
+    """A term's type and its text fields (frame, variable, name): what makes two cost terms of
+    different stages the same term."""
+    return (type(term).__name__,) + _text_of(type(term))(term)
 
 
 @functools.cache
-def _field_names(cls) -> tuple:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def _text_fields(cls) -> tuple:
+    """The fields of the cost-term dataclass ``cls`` declared ``str``; the others are arrays."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.type in ("str", str))
 
 
 @functools.cache
-def _fields_of(cls):
-    """A function of an instance of the dataclass ``cls`` giving the tuple of its fields' values."""
-    names = _field_names(cls)
+def _text_of(cls):
+    """A function of an instance of ``cls`` giving the tuple of its text fields' values."""
+    names = _text_fields(cls)
+    if not names:
+        return lambda obj: ()
     get = operator.attrgetter(*names)
     return get if len(names) > 1 else (lambda obj: (get(obj),))
 
 
-def _array_fields(obj):
-    return [name for name in _field_names(type(obj)) if not isinstance(getattr(obj, name), str)]
+@functools.cache
+def _array_fields(cls) -> tuple:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _text_fields(cls))
 
 
 def _stack_term(terms, S):
@@ -275,7 +279,7 @@ def _stack_term(terms, S):
             return np.array(arrays)
         return np.stack([np.broadcast_to(a, shape) for a in arrays])
 
-    return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(first)})
+    return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(type(first))})
 
 
 def _stack_contact(contacts):
