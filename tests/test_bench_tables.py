@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.problems.bench.common import MAX_CONDITION, regular_states
 from liftoff.problems.bench.constrained import contacts_of
-from liftoff.problems.bench.tables import MAX_CONDITION, TABLE_CASES, regular_states
+from liftoff.problems.bench.tables import TABLE_CASES
 
 
 def test_regular_states_are_away_from_singular_configurations():

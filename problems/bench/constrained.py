@@ -3,7 +3,9 @@ seed 003 Sec. II) and its derivatives (seed 001 Prop. 1) against Pinocchio's
 ``constraintDynamics`` (its proxLTL) and ``computeConstraintDynamicsDerivatives`` with the same
 proximal settings, on robots in contact; and, with ``--scaling``, the scaling study of seed 003
 Fig. 3 on serial chains and balanced binary trees of growing size (:func:`scaling_figure`
-draws it).
+draws it); with ``--convergence``, seed 000 Fig. 2: the proximal iterations against mu on
+well-posed, redundant and inconsistent contact sets (:func:`convergence_benchmark`,
+:func:`convergence_figure`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,17 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.dynamics import sample_models
+from liftoff.dynamics.constrained import STATUSES
 from liftoff.problems.files import save_figure
 
 from .common import (
+    MAX_CONDITION,
     BenchError,
     check_against_pinocchio,
     import_pinocchio,
     pinocchio_model,
     random_states,
+    regular_states,
     run_facts,
     seconds_per_call,
 )
@@ -441,5 +446,241 @@ def scaling_figure(result, path):
         ax.set_ylabel("µs per state")
         ax.grid(True, which="both", alpha=0.3)
     axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+# ----------------------------------------------------------------------------- seed 000 Fig. 2: iterations against mu
+
+CONVERGENCE_MUS = tuple(float(mu) for mu in np.logspace(-8, 2, 11))
+CONVERGENCE_TOL = 1e-10  # on the primal residual |J a - r|_inf (liftoff's default)
+CONVERGENCE_MAX_ITER = 1000
+CONVERGENCE_STATES = 8
+CONVERGENCE_CASES = ("well_posed", "redundant", "inconsistent")
+BAUMGARTE = dict(kp=100.0, kd=20.0)  # every contact held towards a target placement
+TARGET_OFFSET = np.array([0.0, 0.0, 0.01])  # inconsistent: the duplicated contact's two targets are 2 cm apart
+
+
+def convergence_contact_sets(model, q, case: ContactCase, kp=BAUMGARTE["kp"], kd=BAUMGARTE["kd"], offset=TARGET_OFFSET):
+    """The three contact sets of seed 000 Fig. 2 on the frames of ``case`` at the states ``q``
+    (targets with a batch axis), each contact held by Baumgarte gains ``kp, kd`` towards a
+    target placement:
+
+    - ``well_posed``: each frame once, its target where it is;
+    - ``redundant``: the first frame twice with the same target (rank-deficient, consistent);
+    - ``inconsistent``: the first frame twice, its targets ``+offset`` and ``-offset`` (world
+      axes) from where it is: the two copies ask for accelerations ``2 kp |offset|`` apart,
+      which no motion gives (the least-squares solution holds the frame towards the middle).
+    """
+
+    def held(frame, shift=0.0):
+        R, p = dynamics.frame_placement(model, q, frame)
+        placement = p + shift if case.kind == "3D" else (R, p + shift)
+        return dynamics.Contact(frame, case.kind, case.reference, kp=kp, kd=kd, placement=placement)
+
+    well_posed = [held(frame) for frame in case.frames]
+    first = case.frames[0]
+    return dict(
+        well_posed=well_posed,
+        redundant=[well_posed[0], *well_posed],
+        inconsistent=[held(first, offset), held(first, -offset), *well_posed[1:]],
+    )
+
+
+def _delassus_spectrum(model, q, contacts):
+    """The smallest non-zero eigenvalue of ``J M^-1 J^T`` per state, and the rank of ``J``."""
+    J = dynamics.contact_jacobian(model, q, contacts)
+    D = J @ np.linalg.solve(dynamics.crba(model, q), np.swapaxes(J, -1, -2))
+    sigma = np.linalg.eigvalsh(D)
+    nonzero = sigma > 1e-9 * sigma[:, -1:]
+    return np.where(nonzero, sigma, np.inf).min(axis=1), int(np.median(nonzero.sum(axis=1)))
+
+
+def model_iterations(e0, sigma_min, mu, tol, max_iter):
+    """The iterations seed 000's linear rate predicts: the residual contracts by ``mu / (mu +
+    sigma)`` per iteration along each eigenvector of the Delassus matrix, the slowest
+    (``sigma_min``) last, from ``|e0|``: ``k = log(tol / |e0|) / log(mu / (mu + sigma_min))``,
+    at least 1 and at most ``max_iter``."""
+    rate = np.log(mu / (mu + sigma_min))
+    k = np.ceil(np.log(np.minimum(tol / e0, 1.0)) / rate)
+    return np.clip(k, 1, max_iter)
+
+
+def _final_residual(sol):
+    """Per state: the dual residual where the status is least_squares, else the primal one."""
+    return np.where(sol.status == "least_squares", sol.dual_residual, sol.residual)
+
+
+def convergence_benchmark(
+    robots=tuple(CONTACT_CASES),
+    mus=CONVERGENCE_MUS,
+    states=CONVERGENCE_STATES,
+    algorithms=ALGORITHMS,
+    cases=CONVERGENCE_CASES,
+    tol=CONVERGENCE_TOL,
+    max_iter=CONVERGENCE_MAX_ITER,
+    seed=0,
+    progress=None,
+) -> dict:
+    """Seed 000 Fig. 2: the proximal iterations each algorithm needs against ``mu``, on the
+    contact sets of :func:`convergence_contact_sets` (ANYmal's feet 3D, Talos's soles 6D, as
+    ``CONTACT_CASES``) at ``states`` random states away from singular configurations (Delassus
+    condition below ``MAX_CONDITION`` with the well-posed set), cold started; a JSON-ready dict.
+
+    A row per (robot, case, algorithm, mu): the median iterations, the count of each status, the
+    medians of the final residual (dual for ``least_squares`` states, primal otherwise), of
+    the primal, dual and equation-of-motion residuals and of ``|f|_inf``; and the iterations
+    :func:`model_iterations` predicts (algorithm-independent).
+    """
+    require_constrained_dynamics(("Contact", "constrained_dynamics"))
+    mus = sorted(set(map(float, mus)))
+    say = progress or (lambda line: None)
+    rows, sets = [], []
+    for robot in robots:
+        case = CONTACT_CASES[robot]
+        model = dynamics.load(robot)
+        q, v, tau = regular_states(model, contacts_of(case), states, seed)
+        a_free = dynamics.aba(model, q, v, tau)
+        for name, contacts in convergence_contact_sets(model, q, case).items():
+            if name not in cases:
+                continue
+            sigma_min, rank = _delassus_spectrum(model, q, contacts)
+            e0 = np.abs(dynamics.contact_acceleration(model, q, v, a_free, contacts)).max(axis=1)
+            m = sum(c.dim for c in contacts)
+            sets.append(
+                dict(
+                    robot=robot,
+                    case=name,
+                    m=m,
+                    rank=rank,
+                    frames=[c.frame for c in contacts],
+                    kind=case.kind,
+                    reference=case.reference,
+                    sigma_min_median=float(np.median(sigma_min)),
+                    initial_residual_median=float(np.median(e0)),
+                )
+            )
+            for algorithm in algorithms:
+                say(f"{robot} {name} (m = {m}, rank {rank}): {algorithm} at {len(mus)} values of mu")
+                for mu in mus:
+                    sol = dynamics.constrained_dynamics(
+                        model, q, v, tau, contacts, mu=mu, max_iter=max_iter, tol=tol, algorithm=algorithm
+                    )
+                    rows.append(
+                        dict(
+                            robot=robot,
+                            case=name,
+                            algorithm=algorithm,
+                            mu=float(mu),
+                            iterations=float(np.median(sol.iterations)),
+                            iterations_per_state=sol.iterations.tolist(),
+                            statuses={s: int(np.sum(sol.status == s)) for s in STATUSES if np.any(sol.status == s)},
+                            final_residual=float(np.median(_final_residual(sol))),
+                            residual=float(np.median(sol.residual)),
+                            dual_residual=float(np.median(sol.dual_residual)),
+                            eom_residual=float(np.median(sol.eom_residual)),
+                            force=float(np.median(np.abs(sol[1]).max(axis=1))),
+                            model_iterations=float(np.median(model_iterations(e0, sigma_min, mu, tol, max_iter))),
+                        )
+                    )
+    return dict(
+        benchmark="constrained convergence (seed 000 Fig. 2)",
+        tol=tol,
+        tol_on="the primal residual |J a - r|_inf (the dual |J^T (J a - r)|_inf for least_squares)",
+        max_iter=max_iter,
+        mus=[float(mu) for mu in mus],
+        states=states,
+        state_selection=f"random, Delassus condition number < {MAX_CONDITION:g} with the well-posed set",
+        baumgarte=BAUMGARTE,
+        target_offset=TARGET_OFFSET.tolist(),
+        algorithms=list(algorithms),
+        seed=seed,
+        warm_start=None,
+        contact_sets=sets,
+        results=rows,
+    )
+
+
+_STATUS_LETTERS = dict(converged="c", least_squares="ls", max_iter="max", inaccurate="ina")
+
+
+def _cell(row) -> str:
+    statuses = "+".join(f"{n}{_STATUS_LETTERS[s]}" for s, n in row["statuses"].items())
+    return f"{row['iterations']:g} {statuses} {row['final_residual']:.0e}"
+
+
+def format_convergence_table(result: dict) -> str:
+    """A Markdown table: a row per (robot, case, algorithm), a column per mu, each cell the median
+    iterations, the status counts and the median final residual."""
+    mus, rows = result["mus"], result["results"]
+    lines = [
+        f"{result['benchmark']}: proximal iterations to |J a - r|_inf <= {result['tol']:g} (max_iter "
+        f"{result['max_iter']}, cold start) on {result['states']} random states (seed {result['seed']}, "
+        f"{result['state_selection']}); Baumgarte kp {result['baumgarte']['kp']:g}, kd {result['baumgarte']['kd']:g}, "
+        f"inconsistent targets {2 * np.linalg.norm(result['target_offset']) * 100:g} cm apart",
+        "cell: median iterations, status counts (c converged, ls least_squares, max max_iter, ina inaccurate), median "
+        "final residual (dual for least_squares, else primal); model: log(tol/|e0|) / log(mu/(mu + sigma_min)); "
+        "force: the largest over mu of the median |f|_inf",
+        "",
+        "| robot | case | m (rank) | algorithm | " + " | ".join(f"mu {mu:.0e}" for mu in mus) + " | force [N] |",
+        "|---|---|---|---|" + "---|" * len(mus) + "---|",
+    ]
+    for s in result["contact_sets"]:
+        mine = [r for r in rows if r["robot"] == s["robot"] and r["case"] == s["case"]]
+        head = f"| {s['robot']} | {s['case']} | {s['m']} ({s['rank']}) |"
+        for algorithm in result["algorithms"]:
+            by_mu = {r["mu"]: r for r in mine if r["algorithm"] == algorithm}
+            force = max(r["force"] for r in by_mu.values())
+            lines.append(f"{head} {algorithm} | " + " | ".join(_cell(by_mu[mu]) for mu in mus) + f" | {force:.0f} |")
+        model = {r["mu"]: r["model_iterations"] for r in mine}
+        lines.append(f"{head} model | " + " | ".join(f"{model[mu]:g}" for mu in mus) + " | |")
+    return "\n".join(lines)
+
+
+_STYLES = dict(proxLTL=("o", "-"), proxLTLs=("s", "--"), constrainedABA=("^", "-."), proxPV=("x", ":"))
+
+
+def convergence_figure(result, path):
+    """Seed 000 Fig. 2 from ``liftoff bench constrained --convergence``: median iterations against
+    mu (log-log), a row of panels per robot, a panel per contact set, a line per algorithm and
+    the model ``log(tol/|e0|) / log(mu/(mu + sigma_min))``; hollow markers where some state
+    ended in max_iter or inaccurate."""
+    rows = result["results"]
+    robots = list(dict.fromkeys(r["robot"] for r in rows))
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    fig, axes = plt.subplots(
+        len(robots), len(cases), figsize=(4.2 * len(cases), 3.3 * len(robots)), squeeze=False, sharex=True, sharey=True
+    )
+    sets = {(s["robot"], s["case"]): s for s in result["contact_sets"]}
+    for i, robot in enumerate(robots):
+        for j, case in enumerate(cases):
+            ax = axes[i, j]
+            mine = [r for r in rows if r["robot"] == robot and r["case"] == case]
+            for algorithm in result["algorithms"]:
+                line = [r for r in mine if r["algorithm"] == algorithm]
+                mu = np.array([r["mu"] for r in line])
+                its = np.array([r["iterations"] for r in line])
+                clean = np.array([set(r["statuses"]) <= {"converged", "least_squares"} for r in line])
+                marker, style = _STYLES.get(algorithm, ("o", "-"))
+                (drawn,) = ax.loglog(mu, its, ls=style, marker=marker, label=algorithm, lw=1.2, ms=5, markevery=[])
+                color = drawn.get_color()
+                ax.loglog(mu[clean], its[clean], marker, color=color, ms=5, ls="none")
+                ax.loglog(mu[~clean], its[~clean], marker, mfc="none", color=color, ms=7, ls="none")
+            model = sorted({r["mu"]: r["model_iterations"] for r in mine}.items())
+            ax.loglog(*zip(*model), "k", lw=0.8, alpha=0.6, label="model: mu / (mu + σ_min) per iteration")
+            ax.axhline(result["max_iter"], color="grey", lw=0.6, ls="--")
+            s = sets[(robot, case)]
+            ax.set_title(f"{robot}, {case.replace('_', '-')}: m = {s['m']}, rank {s['rank']}", fontsize=9)
+            ax.grid(True, which="major", alpha=0.3)
+            if i == len(robots) - 1:
+                ax.set_xlabel("mu")
+            if j == 0:
+                ax.set_ylabel(f"iterations to {result['tol']:g} (median)")
+    axes[0, 0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(
+        f"Seed 000 Fig. 2: proximal iterations against mu ({result['states']} states; hollow: some max_iter or "
+        f"inaccurate; dashed: max_iter {result['max_iter']})",
+        fontsize=9,
+    )
     fig.tight_layout()
     save_figure(fig, path)

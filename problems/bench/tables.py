@@ -23,7 +23,7 @@ import numpy as np
 
 from liftoff import dynamics
 
-from .common import check_against_pinocchio, import_pinocchio, pinocchio_model, random_states, run_facts
+from .common import check_against_pinocchio, import_pinocchio, pinocchio_model, regular_states, run_facts
 from .constrained import (
     ALGORITHMS,
     ContactCase,
@@ -42,20 +42,7 @@ TABLE_CASES = {
 }
 THREE_ITERATIONS = dict(mu=1e-4, max_iter=3, tol=1e-300)  # never met: every state takes three
 OSIM_MU = 1e-4
-MAX_CONDITION = 1e4  # of the Delassus matrix: states away from singular configurations
 CHECK = dict(mu=1e-2, max_iter=200, tol=1e-10)  # the augmented-Lagrangian rounding (~1/mu) small on light robots
-
-
-def regular_states(model, contacts, size, seed):
-    """``(q, v, tau)`` of ``size`` random states whose Delassus matrix has a condition number
-    below ``MAX_CONDITION`` (drawn in rounds until there are enough)."""
-    kept, round_ = [], 0
-    while sum(len(k[0]) for k in kept) < size:
-        q, v, _, tau = random_states(model, 4 * size, seed + round_)
-        regular = np.linalg.cond(dynamics.delassus(model, q, contacts)[0]) < MAX_CONDITION
-        kept.append((q[regular], v[regular], tau[regular]))
-        round_ += 1
-    return tuple(np.concatenate(parts)[:size] for parts in zip(*kept))
 
 
 def _pin_osim(pin, reference: PinConstrained, q):

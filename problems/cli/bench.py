@@ -56,7 +56,8 @@ def _constrained_parser(benches) -> None:
         "Pinocchio's constraintDynamics on the same random states (after checking they agree to 1e-8): "
         "ANYmal with 3D contacts on its feet (LOCAL_WORLD_ALIGNED), Talos with 6D contacts on its soles (LOCAL). "
         "With --scaling, instead: the scaling study of seed 003 Fig. 3 on serial chains (6D contact on the end "
-        "effector) and balanced binary trees (3D contacts on the leaves).",
+        "effector) and balanced binary trees (3D contacts on the leaves). With --convergence, instead: seed 000 "
+        "Fig. 2, the proximal iterations against mu on well-posed, redundant and inconsistent contact sets.",
     )
     # defaults and choices live in liftoff.problems.bench.constrained (imported when the command runs)
     p.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
@@ -69,7 +70,25 @@ def _constrained_parser(benches) -> None:
     _batch(p)
     p.add_argument("--scaling", action="store_true", help="run the scaling study (chains and binary trees) instead")
     p.add_argument(
-        "--figure", metavar="FILE", help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE"
+        "--convergence",
+        action="store_true",
+        help="seed 000 Fig. 2 instead: proximal iterations to 1e-10 against mu (cold start, max_iter 1000) on the "
+        "robots' contacts well-posed, with a contact duplicated (redundant) and duplicated towards two targets "
+        "(inconsistent)",
+    )
+    p.add_argument(
+        "--mu",
+        type=positive_float,
+        nargs="+",
+        metavar="MU",
+        help="with --convergence: the dampings (default: 1e-8 to 1e2, one per decade)",
+    )
+    p.add_argument("--states", type=positive_int, metavar="N", help="with --convergence: random states (default: 8)")
+    p.add_argument(
+        "--figure",
+        metavar="FILE",
+        help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE; with --convergence: seed "
+        "000 Fig. 2 (iterations against mu)",
     )
     p.add_argument(
         "--tables",
@@ -242,10 +261,29 @@ def constrained(args) -> int:
 
     progress = None if args.quiet else stderr_progress
     algorithms = choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
-    if args.figure is not None and not args.scaling:
-        raise UserError("--figure draws the scaling study: use it with --scaling")
+    studies = [name for name in ("--scaling", "--tables", "--convergence") if getattr(args, name[2:])]
+    if len(studies) > 1:
+        raise UserError(f"{' and '.join(studies)} are separate studies: run one at a time")
+    if args.figure is not None and not (args.scaling or args.convergence):
+        raise UserError(
+            "--figure draws the scaling study: use it with --scaling, or the convergence study with --convergence"
+        )
+    if not args.convergence and (args.mu or args.states):
+        raise UserError(f"{'--mu' if args.mu else '--states'} is an option of --convergence")
     figure = None if args.figure is None else check_output(args.figure)
     try:
+        if args.convergence:
+            result = bench.convergence_benchmark(
+                robots=choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
+                mus=tuple(args.mu or bench.CONVERGENCE_MUS),
+                states=args.states or bench.CONVERGENCE_STATES,
+                algorithms=algorithms,
+                seed=args.seed,
+                progress=progress,
+            )
+            if figure is not None:
+                bench.convergence_figure(result, figure)
+            return _report(result, bench.format_convergence_table, args)
         if args.tables:
             result = tables.tables_benchmark(batches=tuple(args.batch), repeat=args.repeat, progress=progress)
             return _report(result, tables.format_tables, args)
