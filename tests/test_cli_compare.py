@@ -1,19 +1,25 @@
-"""``liftoff compare`` and ``report`` on tiny gaits: what they write, and the errors found
-before anything is solved (every file checked, names that would collide, a folder holding
-another comparison); problem errors that name the file and suggest a frame."""
+"""``liftoff compare`` and ``report`` on tiny gaits and short polishing horizons (rigid against
+soft contact): what they write, and the errors found before anything is solved (every file
+checked, names that would collide, a folder holding another comparison); problem errors that
+name the file and suggest a frame."""
 
 from __future__ import annotations
 
 import csv
 import json
 
+import numpy as np
 import pytest
 import yaml
 from test_cli_solve import TINY
 from test_config import edit
 
+from liftoff import dynamics
 from liftoff.problems.cli import main
 from liftoff.problems.studies.compare import iteration_ratios
+from liftoff.problems.studies.runs import load_run
+from liftoff.problems.tasks.config import load_config, parse_config
+from liftoff.problems.tasks.polishing import PolishingConfig, make_task
 
 
 def write(folder, data, name):
@@ -211,3 +217,83 @@ def test_the_kkt_figure_names_the_measures_of_the_methods_that_ran(monkeypatch, 
     (fig,) = drawn
     figures.plt.close(fig)
     assert [ax.get_ylabel() for ax in fig.axes] == labels  # a row of panels per barrier, one gait
+
+
+def polishing_file(folder, name, **contacts) -> str:
+    """``configs/polishing_horizontal.yaml`` (rigid, friction 0.3, torque filter) or, with ``contacts``,
+    soft, on a horizon of 10 stages (0.1 s)."""
+    with open("configs/polishing_horizontal.yaml", encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    data.update(name=name, mpc={**data["mpc"], "horizon": 10}, **({"contacts": contacts} if contacts else {}))
+    parse_config(data, name, PolishingConfig)  # a valid polishing configuration
+    return write(folder, data, f"{name}.yaml")
+
+
+def test_compare_sets_the_rigid_polishing_contact_against_the_soft_one(tmp_path, capsys):
+    """Each horizon from the task's initial state: the rigid contact's force variable ends at the
+    target (its cost holds it there to 2e-4 N); the soft contact's spring holds the target's
+    penetration (k d = 30 N within 0.05 N, as in test_soft_contact) until the last stage, where the
+    terminal cost pulls the pad back toward the initial state (d = 0): the end force is the spring's
+    k d + c d_dot at the solution's state, about 9 N short by its damper. The non-lifted formulation
+    and the baselines that do not take an OCP are rows of status unsupported."""
+    rigid = polishing_file(tmp_path, "rigid")
+    soft = polishing_file(tmp_path, "soft", model="soft", stiffness=1e4, damping=300.0)
+    out = tmp_path / "cmp"
+    argv = ["compare", rigid, soft, "--barrier", "1e-3", "--methods", "lifted", "nonlifted", "fddp", "ipopt"]
+    assert main([*argv, "--out", str(out), "--json"]) == 0  # unsupported rows do not fail the comparison
+    runs = {(s["name"], s["formulation"]): s for s in json.loads(capsys.readouterr().out)}
+    assert {key: s["status"] for key, s in runs.items()} == {
+        ("rigid", "lifted"): "converged",
+        ("rigid", "nonlifted"): "unsupported",  # sliding friction: the lifted formulation only
+        ("rigid", "fddp"): "unsupported",
+        ("rigid", "ipopt"): "unsupported",
+        ("soft", "lifted"): "converged",
+        ("soft", "nonlifted"): "converged",
+        ("soft", "fddp"): "unsupported",
+        ("soft", "ipopt"): "unsupported",
+    }
+    assert "sliding friction needs the lifted formulation" in runs["rigid", "nonlifted"]["message"]
+    assert runs["soft", "fddp"]["message"] == "the baselines solve gait configurations"
+    with open(out / "table.csv", newline="") as f:
+        table = {(row["gait"], row["formulation"]): row for row in csv.DictReader(f)}
+    assert table["rigid", "lifted"]["contact"] == "rigid" and table["soft", "lifted"]["contact"] == "soft"
+    assert table["rigid", "fddp"]["end_force_N"] == ""  # nothing solved
+    rigid_end = float(table["rigid", "lifted"]["end_force_N"])
+    assert abs(rigid_end - 30.0) <= 1.0 and float(table["rigid", "lifted"]["target_force_N"]) == 30.0
+    task = make_task(load_config(soft, PolishingConfig))
+    contact = task.soft_contact()
+    for form in ("lifted", "nonlifted"):
+        s = runs["soft", form]
+        run = load_run(out / f"soft_{form}_0.001.npz")
+        state = dynamics.soft_contact_state(task.model, run["q"][-2], run["v"][-2], contact)  # the last stage
+        np.testing.assert_allclose(s["end_force_N"], state.f_n, atol=1e-9)
+        np.testing.assert_allclose(contact.stiffness * state.d, 30.0, atol=0.05)  # the spring holds the target
+        np.testing.assert_allclose(s["end_force_N"], 30.0 + contact.damping * state.d_dot, atol=0.05)  # the damper
+        assert s["end_force_N"] < 29.0  # the pad leaves the surface at the horizon's end
+        np.testing.assert_allclose(s["median_force_N"], 30.0, atol=0.05)
+    written = {p.name for p in out.iterdir()}
+    assert {"kkt.png", "time.png", "normal_force.png", "table.md"} <= written
+    assert not [n for n in written if n.startswith("forces_")]
+    assert "| soft | lifted | 0.001 | static | converged |" in (out / "table.md").read_text().replace("  ", " ")
+
+
+def test_compare_takes_gait_and_polishing_configurations_in_one_call(tmp_path, capsys):
+    configs = [write(tmp_path, TINY, "tiny.yaml"), polishing_file(tmp_path, "rigid")]
+    out = tmp_path / "mixed"
+    argv = ["compare", *configs, "--barrier", "0.1", "--formulation", "lifted", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    summaries = {s["name"]: s for s in json.loads(capsys.readouterr().out)}
+    assert [s["status"] for s in summaries.values()] == ["converged", "converged"]
+    assert "end_force_N" not in summaries["tiny"] and summaries["rigid"]["contact"] == "rigid"
+    assert {"forces_tiny.png", "normal_force.png"} <= {p.name for p in out.iterdir()}
+    assert main(["report", str(out)]) == 0
+    lines = capsys.readouterr().out.replace("  ", " ").splitlines()
+    assert lines[0].endswith("| contact | end_force_N | median_force_N | target_force_N |")
+    assert any(line.startswith("| tiny | lifted |") and line.endswith("| | | | |") for line in lines)
+
+
+def test_compare_refuses_a_gait_mpc_configuration_in_one_line(tmp_path, capsys):
+    path = write(tmp_path, {"task": "gait_mpc"}, "mpc.yaml")
+    assert main(["compare", write(tmp_path, TINY, "tiny.yaml"), path, "--out", str(tmp_path / "c")]) == 2
+    assert "a task: gait_mpc configuration runs with liftoff mpc" in one_error_line(capsys)
+    assert not (tmp_path / "c").exists()

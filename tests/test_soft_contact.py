@@ -283,10 +283,10 @@ def test_the_penetration_cost_residual_and_its_jacobian():
         assert_derivative(R[i, :, : model.nv], fd, tol=1e-8, what="d(n . p)/dq")
 
 
-def test_liftoff_mpc_runs_a_soft_polishing_configuration_and_compare_refuses_it(tmp_path, capsys):
+def test_liftoff_mpc_runs_a_soft_polishing_configuration_and_solve_refuses_it(tmp_path, capsys):
     """The soft table through ``liftoff mpc`` (0.3 s against liftoff's plant with the same soft
-    contact: the model is right, the force is held); ``liftoff compare`` and ``liftoff solve``
-    take gait configurations only and refuse it in one line."""
+    contact: the model is right, the force is held); ``liftoff solve`` takes gait configurations
+    only and refuses it in one line (``liftoff compare`` takes it: tests/test_cli_compare.py)."""
     path = tmp_path / "soft.yaml"
     soft = {"model": "soft", "stiffness": 1e4, "damping": 300.0}
     data = {
@@ -300,7 +300,6 @@ def test_liftoff_mpc_runs_a_soft_polishing_configuration_and_compare_refuses_it(
     m = json.loads(capsys.readouterr().out)
     assert m["status"] == "completed" and m["contact_lost_fraction"] == 0
     assert m["force_rms_error_N"] < 1.0  # 0.31 N measured (the circle still starting: 19 mm)
-    for command in ("compare", "solve"):
-        assert main([command, str(path), "--out", str(tmp_path / "c")]) == 2
-        err = capsys.readouterr().err.strip()
-        assert "\n" not in err and "a task: polishing configuration runs with liftoff mpc" in err
+    assert main(["solve", str(path), "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "a task: polishing configuration runs with liftoff mpc" in err

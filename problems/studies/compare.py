@@ -2,6 +2,13 @@
 the baselines of ``methods`` (:mod:`problems.studies.baselines`): FDDP and iLQR at each barrier and
 start, Ipopt and the OSQP SQP once on the exact problem (barrier 0).
 
+A configuration is a gait's or a polishing task's (its horizon from the task's initial state:
+rigid against soft contact), the two mixed at will. A method that does not take a
+configuration's OCP (the non-lifted formulation and sliding friction, the baselines and a
+polishing task) is a row of status ``unsupported`` that says why; the others run. A polishing
+row adds the surface's normal force on the pad at the horizon's end against the target, and
+``normal_force.png`` draws it over the horizon.
+
 :func:`compare` solves, saves each run's results file in the output folder and calls
 :func:`report`, which reads the results files back and writes the figures of
 :mod:`problems.studies.figures` and the table (``table.md``, ``table.csv``, ``summary.json``) of
@@ -17,11 +24,12 @@ import json
 from pathlib import Path
 
 from liftoff.problems.files import OutputError, ReadError, atomic
-from liftoff.problems.tasks.config import with_solver
+from liftoff.problems.tasks.config import ConfigError, ProblemError, load_config, load_gait_config, task_of, with_solver
+from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig
 
 from . import figures
 from .baselines import BASELINES, DDP_METHODS, solve_baseline
-from .runs import load_run, run_name, save_run, solve_config, summary
+from .runs import UNSUPPORTED, load_run, prepare, run_name, save_run, solve_prepared, summary, unsupported
 
 FORMULATIONS = ("lifted", "nonlifted")
 METHODS = FORMULATIONS + BASELINES
@@ -40,6 +48,13 @@ COLUMNS = (
     "kkt_error",
     "max_violation",
 )
+FORCE_COLUMNS = ("contact", "end_force_N", "median_force_N", "target_force_N")  # of polishing rows (runs.summary)
+
+
+def load(path):
+    """The gait or polishing configuration of the YAML file ``path``; :class:`ConfigError` for
+    another task's (``liftoff mpc`` runs it)."""
+    return load_config(path, PolishingConfig) if task_of(path) == "polishing" else load_gait_config(path)
 
 
 def methods_of(formulations=None, methods=None) -> tuple:
@@ -91,24 +106,37 @@ def compare(
         raise OutputError(f"{out_dir} holds results of another comparison ({listed}); choose another --out or clear it")
     out_dir.mkdir(parents=True, exist_ok=True)
     for (config, form, eps, init), path in zip(todo, paths):
-        if form in DDP_METHODS:
-            run = solve_baseline(with_solver(config, barrier=eps, init=init), form)
-        elif form in BASELINES:
-            run = solve_baseline(config, form)
-        else:
-            run = solve_config(config, form, eps, backend=backend, init=init)
+        run = _solve(config, form, eps, init, backend)
         save_run(run, path)
         if progress is not None:
             progress(summary(run))
     return report(out_dir)
 
 
+def _solve(config, method, barrier, init, backend):
+    """The run of ``method`` on ``config`` (:func:`compare`), or an ``unsupported`` one."""
+    if method in BASELINES and isinstance(config, PolishingConfig):
+        return unsupported(with_solver(config, init=init), method, barrier, "the baselines solve gait configurations")
+    if method in DDP_METHODS:
+        return solve_baseline(with_solver(config, barrier=barrier, init=init), method)
+    if method in BASELINES:
+        return solve_baseline(config, method)
+    try:
+        prepared = prepare(config, formulation=method, barrier=barrier, backend=backend, init=init)
+    except (ConfigError, ProblemError):
+        raise
+    except ValueError as e:  # the formulation does not take this OCP (ocp.backends: sliding friction, non-lifted)
+        return unsupported(with_solver(config, barrier=barrier, init=init), method, barrier, str(e))
+    return solve_prepared(*prepared)
+
+
 def progress_line(s: dict) -> str:
-    """One solve of a comparison on a line: gait, method, barrier, start, status, iterations, time."""
-    return (
-        f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['init']:>11} {s['status']:>14} "
-        f"{s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s"
-    )
+    """One solve of a comparison on a line: gait, method, barrier, start, status, iterations, time
+    (an unsupported one: why)."""
+    head = f"{s['name']:>14} {s['formulation']:>9} barrier {s['barrier']:<7g} {s['init']:>11} {s['status']:>14}"
+    if s["status"] == UNSUPPORTED:
+        return f"{head}: {s['message']}"
+    return f"{head} {s['iterations']:4d} iterations {s['solve_time_s']:8.2f} s"
 
 
 def iteration_ratios(summaries) -> list:
@@ -146,19 +174,26 @@ def rows(summaries) -> list:
             "cost": s["cost"],
             "kkt_error": s["kkt_error"],
             "max_violation": s["max_constraint_violation"],
+            **{c: s.get(c, "") for c in FORCE_COLUMNS},
         }
         for s, ratio in zip(summaries, iteration_ratios(summaries))
     ]
 
 
+def columns(table) -> tuple:
+    """The table's columns: the force's too when a row is a polishing one."""
+    return COLUMNS + (FORCE_COLUMNS if any(row["contact"] for row in table) else ())
+
+
 def markdown(table) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    names = columns(table)
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
     for row in table:
         cells = [
             f"{row[c]:.6g}"
             if isinstance(row[c], float) and c not in ("iteration_ratio", "ms_per_iteration", "total_s")
             else str(row[c])
-            for c in COLUMNS
+            for c in names
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -171,11 +206,23 @@ def _compared(path) -> dict:
     method = run["summary"]["formulation"]
     if method not in METHODS:
         raise ReadError(f"{path}: not a results file of a comparison (method {method!r})")
-    contacts = run["config"].get("contacts")
-    friction = contacts.get("friction") if isinstance(contacts, dict) else None
-    if isinstance(friction, bool) or not isinstance(friction, (int, float)):
-        raise ReadError(f"{path}: not a readable liftoff results file (config.contacts.friction: expected a number)")
+    section, keys = ("surface", ("force", "normal")) if _polishing(run) else ("contacts", ("friction",))
+    values = run["config"].get(section)
+    for key in keys:  # what the figures read
+        value = values.get(key) if isinstance(values, dict) else None
+        value = value if isinstance(value, list) else [value]
+        if len(value) != (3 if key == "normal" else 1) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in value
+        ):
+            what = "a direction [x, y, z]" if key == "normal" else "a number"
+            raise ReadError(f"{path}: not a readable liftoff results file (config.{section}.{key}: expected {what})")
+    if _polishing(run) and TOOL_FRAME not in run["forces"]:
+        raise ReadError(f"{path}: not a readable liftoff results file (missing force/{TOOL_FRAME})")
     return run
+
+
+def _polishing(run) -> bool:
+    return run["config"].get("task") == "polishing"
 
 
 def report(out_dir) -> list:
@@ -200,17 +247,25 @@ def report(out_dir) -> list:
     with atomic(out_dir / "table.md", "w") as f:
         f.write(markdown(table))
     with atomic(out_dir / "table.csv", "w") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=columns(table), extrasaction="ignore")
         writer.writeheader()
         writer.writerows(table)
     with atomic(out_dir / "summary.json", "w") as f:
         f.write(json.dumps(summaries, indent=1))
-    figures.kkt_figure(runs, out_dir / "kkt.png")
-    figures.time_figure(runs, out_dir / "time.png")
-    for r in runs:
-        s = r["summary"]
-        if s["formulation"] == "lifted" and s["barrier"] == min(
-            x["barrier"] for x in summaries if x["name"] == s["name"] and x["formulation"] == "lifted"
-        ):
-            figures.forces_figure(r, out_dir / f"forces_{s['name']}.png")
+    solved = [r for r in runs if r["summary"]["status"] != UNSUPPORTED]
+    if solved:
+        figures.kkt_figure(solved, out_dir / "kkt.png")
+        figures.time_figure(solved, out_dir / "time.png")
+    lifted = [  # each configuration's lifted run at its smallest barrier
+        r
+        for r in solved
+        if r["summary"]["formulation"] == "lifted"
+        and r["summary"]["barrier"]
+        == min(x["barrier"] for x in summaries if x["name"] == r["summary"]["name"] and x["formulation"] == "lifted")
+    ]
+    for r in lifted:
+        if not _polishing(r):
+            figures.forces_figure(r, out_dir / f"forces_{r['summary']['name']}.png")
+    if any(_polishing(r) for r in lifted):
+        figures.normal_force_figure([r for r in lifted if _polishing(r)], out_dir / "normal_force.png")
     return summaries

@@ -6,6 +6,8 @@
 - :func:`time_figure`: time per iteration and total time per gait, log scale (seed 004 Fig. 2);
 - :func:`forces_figure`: each foot's world-frame contact force against its friction-cone
   bound ``mu/sqrt(2) f_z`` (seed 004 Fig. 4);
+- :func:`normal_force_figure`: the normal force of polishing runs over their horizon, rigid
+  or soft, against the target;
 - :func:`sweep_figure`: a column of a sweep's table against another (:mod:`problems.studies.sweep`).
 """
 
@@ -18,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from liftoff.problems.files import save_figure
+from liftoff.problems.tasks.polishing import TOOL_FRAME
 
 STYLES = {"lifted": "-", "nonlifted": "--", "fddp": (0, (6, 2)), "ilqr": (0, (1, 1)), "ipopt": ":", "sqp": "-."}
 COLORS = {
@@ -147,6 +150,24 @@ def forces_figure(run, path):
     fig.suptitle(
         f"{s['name']}: contact forces in the world frame ({s['formulation']}, barrier {s['barrier']:g})", fontsize=9
     )
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def normal_force_figure(runs, path):
+    """The surface's normal force on the pad (``force/tool`` along ``surface.normal``) at each
+    stage of the polishing ``runs``, one line each, and their targets ``surface.force`` dotted."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    for r in runs:
+        s, surface = r["summary"], r["config"]["surface"]
+        force = r["forces"][TOOL_FRAME] @ np.asarray(surface["normal"], dtype=float)
+        ax.plot(r["times"][:-1], force, label=f"{s['name']} ({s.get('contact', 'rigid')}, {s['formulation']})")
+    for target in {r["config"]["surface"]["force"] for r in runs}:
+        ax.axhline(target, color="tab:gray", linestyle=":", linewidth=1)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("normal force [N]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
 

@@ -1,9 +1,11 @@
-"""Solve a gait configuration and keep the outcome: summary, trajectories, a results file.
+"""Solve a gait configuration, or a polishing task's first horizon, and keep the outcome:
+summary, trajectories, a results file.
 
 A results file is one ``.npz`` holding the knot times, ``q, v, u, a`` by stage, the stage
-kinds, the world-frame contact forces of every foot (``force/<frame>``), and two JSON strings:
-the run's summary (:func:`summary`) and its configuration. :func:`load_run` reads it back
-for plotting without solving again.
+kinds, the world-frame contact forces of every foot or tool (``force/<frame>``; a soft
+contact's is its spring's force at each stage's state), and two JSON strings: the run's
+summary (:func:`summary`) and its configuration. :func:`load_run` reads it back for plotting
+without solving again.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from liftoff import dynamics
 from liftoff.ocp.formulation import Formulation
 from liftoff.problems.files import ReadError, atomic, check_archive
 from liftoff.problems.tasks.config import to_dict, with_solver
 from liftoff.problems.tasks.gaits import build_problem
-from liftoff.solvers.ipm import solve
+from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, build_ocp, make_task
+from liftoff.solvers.ipm import Result, solve
+
+UNSUPPORTED = "unsupported"  # the status of a method that does not take a configuration's OCP (:func:`unsupported`)
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,13 @@ def prepare(config, **overrides):
     changes = {k: v for k, v in overrides.items() if v is not None}
     config = with_solver(config, **changes) if changes else config
     s = config.solver
-    return config, Formulation(build_problem(config), s.formulation, s.backend, init=s.init)
+    return config, Formulation(problem_of(config), s.formulation, s.backend, init=s.init)
+
+
+def problem_of(config):
+    """The OCP of a gait configuration, or of a polishing configuration's horizon from the task's
+    initial state (:func:`problems.tasks.polishing.build_ocp`)."""
+    return build_ocp(make_task(config)) if isinstance(config, PolishingConfig) else build_problem(config)
 
 
 def solve_config(
@@ -58,8 +70,29 @@ def solve_config(
 
 def solve_prepared(config, problem, callback=None, warm_start=None) -> Run:
     result = solve(problem, config.solver.options(), warm_start=warm_start, callback=callback)
-    trajectories = problem.trajectories(result.iterate)
+    trajectories = with_soft_forces(problem.ocp, problem.trajectories(result.iterate))
     return Run(config, result, trajectories, problem.ocp.times(), problem.backend)
+
+
+def with_soft_forces(ocp, trajectories) -> dict:
+    """``trajectories`` whose ``forces`` hold, besides the contact variables', the world force of
+    each soft contact at each stage's state ``(q_k, v_k)`` (:func:`dynamics.soft_contact_forces`)."""
+    forces = dict(trajectories["forces"])
+    for k, stage in enumerate(ocp.stages):
+        if stage.soft:
+            F, _ = dynamics.soft_contact_forces(ocp.model, trajectories["q"][k], trajectories["v"][k], stage.soft)
+            for contact, force in zip(stage.soft, F):
+                forces.setdefault(contact.frame, np.zeros((ocp.K, 3)))[k] = force
+    return {**trajectories, "forces": forces}
+
+
+def unsupported(config, method, barrier, why) -> Run:
+    """The run of a ``method`` that does not take ``config``'s OCP: status ``unsupported``, ``why``
+    its message, no iteration, the trajectories of the interior point's initial guess."""
+    form = Formulation(problem_of(config), "lifted", "numpy", quiet=True, init=config.solver.init)
+    trajectories = with_soft_forces(form.ocp, form.trajectories(form.initial_iterate(config.solver.barrier)))
+    result = Result(UNSUPPORTED, why, 0, np.nan, np.nan, np.nan, 0.0, barrier)
+    return Run(config, result, trajectories, form.ocp.times(), "numpy", method)
 
 
 def describe_problem(config, problem) -> str:
@@ -87,7 +120,9 @@ def outcome(run: Run, path, target=None) -> str:
 
 
 def summary(run: Run) -> dict:
-    """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation."""
+    """The JSON summary: status, formulation, iterations, KKT history, times, cost, violation; for
+    a polishing configuration also the pad's ``contact`` model and the surface's normal force on
+    it: at the horizon's last stage (``end_force_N``), its median over the stages, the target."""
     r = run.result
     s = run.config.solver
     out = {"name": run.config.name, "formulation": run.method or s.formulation, "backend": run.backend, "init": s.init}
@@ -97,6 +132,13 @@ def summary(run: Run) -> dict:
     out["time_split_s"] = {
         part: sum(getattr(h, f"{part}_time") for h in r.history) / n for part in ("linearize", "riccati", "expand")
     }
+    if isinstance(run.config, PolishingConfig) and r.status != UNSUPPORTED:
+        surface = run.config.surface
+        normal = run.trajectories["forces"][TOOL_FRAME] @ np.asarray(surface.normal)  # the surface's force, by stage
+        out["contact"] = run.config.contacts.model
+        out["end_force_N"] = float(normal[-1])
+        out["median_force_N"] = float(np.median(normal))
+        out["target_force_N"] = surface.force
     return out
 
 
