@@ -505,17 +505,15 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None, disturbance=
         contacts, soft = (task.contact(),), ()
     filtered = cfg.torque_filter is not None
     torque = (VariableCost("tau", task.u_gravity, c.torque * np.ones(model.nv), "torque"),) if filtered else ()
+    state = StateCost(task.q0, zero_v, c.state * state_weights, "state")  # the terms every stage shares, made once
+    orientation = FrameRotationCost(TOOL_FRAME, task.R0, c.tool_orientation * np.ones(3), "orientation")
+    control = VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control")
+    tool_weights = np.full(3, c.tool_position)
     stages = tuple(
         ContactStage(
             contacts,
             dt,
-            (
-                StateCost(task.q0, zero_v, c.state * state_weights, "state"),
-                force,
-                FramePositionCost(TOOL_FRAME, references[k], np.full(3, c.tool_position), "tool"),
-                FrameRotationCost(TOOL_FRAME, task.R0, c.tool_orientation * np.ones(3), "orientation"),
-                VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control"),
-            )
+            (state, force, FramePositionCost(TOOL_FRAME, references[k], tool_weights, "tool"), orientation, control)
             + torque,
             task.sliding(t0 + k * dt),
             soft,
