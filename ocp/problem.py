@@ -269,8 +269,18 @@ def _array_fields(cls) -> tuple:
 
 
 def _stack_term(terms, S):
-    """One term with its array fields stacked over stages (leading axis ``S``)."""
+    """One term with its array fields stacked over stages (leading axis ``S``); a term that is
+    one object in every stage has its arrays repeated as a read-only view."""
     first = terms[0]
+    if all(term is first for term in terms):
+        return dataclasses.replace(
+            first,
+            **{
+                name: np.broadcast_to(a, (S,) + a.shape)
+                for name in _array_fields(type(first))
+                for a in (np.atleast_1d(np.asarray(getattr(first, name), dtype=float)),)
+            },
+        )
 
     def stacked(name):
         arrays = [np.atleast_1d(np.asarray(getattr(t, name), dtype=float)) for t in terms]
