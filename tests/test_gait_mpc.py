@@ -291,6 +291,21 @@ def test_command_tracking_measures_each_command_and_the_stop():
     assert "stop_time_s" not in out[0] and "stop_time_s" not in out[2]
 
 
+def test_command_tracking_averages_over_whole_gait_cycles():
+    """A turn whose rate swings with the gait (the trot's cycle: 0.48 s) is measured at its mean
+    rate, not at the mean over a window that ends mid-cycle."""
+    config = trot_config(command=({"t": 0.0, "yaw_rate": 0.4},))
+    t = np.arange(0.0, 4.0, 0.001)
+    rate = 0.4 + 0.3 * np.sin(2 * np.pi * t / 0.48)
+    yaw = np.concatenate(([0.0], np.cumsum(rate[:-1]) * 0.001))
+    q, v = np.zeros((len(t), 19)), np.zeros((len(t), 18))
+    q[:, 5], q[:, 6], v[:, 5] = np.sin(yaw / 2), np.cos(yaw / 2), rate
+    (out,) = command_tracking(config, t, q, v, 4.0)
+    assert out["measured"]["yaw_rate"] == pytest.approx(0.4, abs=1e-9)
+    settled = rate[t >= 1.0].mean()  # from SETTLE_S on: 6.25 cycles
+    assert abs(settled - 0.4) > 1e-3
+
+
 def test_the_benchmarks_read_configurations_that_exist():
     from liftoff.problems.bench import polishing, solve
 

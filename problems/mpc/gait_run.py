@@ -222,10 +222,12 @@ def heading_velocities(q, v) -> tuple:
 
 def command_tracking(config, t, q, v, end) -> list:
     """Per command of ``mpc.command`` that started before ``end``: the command, and the
-    measured mean forward and lateral velocity and yaw rate from ``SETTLE_S`` after its start
-    (or its start, if shorter) to its end; after a command to stand still that follows a motion,
-    ``stop_time_s``: how long the base took to stay below ``STOP_MPS`` (its speed averaged over
-    the gait cycle centred on each instant, so that the average does not lag), None if it did not."""
+    measured mean forward and lateral velocity and yaw rate over the whole gait cycles between
+    ``SETTLE_S`` after its start (or half its time, if shorter) and its end (over that span if
+    it holds no whole cycle: a gait's velocities swing within a cycle); after a command to
+    stand still that follows a motion, ``stop_time_s``: how long the base took to stay below
+    ``STOP_MPS`` (its speed averaged over the gait cycle centred on each instant, so that the
+    average does not lag), None if it did not."""
     commands = config.mpc.command
     heading, yaw_rate = heading_velocities(q, v)
     cycle = sum(p.knots for p in config.gait.phases[config.mpc.cycle_start :]) * config.gait.dt
@@ -238,7 +240,8 @@ def command_tracking(config, t, q, v, end) -> list:
         if c.t >= end:
             break
         settle = c.t + min(SETTLE_S, 0.5 * (until - c.t))
-        inside = (t >= settle) & (t < until)
+        cycles = int((until - settle) // cycle)  # whole gait cycles: a gait's velocities are periodic
+        inside = (t >= (until - cycles * cycle if cycles else settle) - 1e-9) & (t < until)
         entry = {"t": c.t, "until": until, "command": {"vx": c.vx, "vy": c.vy, "yaw_rate": c.yaw_rate}}
         entry["measured"] = {
             "vx": float(np.mean(heading[inside, 0])) if inside.any() else float("nan"),
