@@ -1,4 +1,4 @@
-"""Rigid-body dynamics of robots described by URDF, batched over a leading axis.
+"""Rigid-body dynamics of robots described by URDF (or SDF, with loop closures), batched over a leading axis.
 
 See the README for the public API. Arrays follow Pinocchio's layout and conventions.
 """
@@ -55,7 +55,8 @@ from .manifold import (
 )
 from .memory import retain_freed_memory
 from .model import Model, add_frame
-from .robots import ROBOTS, load, load_urdf_string, robot_urdf
+from .robots import ROBOTS, load, load_urdf_string, robot_urdf, robots_dir
+from .sdf import joint_springs, load_sdf
 from .simulator import (
     CONTACT_MODELS,
     ContactSolverWarning,

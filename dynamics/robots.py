@@ -26,6 +26,11 @@ ROBOTS = {
 }
 
 
+# name -> (SDF path inside the robots folder, root link): robots with closed kinematic loops,
+# loaded by :func:`dynamics.load_sdf` with their loop closures
+SDF_ROBOTS = {"cassie": ("cassie_description/robots/cassie_v2.sdf", "pelvis")}
+
+
 # name -> SRDF file (named configurations: group states) inside the robots folder
 SRDF = {
     "anymal": "anymal_b_simple_description/srdf/anymal.srdf",

@@ -684,3 +684,288 @@ def convergence_figure(result, path):
     )
     fig.tight_layout()
     save_figure(fig, path)
+
+
+# ----------------------------------------------------------------------------- Cassie (seed 000 Sec. V-E)
+
+CASSIE_ACTUATED = ("roll-op", "yaw-op", "pitch-op", "knee-op", "foot-op")  # the motors of each leg
+CASSIE_PD = dict(kp=300.0, kd=2.0)  # N m/rad, N m s/rad: the standing posture's PD (kd > ~5 with the
+# SDF's joint damping is unstable at 1 kHz: the explicit damping of the light crank and foot)
+CASSIE_BAUMGARTE = dict(kp=1e4, kd=200.0)  # beta^2, 2 alpha: critically damped at 100 rad/s
+CASSIE_PROXIMAL = dict(mu=1e-8, max_iter=30, tol=1e-10)
+CASSIE_DURATION, CASSIE_RELEASE, CASSIE_DT = 1.0, 0.5, 1e-3
+CASSIE_TIMES = (0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)  # the rows of the drift table
+CASSIE_FOOT = (np.array([0.01, 0.045, 0.0]), 0.18)  # centre (foot frame) and length of the foot's collision cylinder
+
+
+def cassie_model():
+    """liftoff's Cassie (cassie_v2.sdf of example-robot-data, free-flyer root at the pelvis) with
+    ``{side}-toe`` and ``{side}-heel`` frames on each foot, the ends of its 18 cm blade laid
+    along the walking direction (world x at ``q = neutral``) through the centre of its collision
+    cylinder: a line contact as two 3D points (seed 000 Fig. 9). Returns ``(model, closures,
+    springs)``, ``springs = (stiffness, reference)`` per dof (the SDF's knee-shin and heel springs)."""
+    model, closures = dynamics.load_sdf("cassie")
+    centre, length = CASSIE_FOOT
+    for side in ("left", "right"):
+        R = dynamics.frame_placement(model, dynamics.neutral(model), f"{side}-foot")[0]
+        forward = R.T @ np.array([1.0, 0.0, 0.0])
+        for name, sign in (("toe", 1.0), ("heel", -1.0)):
+            model = dynamics.add_frame(
+                model, f"{side}-{name}", f"{side}-foot", translation=centre + sign * length / 2 * forward
+            )
+    return model, closures, dynamics.joint_springs("cassie", model)
+
+
+def cassie_simulation(
+    duration=CASSIE_DURATION, release=CASSIE_RELEASE, dt=CASSIE_DT, baumgarte=True, engine="liftoff", proximal=None
+) -> dict:
+    """Cassie standing, then falling, in liftoff's simulator (seed 000 Sec. V-E, Fig. 9).
+
+    From ``q = neutral`` (every link at its SDF pose: the loops closed, the feet on the ground
+    at z = 0), at rest, the feet on the ground: its four loop closures (3D, LOCAL) and the heel and toe of each foot
+    held where they start (3D, LOCAL_WORLD_ALIGNED: bilateral, an idealization of the ground;
+    the two points of a foot are redundant, m = 24 of rank 22) are the constraints of the
+    proximal constrained dynamics (``engine="liftoff"``, proxLTL) or Pinocchio's
+    ``constraintDynamics`` on the same model (``engine="pinocchio"``, without Baumgarte).
+    The motors hold the posture by a PD until ``release``, then go limp: the robot collapses on
+    its feet. Torques: the PD, the SDF's springs, its joint damping. Semi-implicit Euler at
+    ``dt``. Baumgarte (``CASSIE_BAUMGARTE``) on every constraint if ``baumgarte``.
+
+    Returns the times, the configurations, the loop-closure gap ``drift`` (largest distance
+    between the two points of a closure, m), the feet's ``foot_drift`` (largest distance of a
+    heel or toe from its start) and, for liftoff's runs, the proximal iterations, status and
+    equation-of-motion residual ``|M a - h - J^T f|_inf`` of each step."""
+    import dataclasses
+
+    proximal = dict(CASSIE_PROXIMAL, **(proximal or {}))
+    model, closures, (stiffness, spring_reference) = cassie_model()
+    gains = CASSIE_BAUMGARTE if baumgarte else dict(kp=0.0, kd=0.0)
+    q = dynamics.neutral(model)
+    feet = [f"{side}-{point}" for side in ("left", "right") for point in ("toe", "heel")]
+    q[2] = -min(dynamics.frame_placement(model, q, f)[1][2] for f in feet)  # the feet on the ground
+    v = np.zeros(model.nv)
+    start = {f: dynamics.frame_placement(model, q, f)[1] for f in feet}
+    loops = [dataclasses.replace(c, **gains) for c in closures]
+    contacts = loops + [dynamics.Contact(f, "3D", "LOCAL_WORLD_ALIGNED", placement=start[f], **gains) for f in feet]
+    actuated = np.zeros(model.nv, bool)
+    for i, name in enumerate(model.joint_names):
+        if name.split("-", 1)[-1] in CASSIE_ACTUATED:
+            actuated[model.idx_v[i]] = True
+    q_ref = q.copy()
+    step = _pinocchio_stepper(model, contacts, proximal) if engine == "pinocchio" else None
+    if step is not None and baumgarte:
+        raise BenchError("the Pinocchio run of the Cassie simulation is without Baumgarte")
+    n = int(round(duration / dt))
+    qs, drift, foot_drift, iterations, statuses, eom = [q], [0.0], [0.0], [], [], []
+    f = None
+    for k in range(n):
+        dq = dynamics.difference(model, q_ref, q)
+        tau = -stiffness * (dq - spring_reference) - model.damping * v
+        if k * dt < release:
+            tau = tau + np.where(actuated, -CASSIE_PD["kp"] * dq - CASSIE_PD["kd"] * v, 0.0)
+        if step is None:
+            sol = dynamics.constrained_dynamics(model, q, v, tau, contacts, warm_start=f, **proximal)
+            a, f = sol
+            iterations.append(int(sol.iterations))
+            statuses.append(str(sol.status))
+            eom.append(float(sol.eom_residual))
+        else:
+            a = step(q, v, tau)
+        v = v + dt * a
+        q = dynamics.integrate(model, q, dt * v)
+        if not np.all(np.isfinite(q)):
+            raise BenchError(f"the Cassie simulation diverged at t = {(k + 1) * dt:g} s")
+        qs.append(q)
+        drift.append(max(_gap(model, q, c.frame, c.frame2) for c in closures))
+        foot_drift.append(max(np.linalg.norm(dynamics.frame_placement(model, q, f_)[1] - start[f_]) for f_ in feet))
+    return dict(
+        t=np.arange(n + 1) * dt,
+        q=np.array(qs),
+        drift=np.array(drift),
+        foot_drift=np.array(foot_drift),
+        iterations=np.array(iterations),
+        statuses=statuses,
+        eom_residual=np.array(eom),
+        pelvis_height=np.array(qs)[:, 2],
+    )
+
+
+def _gap(model, q, frame1, frame2) -> float:
+    return float(
+        np.linalg.norm(dynamics.frame_placement(model, q, frame1)[1] - dynamics.frame_placement(model, q, frame2)[1])
+    )
+
+
+def _pinocchio_stepper(model, contacts, proximal):
+    """Pinocchio's ``constraintDynamics`` on a copy of ``model`` (joint placements, axes,
+    inertias and frames as liftoff's), the contacts as CONTACT_3D constraints: ``a(q, v, tau)``."""
+    pin = import_pinocchio()
+    pmodel = pin.Model()
+    for i in range(model.njoints):
+        if model.joint_types[i] == "free_flyer":
+            joint = pin.JointModelFreeFlyer()
+        elif model.joint_types[i] == "prismatic":
+            joint = pin.JointModelPrismaticUnaligned(model.axis[i])
+        else:
+            joint = pin.JointModelRevoluteUnaligned(model.axis[i])
+        placement = pin.SE3(model.joint_rotation[i], model.joint_translation[i])
+        j = pmodel.addJoint(int(model.parents[i]) + 1, joint, placement, model.joint_names[i])
+        inertia = pin.Inertia(model.body_mass[i], model.body_com[i], model.body_inertia[i])
+        pmodel.appendBodyToJoint(j, inertia, pin.SE3.Identity())
+    pdata = pmodel.createData()
+    cml, cdl = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+
+    def anchor(name):
+        f = model.frame_id(name)
+        return int(model.frame_parent[f]) + 1, pin.SE3(model.frame_rotation[f], model.frame_translation[f])
+
+    for c in contacts:
+        if c.frame2 is None:
+            cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pmodel, *anchor(c.frame), pin.LOCAL_WORLD_ALIGNED)
+        else:
+            cm = pin.RigidConstraintModel(
+                pin.ContactType.CONTACT_3D, pmodel, *anchor(c.frame), *anchor(c.frame2), pin.LOCAL
+            )
+        cml.append(cm)
+        cdl.append(cm.createData())
+    pin.initConstraintDynamics(pmodel, pdata, cml, cdl)
+    settings = pin.ProximalSettings(proximal["tol"], proximal["mu"], proximal["max_iter"])
+    return lambda q, v, tau: pin.constraintDynamics(pmodel, pdata, q, v, tau, cml, cdl, settings).copy()
+
+
+def cassie_benchmark(duration=CASSIE_DURATION, release=CASSIE_RELEASE, dt=CASSIE_DT, progress=None) -> dict:
+    """Seed 000's Cassie simulation (:func:`cassie_simulation`) with and without Baumgarte, and
+    Pinocchio's ``constraintDynamics`` on the same model without: the constraint drift against
+    time (``liftoff bench constrained --cassie``)."""
+    model, closures, _ = cassie_model()
+    runs = {}
+    for name, kwargs in (
+        ("baumgarte", dict(baumgarte=True)),
+        ("none", dict(baumgarte=False)),
+        ("pinocchio", dict(baumgarte=False, engine="pinocchio")),
+    ):
+        if progress:
+            progress(f"cassie: {name}")
+        runs[name] = cassie_simulation(duration, release, dt, **kwargs)
+    t = runs["none"]["t"]
+    J = dynamics.contact_jacobian(model, runs["none"]["q"][0], closures)
+    times = [x for x in CASSIE_TIMES if x <= duration + 1e-12] or [duration]
+    rows = []
+    for time in times:
+        k = int(round(time / dt))
+        rows.append(
+            dict(
+                t=float(t[k]),
+                pelvis_height=float(runs["baumgarte"]["pelvis_height"][k]),
+                **{f"drift_{name}": float(run["drift"][k]) for name, run in runs.items()},
+                **{f"foot_drift_{name}": float(run["foot_drift"][k]) for name, run in runs.items()},
+                q_vs_pinocchio=float(np.abs(runs["none"]["q"][k] - runs["pinocchio"]["q"][k]).max()),
+            )
+        )
+    return dict(
+        benchmark="constrained cassie (seed 000 Sec. V-E, Fig. 9)",
+        model=f"cassie_v2.sdf: nq {model.nq}, nv {model.nv}, {len(closures)} loop closures (3D, rank "
+        f"{np.linalg.matrix_rank(J, 1e-9)} of {J.shape[0]}) + heel and toe of each foot (3D, bilateral): m = 24",
+        dt=dt,
+        release=release,
+        duration=duration,
+        pd=CASSIE_PD,
+        baumgarte=CASSIE_BAUMGARTE,
+        proximal=CASSIE_PROXIMAL,
+        iterations={
+            name: dict(median=float(np.median(run["iterations"])), max=int(run["iterations"].max()))
+            for name, run in runs.items()
+            if len(run["iterations"])
+        },
+        statuses={
+            name: {s: run["statuses"].count(s) for s in STATUSES if s in run["statuses"]}
+            for name, run in runs.items()
+            if run["statuses"]
+        },
+        max_eom_residual={
+            name: float(run["eom_residual"].max()) for name, run in runs.items() if len(run["eom_residual"])
+        },
+        max_drift={name: float(run["drift"].max()) for name, run in runs.items()},
+        rows=rows,
+        series=dict(
+            t=t.tolist(),
+            **{f"drift_{name}": run["drift"].tolist() for name, run in runs.items()},
+            **{f"foot_drift_{name}": run["foot_drift"].tolist() for name, run in runs.items()},
+            pelvis_height=runs["baumgarte"]["pelvis_height"].tolist(),
+        ),
+    )
+
+
+def format_cassie_table(result: dict) -> str:
+    """A Markdown table: at each time, the pelvis height and the loop-closure and feet drifts of
+    the three runs."""
+    lines = [
+        f"{result['benchmark']}: {result['model']}; semi-implicit Euler at {result['dt'] * 1e3:g} ms, PD (kp "
+        f"{result['pd']['kp']:g}, kd {result['pd']['kd']:g}) until {result['release']:g} s, then limp; Baumgarte kp "
+        f"{result['baumgarte']['kp']:g}, kd {result['baumgarte']['kd']:g}; proxLTL mu {result['proximal']['mu']:g}",
+        "loop drift: the largest distance between the two points of a loop closure [m]; feet: the largest distance "
+        "of a heel or toe from its start [m]; Pinocchio: constraintDynamics on the same model, no Baumgarte",
+        "",
+        "| t [s] | pelvis z [m] | loop, Baumgarte | loop, none | loop, Pinocchio | feet, Baumgarte | feet, none | "
+        "max abs q - q_Pinocchio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['t']:g} | {r['pelvis_height']:.3f} | {r['drift_baumgarte']:.1e} | {r['drift_none']:.1e} | "
+            f"{r['drift_pinocchio']:.1e} | {r['foot_drift_baumgarte']:.1e} | {r['foot_drift_none']:.1e} | "
+            f"{r['q_vs_pinocchio']:.1e} |"
+        )
+    its = ", ".join(f"{k} median {v['median']:g} max {v['max']}" for k, v in result["iterations"].items())
+    largest = ", ".join(f"{k} {v:.1e}" for k, v in result["max_drift"].items())
+    statuses = "; ".join(
+        f"{k}: "
+        + ", ".join(f"{n} {s}" for s, n in v.items())
+        + f" (largest |M a - h - J^T f| {result['max_eom_residual'][k]:.1e})"
+        for k, v in result["statuses"].items()
+    )
+    lines += [
+        "",
+        f"largest loop drift over the run [m]: {largest}; proximal iterations per step: {its}",
+        f"proxLTL statuses over the steps: {statuses}",
+    ]
+    return "\n".join(lines)
+
+
+def cassie_figure(result, path):
+    """Seed 000's Cassie simulation from ``liftoff bench constrained --cassie``: the loop-closure
+    and feet drifts against time (log scale), with and without Baumgarte and Pinocchio's run, and
+    the pelvis height."""
+    s = result["series"]
+    t = np.array(s["t"])
+    fig, (ax, low) = plt.subplots(2, 1, figsize=(7.5, 6.0), sharex=True, gridspec_kw=dict(height_ratios=(2.2, 1)))
+    for name, label, style in (
+        ("baumgarte", "liftoff, Baumgarte", "-"),
+        ("none", "liftoff, no Baumgarte", "-"),
+        ("pinocchio", "Pinocchio constraintDynamics, no Baumgarte", ":"),
+    ):
+        (line,) = ax.semilogy(t[1:], np.maximum(s[f"drift_{name}"][1:], 1e-16), style, lw=1.3, label=f"loops: {label}")
+        ax.semilogy(
+            t[1:],
+            np.maximum(s[f"foot_drift_{name}"][1:], 1e-16),
+            style,
+            color=line.get_color(),
+            lw=0.7,
+            alpha=0.5,
+            label=f"feet: {label}",
+        )
+    for a in (ax, low):
+        a.axvline(result["release"], color="grey", lw=0.8, ls="--")
+        a.grid(True, alpha=0.3)
+    ax.set_ylabel("constraint drift [m]")
+    ax.legend(fontsize=7, loc="lower right")
+    low.plot(t, s["pelvis_height"], "k", lw=1.2)
+    low.set_ylabel("pelvis z [m]")
+    low.set_xlabel("t [s] (dashed: PD released)")
+    fig.suptitle(
+        f"Seed 000 Sec. V-E: Cassie (cassie_v2.sdf) standing, then falling; 4 loop closures + heel/toe (m = 24), "
+        f"{result['dt'] * 1e3:g} ms steps",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    save_figure(fig, path)

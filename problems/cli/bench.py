@@ -57,7 +57,8 @@ def _constrained_parser(benches) -> None:
         "ANYmal with 3D contacts on its feet (LOCAL_WORLD_ALIGNED), Talos with 6D contacts on its soles (LOCAL). "
         "With --scaling, instead: the scaling study of seed 003 Fig. 3 on serial chains (6D contact on the end "
         "effector) and balanced binary trees (3D contacts on the leaves). With --convergence, instead: seed 000 "
-        "Fig. 2, the proximal iterations against mu on well-posed, redundant and inconsistent contact sets.",
+        "Fig. 2, the proximal iterations against mu on well-posed, redundant and inconsistent contact sets. With "
+        "--cassie, instead: seed 000's Cassie simulation, the loop closures' drift against time.",
     )
     # defaults and choices live in liftoff.problems.bench.constrained (imported when the command runs)
     p.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
@@ -88,13 +89,20 @@ def _constrained_parser(benches) -> None:
         "--figure",
         metavar="FILE",
         help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE; with --convergence: seed "
-        "000 Fig. 2 (iterations against mu)",
+        "000 Fig. 2 (iterations against mu); with --cassie: the drift against time",
     )
     p.add_argument(
         "--tables",
         action="store_true",
         help="seed 003 Tables II and III instead: three proximal iterations, and the damped OSIM, on panda, solo12, "
         "talos (soles and hands) and talos_full",
+    )
+    p.add_argument(
+        "--cassie",
+        action="store_true",
+        help="seed 000's simulation instead: Cassie (cassie_v2.sdf, 4 loop closures, feet held at heel and toe) "
+        "standing, then falling, 1 s at 1 kHz; the constraint drift against time with and without Baumgarte, and "
+        "Pinocchio's constraintDynamics on the same model",
     )
     p.add_argument(
         "--chain-sizes", type=positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)"
@@ -261,16 +269,19 @@ def constrained(args) -> int:
 
     progress = None if args.quiet else stderr_progress
     algorithms = choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
-    studies = [name for name in ("--scaling", "--tables", "--convergence") if getattr(args, name[2:])]
+    studies = [name for name in ("--scaling", "--tables", "--convergence", "--cassie") if getattr(args, name[2:])]
     if len(studies) > 1:
         raise UserError(f"{' and '.join(studies)} are separate studies: run one at a time")
-    if args.figure is not None and not (args.scaling or args.convergence):
+    if args.figure is not None and not (args.scaling or args.convergence or args.cassie):
         raise UserError(
-            "--figure draws the scaling study: use it with --scaling, or the convergence study with --convergence"
+            "--figure draws the scaling study: use it with --scaling, or the convergence study with --convergence, "
+            "or the Cassie simulation with --cassie"
         )
     if not args.convergence and (args.mu or args.states):
         raise UserError(f"{'--mu' if args.mu else '--states'} is an option of --convergence")
     figure = None if args.figure is None else check_output(args.figure)
+    if args.cassie:
+        return _cassie(bench, args, figure, progress)
     try:
         if args.convergence:
             result = bench.convergence_benchmark(
@@ -311,6 +322,26 @@ def constrained(args) -> int:
     except BenchError as err:
         return error(str(err), RUN_ERROR)
     return _report(result, bench.format_constrained_table, args)
+
+
+def _cassie(bench, args, figure, progress) -> int:
+    """``liftoff bench constrained --cassie``: options of the other studies are refused."""
+    from liftoff.problems.bench.common import BenchError
+
+    given = [
+        name
+        for name in ("--robot", "--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch")
+        if getattr(args, name[2:].replace("-", "_"))
+    ]
+    if given:
+        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --cassie")
+    try:
+        result = bench.cassie_benchmark(progress=progress)
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    if figure is not None:
+        bench.cassie_figure(result, figure)
+    return _report(result, bench.format_cassie_table, args)
 
 
 def solve(args) -> int:
