@@ -172,6 +172,14 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
     w_state, w_impulse = state_weights(costs.state, nv), state_weights(costs.impulse_state, nv)
     zero_u = np.zeros(nv - 6)
     depth = config.mpc.footholds.touchdown_depth
+    made: dict = {}  # the contacts of each set of footholds, made once: the stances repeat over the stages
+
+    def contacts(holds):
+        key = tuple((f, tuple(holds[f])) for f in sorted(holds))
+        if key not in made:
+            made[key] = foot_contacts(config, holds)
+        return made[key]
+
     stages = []
     for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
         scale = dt if costs.integrate_dt else 1.0
@@ -180,7 +188,7 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
             terms = (StateCost(h.q_ref[j], h.v_ref[j], w_impulse, "state"),) + tuple(
                 FramePositionCost(f, stance[f] - [0, 0, depth], costs.touchdown, f"touchdown_{f}") for f in landing
             )
-            stages.append(ImpulseStage(foot_contacts(config, held), terms))
+            stages.append(ImpulseStage(contacts(held), terms))
         terms = (
             StateCost(h.q_ref[j], h.v_ref[j], scale * w_state, "state"),
             VariableCost("u", zero_u, scale * costs.control, "control"),
@@ -196,7 +204,7 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
             terms += tuple(FramePositionCost(f, p, scale * costs.swing_foot, f"swing_{f}") for f, p in swing.items())
         if kind in costs.com_phases:
             terms += (CenterOfMassCost(h.com[j], scale * costs.com, "com"),)
-        stages.append(ContactStage(foot_contacts(config, stance), dt, terms))
+        stages.append(ContactStage(contacts(stance), dt, terms))
     terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(costs.terminal_state, nv), "state"),)
     return _ocp(config, model, q, v, stages, terminal)
 
