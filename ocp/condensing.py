@@ -18,12 +18,30 @@ for the Lagrangian ``cost + beta^T (C y + c) + lam_{i+1}^T (A y + b - dx_{i+1})`
 All functions take arrays with a leading axis over the stages of one kind. With
 ``backend="compiled"``, :func:`condense` and :func:`expand` run the same equations as C loops
 over the stages (``condensing.c``), which keep the LU factors of ``Cw`` for the expansion.
+
+**Redundant contacts** (the same foot listed twice, or any set whose Jacobian ``J`` has rank
+below its ``m`` rows) make ``Cw`` singular: ``(da, df) = (0, n)`` with ``J^T n = 0`` changes no
+equality (the split of the forces between the redundant rows), and the rows ``(0, n)`` of the
+contact equalities are combinations of the others. :func:`condense` with ``redundant=True``
+(:func:`condense_redundant`) solves such stages as seed 000 makes the dynamics robust, in one
+rank-revealing factorization instead of LU: the SVD of ``Cw`` gives its pseudo-inverse, whose
+``dw = -Cw^+ (C_z dz + c)`` is the least-norm (least-squares if inconsistent) solution, the
+limit of seed 000's proximal iterations (eq. 18) started from zero forces, which is what
+:func:`dynamics.constrained_dynamics` computes; and the null space ``N`` of ``Cw``, along which
+the lifted formulation minimizes the stage's cost (the friction cones' barrier terms on the
+redundant forces): ``dw = dw_0 - N (N^T H_ww N)^+ N^T (H_wz dz + H_ww dw_0 + g_w)`` (no term of
+the state equation: ``A_w N = 0``, the split moves no acceleration). That is the exact Newton
+step of the lifted stage; without a cost on the split it stays the least-norm one. The
+non-lifted formulation (``lifted=False``) takes the least-norm derivative only: its forces are
+the least-norm ones of the dynamics. Nothing changes for stages that are not redundant: the
+LU path is taken unless asked, and this one costs an SVD of ``Cw`` per stage (numpy, for
+either backend).
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +81,7 @@ class Condensed:
     Q: np.ndarray  # (S, nx + nu, nx + nu)
     l: np.ndarray  # (S, nx + nu)
     factors: tuple | None = None  # LU factors and pivots of Cw (compiled condensing)
+    pinv: np.ndarray | None = None  # (S, nw, nw) the pseudo-inverse of Cw (redundant stages)
 
     def stage(self, s: int, nx: int) -> StageLQR:
         Q, l = self.Q[s], self.l[s]
@@ -106,17 +125,52 @@ def eliminate(H, g, A, b, nz, T, t) -> Condensed:
     return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
 
 
-def condense(stages: LiftedStages, backend="numpy", supports=None) -> Condensed:
+def condense(stages: LiftedStages, backend="numpy", supports=None, redundant=False, lifted=True) -> Condensed:
     """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``).
     ``supports``: ``(zw, ww, ar, ac)``, the columns of ``H_zw``, the rows and columns of
     ``H_ww``, the rows and columns of ``A_w`` that may be nonzero (by default found from the
-    values)."""
+    values). ``redundant``: the stages have redundant contacts, ``Cw`` is singular
+    (:func:`condense_redundant`, with ``lifted``)."""
+    if redundant:
+        return condense_redundant(stages, lifted)
     nz = stages.nx + stages.nu
     library = _library() if backend == "compiled" else None
     if library is not None:
         return _condense_compiled(library, stages, supports)
     Tt = -np.linalg.solve(stages.C[:, :, nz:], np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2))
     return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz])
+
+
+#: Singular values of ``Cw`` below this fraction of its largest are its null space (measured on
+#: the duplicated-foot trot: the null ones below 2e-18 of the largest, the others above 3e-4).
+RANK_RTOL = 1e-10
+
+
+def condense_redundant(stages: LiftedStages, lifted=True) -> Condensed:
+    """:func:`condense` for stages whose ``Cw`` may be singular (module docstring): ``dw`` the
+    least-norm solution of the local equalities, plus, when ``lifted``, the step along the null
+    space of ``Cw`` that minimizes the stage's cost. The pseudo-inverse is kept for
+    :func:`expand`."""
+    nz = stages.nx + stages.nu
+    Cw, H = stages.C[:, :, nz:], stages.H
+    U, sigma, Vt = np.linalg.svd(Cw)
+    keep = sigma > RANK_RTOL * sigma[:, :1]
+    inverse = np.where(keep, 1.0 / np.where(keep, sigma, 1.0), 0.0)
+    V = np.swapaxes(Vt, 1, 2)
+    pinv = (V * inverse[:, None, :]) @ np.swapaxes(U, 1, 2)
+    Tt = -pinv @ np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2)
+    if lifted:
+        N = V * ~keep[:, None, :]  # the null space of Cw (zero columns for the range)
+        Hww = H[:, nz:, nz:]
+        K = np.swapaxes(N, 1, 2) @ Hww @ N
+        scale = np.linalg.norm(Hww, axis=(1, 2))[:, None, None]
+        w, E = np.linalg.eigh(0.5 * (K + np.swapaxes(K, 1, 2)))
+        big = w > 1e-12 * scale[:, :, 0]
+        Kp = (E * np.where(big, 1.0 / np.where(big, w, 1.0), 0.0)[:, None, :]) @ np.swapaxes(E, 1, 2)
+        P = N @ Kp @ np.swapaxes(N, 1, 2)  # N (N^T H_ww N)^+ N^T
+        Hw = np.concatenate((H[:, nz:, :nz], stages.g[:, nz:, None]), axis=2)
+        Tt = Tt - P @ (Hw + Hww @ Tt)
+    return replace(eliminate(H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz]), pinv=pinv)
 
 
 def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
@@ -130,6 +184,8 @@ def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
     y = np.concatenate((z, dw), axis=1)
     stationarity = np.einsum("swy,sy->sw", stages.H[:, nz:], y) + stages.g[:, nz:]
     stationarity += np.einsum("sxw,sx->sw", stages.A[:, :, nz:], lam_next)
+    if condensed.pinv is not None:  # least squares: (Cw^T)^+ = (Cw^+)^T
+        return dw, -np.einsum("svw,sv->sw", condensed.pinv, stationarity)
     beta = -np.linalg.solve(np.swapaxes(stages.C[:, :, nz:], 1, 2), stationarity[..., None])[..., 0]
     return dw, beta
 

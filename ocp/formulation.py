@@ -13,6 +13,11 @@ slacks ``s`` and duals ``z`` of its inequalities. They differ in how ``w`` is fi
   recomputed at every iterate; its derivatives are the ``T`` of the same elimination, with
   ``t = 0``.
 
+Groups whose contacts are redundant (:meth:`Formulation.redundant`: a contact listed twice, or
+a rank-deficient contact Jacobian) have a singular ``Cw``; they are eliminated by
+:func:`ocp.condensing.condense_redundant` (the least-norm forces of seed 000, plus, lifted, the
+split that the stage's cost prefers), the others by the LU path as before.
+
 The Lagrangian of a stage is ``cost(y) - z^T (g(y) - s) + beta^T c(y) + lam_{k+1}^T F(y)``
 (no ``beta`` term when non-lifted), with ``F`` the state equation premultiplied as in
 :mod:`ocp.lifted` (``-lam_{k+1}`` on ``x_{k+1}``). Its KKT residual has the stationarity in
@@ -139,6 +144,8 @@ class Formulation:
             ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet
         )
         self.backend = self.stages.name
+        self._redundant = {}  # contact set -> redundant (shared with for_problem's copies)
+        self._flags = self._redundant_groups()
 
     def for_problem(self, ocp) -> Formulation:
         """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
@@ -158,6 +165,7 @@ class Formulation:
         new = copy.copy(self)
         new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
         new.stages = self.stages.for_problem(ocp, groups)
+        new._flags = new._redundant_groups()
         return new
 
     # ------------------------------------------------------------------ sizes and start
@@ -308,13 +316,13 @@ class Formulation:
         H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
         stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            condensed, local = condensing.condense(stages, self.backend, ev.supports), ev.c
+            condensed, local = self._condense(group, stages, ev.supports), ev.c
             stationarity = (
                 grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
             )
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
             stages = replace(stages, c=np.zeros_like(ev.c))
-            condensed, local = condensing.condense(stages, self.backend, ev.supports), np.zeros((group.size, 0))
+            condensed, local = self._condense(group, stages, ev.supports), np.zeros((group.size, 0))
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)
@@ -336,6 +344,35 @@ class Formulation:
         }
         terms = (squares, float(np.sum(ev.cost)), violation, l1)
         return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), condensed, terms
+
+    def redundant(self, group) -> bool:
+        """Whether ``group``'s contacts are redundant: the same contact listed twice, or a
+        contact Jacobian of rank below its rows at the initial configuration (decided once per
+        contact set, when the formulation is made; a singular ``Cw`` met later also marks it).
+        Its stages are condensed by :func:`ocp.condensing.condense_redundant` (the least-norm
+        forces, seed 000)."""
+        flag = self._flags.get(id(group))
+        return self._redundant_groups((group,))[id(group)] if flag is None else flag
+
+    def _redundant_groups(self, groups=None) -> dict:
+        """``{id(group): redundant}`` for ``groups`` (default: the formulation's), the contact
+        sets not met before checked together (one Jacobian of their contacts at ``q0``)."""
+        groups = self.groups if groups is None else groups
+        keys = {id(g): tuple(_slot_key(c) for c in g.contacts) for g in groups}
+        new = {key: g.contacts for g in groups for key in [keys[id(g)]] if key not in self._redundant}
+        if new:
+            self._redundant.update(_redundant_sets(self.model, self.ocp.q0, new))
+        return {i: self._redundant[key] for i, key in keys.items()}
+
+    def _condense(self, group, stages, supports):
+        lifted = self.name == "lifted"
+        if not self.redundant(group):
+            try:
+                return condensing.condense(stages, self.backend, supports)
+            except np.linalg.LinAlgError:  # Cw singular: redundant at this configuration
+                self._redundant[tuple(_slot_key(c) for c in group.contacts)] = True
+                self._flags[id(group)] = True
+        return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted)
 
     # ------------------------------------------------------------------ expansion and step
 
@@ -411,7 +448,7 @@ class Formulation:
                 if c.reference is dynamics.ReferenceFrame.LOCAL:
                     R, _ = dynamics.frame_placement(self.model, it.q[idx], c.frame)
                     force = np.einsum("sij,sj->si", R, force)
-                by_kind[group.kind].setdefault(c.frame, np.zeros((K, 3)))[idx] = force
+                by_kind[group.kind].setdefault(c.frame, np.zeros((K, 3)))[idx] += force  # a frame listed twice: the sum
         frames = list(dict.fromkeys([*by_kind["contact"], *by_kind["impulse"]]))
         forces, impulses = ({frame: d.get(frame, np.zeros((K, 3))) for frame in frames} for d in by_kind.values())
         kinds = np.array([stage.kind for stage in self.ocp.stages])
@@ -426,6 +463,40 @@ class Formulation:
             "impulses": impulses,
             "kinds": kinds,
         }
+
+
+def _slot_key(c):
+    """What makes two contacts of a stage the same constraint (their gains and targets aside)."""
+    return (c.frame, c.kind, c.reference, c.frame2, c.rotation_key)
+
+
+#: A contact Jacobian whose smallest singular value is below this fraction of its largest is
+#: rank deficient (redundant contacts give 1e-16).
+RANK_RTOL = 1e-9
+
+
+def _redundant_sets(model, q, sets) -> dict:
+    """``{key: redundant}`` for contact sets ``{key: contacts}``: a contact listed twice, or a
+    Jacobian at ``q`` with fewer independent rows than rows (one Jacobian of all their contacts)."""
+    union = {}
+    for key, contacts in sets.items():
+        for k, c in zip(key, contacts):
+            union.setdefault(k, replace(c, placement=None, kp=0.0, kd=0.0))
+    rows, offset = {}, 0
+    for k, c in union.items():
+        rows[k], offset = np.arange(offset, offset + c.dim), offset + c.dim
+    J = dynamics.contact_jacobian(model, q[None], tuple(union.values()))[0] if union else None
+    flags = {}
+    for key in sets:
+        if not key:
+            flags[key] = False
+        elif len(set(key)) < len(key):
+            flags[key] = True
+        else:
+            Jk = J[np.concatenate([rows[k] for k in key])]
+            sigma = np.linalg.svd(Jk, compute_uv=False)
+            flags[key] = bool(Jk.shape[0] > Jk.shape[1] or sigma[-1] <= RANK_RTOL * sigma[0])
+    return flags
 
 
 def check_finite(quantity, group, *arrays):

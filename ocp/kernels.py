@@ -10,6 +10,15 @@ the variables with those inputs, calls the kernel on all the group's stages, and
 group's rows and columns out of its output: the same :class:`ocp.stages.StageEval` as the
 numpy reference. The non-lifted ``w`` solves the KKT system of the forward (impulse)
 dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
+
+A contact listed twice in a stage (redundant contacts) fills its slot twice: the kernel sees
+the sum of the two forces (``J^T f_1 + J^T f_2``, the only way they enter the equations), the
+group reads the slot's rows and columns once per copy, and its friction cones (one per copy, on
+each copy's force) come from the numpy reference. A cost on the forces of such a stage, or
+copies with other gains or targets (inconsistent contacts: a slot has one target), are refused
+(:class:`ValueError`, before compiling). The forward dynamics of such a group is the least-norm
+solution of its singular KKT system, the limit of the numpy backend's proximal iterations
+(seed 000).
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ class GroupMap:
     bounds: np.ndarray
     static: np.ndarray
     forward: np.ndarray
+    scatter: np.ndarray | None = None  # (m, lay.m): the group's forces into f_all, when a slot is filled twice
 
 
 class CompiledStages:
@@ -64,6 +74,7 @@ class CompiledStages:
 
     def __init__(self, ocp, forward=False, quiet=False, compile=True):
         self.ocp, self.model = ocp, ocp.model
+        _check_duplicates(ocp)
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
@@ -115,6 +126,7 @@ class CompiledStages:
                 raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
         if any(term_key(t) not in slots["terminal"] for t in ocp.terminal_costs):
             raise ValueError("the OCP has terminal cost terms that are not slots of this formulation's kernels")
+        _check_duplicates(ocp)
         new = copy.copy(self)
         new._set_problem(ocp, groups)
         return new
@@ -161,6 +173,10 @@ class CompiledStages:
         lay, nv, S = self.layout, self.model.nv, group.size
         slots = [lay.slot(c) for c in group.contacts]
         f_cols, y, rows, full, take, supports, cones, bounds = self._structure(group.kind, slots)
+        scatter = None
+        if len({s.offset for s in slots}) < len(slots):  # a contact listed twice: its forces add up
+            scatter = np.zeros((len(f_cols), lay.m))
+            scatter[np.arange(len(f_cols)), f_cols] = 1.0
         gains = {s.offset: (c, s) for c, s in zip(group.contacts, slots)}
         contact_inputs = []
         for slot in lay.contacts:
@@ -180,7 +196,7 @@ class CompiledStages:
             static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
         forward = np.concatenate((disturbance, contact_inputs, sym.soft_parameters(lay, group.soft, S)), axis=1)
         return GroupMap(
-            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward
+            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward, scatter
         )
 
     def _supports(self, kind, y, cones, nz):
@@ -218,8 +234,11 @@ class CompiledStages:
     def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
-        f_all = np.zeros((S, lay.m))
-        f_all[:, gm.f_cols] = w[:, nv:]
+        if gm.scatter is None:
+            f_all = np.zeros((S, lay.m))
+            f_all[:, gm.f_cols] = w[:, nv:]
+        else:
+            f_all = w[:, nv:] @ gm.scatter
         taus = (np.zeros((S, 0)),) * 2 if tau is None else (tau, tau_next)
         if group.kind == "contact":
             x = np.concatenate((q, v, w[:, :nv], f_all, u, q_next, v_next, *taus, gm.static), axis=1)
@@ -246,6 +265,9 @@ class CompiledStages:
             )
         if group.kind != "contact":
             g_in, G = np.zeros((S, 0)), np.zeros((S, 0, H.shape[1]))
+        elif gm.scatter is not None:  # a cone per copy of a contact listed twice, on its own force
+            ineq = self._reference.inequalities(group, q, v, u, w[:, nv:], tau)
+            return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports)
         elif gm.y is None and len(gm.cones) == ROWS * lay.ncones:
             g_in, G = out[7], out[8].reshape(S, -1, ny)
         else:
@@ -257,8 +279,9 @@ class CompiledStages:
         """``w`` of the forward (impulse) dynamics under the actuated joints' ``torque``: the
         solution of their KKT system ``[[M, -J^T], [J, 0]] w = (S torque - h, r)`` (impulses:
         ``(0, -J v)``) from the forward kernel.
-        It is the proximal one of the numpy backend when ``J`` has full rank; otherwise the
-        condensing that follows fails in either backend (``Cw`` is this matrix)."""
+        It is the proximal one of the numpy backend when ``J`` has full rank; with redundant
+        contacts (a contact listed twice, or a singular system) the least-norm solution, the
+        limit of the numpy backend's proximal iterations."""
         gm = self.maps[int(group.index[0])]
         lay, nv, S = self.layout, self.model.nv, group.size
         M, h, J, r, vel = self._call("forward", np.concatenate((q, v, gm.forward), axis=1))
@@ -271,13 +294,50 @@ class CompiledStages:
             rhs = np.concatenate((torque @ self.S.T - h, r[:, gm.f_cols]), axis=1)
         else:
             rhs = np.concatenate((np.zeros((S, nv)), -vel[:, gm.f_cols]), axis=1)
-        return np.linalg.solve(K, rhs[..., None])[..., 0]
+        if gm.scatter is None:
+            try:
+                return np.linalg.solve(K, rhs[..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                pass
+        return np.einsum("swr,sr->sw", np.linalg.pinv(K, rcond=1e-10), rhs)
 
     def terminal(self, q, v, tau=None):
         nx = 2 * self.model.nv + self.layout.ntau
         tau = np.zeros(0) if tau is None else tau
         cost, g, H = self._call("terminal", np.concatenate((q, v, tau, self._terminal_static[0]))[None])
         return float(cost[0, 0]), H[0].reshape(nx, nx), g[0]
+
+
+def _check_duplicates(ocp):
+    """:class:`ValueError`, before any kernel is compiled, for a stage with a contact listed twice
+    (the kernels see the sum of the copies' forces) and a cost on the forces, or copies of other
+    gains or targets (inconsistent: one slot has one target)."""
+    for k, stage in enumerate(ocp.stages):
+        if len({c.frame for c in stage.contacts}) == len(stage.contacts):
+            continue  # no frame twice (the common case: nothing more to check)
+        seen = {}
+        for c in stage.contacts:
+            key = sym.contact_key(c)
+            if key not in seen:
+                seen[key] = c
+                continue
+            first = seen[key]
+            if any(getattr(t, "variable", None) == "f" for t in stage.costs):
+                problem = "weigh the forces of a contact listed twice"
+            elif not _same_target(first, c):
+                problem = f"hold {c.frame} twice with other gains or targets (inconsistent contacts)"
+            else:
+                continue
+            raise ValueError(f"stage {k}: the compiled backend cannot {problem}; use the numpy backend")
+
+
+def _same_target(a, b) -> bool:
+    if (a.kp, a.kd) != (b.kp, b.kd) or (a.placement is None) != (b.placement is None):
+        return False
+    if a.placement is None:
+        return True
+    pa, pb = (x.placement if isinstance(x.placement, tuple) else (x.placement,) for x in (a, b))
+    return len(pa) == len(pb) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(pa, pb))
 
 
 def _target(contact, slot, S):
