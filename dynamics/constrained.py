@@ -80,9 +80,9 @@ from .batch import batch, unbatch
 from .contacts import contact_rows, dimension, generalized_force_derivative, resolve, row_derivatives
 from .errors import DimensionError
 from .forward_dynamics import Sweep, articulated_inertias, backward_sweep, forward_sweep, propagate_forces
-from .inverse_dynamics import derivatives_batch, mass_matrix, rnea
+from .inverse_dynamics import _symmetric_from_lower, derivatives_batch, mass_matrix, rnea, world_inertias
 from .kinematics import forward, tree_sum
-from .spatial import dot, matvec
+from .spatial import dot, matvec, rigid_matrix, transpose
 
 ALGORITHMS = ("proxLTL", "proxLTLs", "constrainedABA", "proxPV", "kkt")
 STATUSES = ("converged", "least_squares", "max_iter", "inaccurate")
@@ -380,18 +380,19 @@ class _LTL:
 class _LTLs:
     """proxLTLs: augmented Lagrangian with ``M + J^T J / mu`` (seed 003 eq. 16).
 
-    ``J^T J`` keeps the tree pattern for contacts with the world (seed 003 eq. 24), so the
-    sparse factorization serves; loop closures couple branches and use a dense Cholesky."""
+    ``J^T J`` keeps the tree pattern for contacts with the world, and ``M + J^T J / mu`` is the
+    CRBA of the augmented inertias (seed 003 eq. 24, :func:`_augmented_mass_matrix`), factored
+    sparsely; loop closures couple branches: ``M + J^T J / mu`` dense and a dense Cholesky."""
 
     def __init__(self, system, mu):
         self.J, self.rho, self.ls = system.J, 1.0 / _row_damping(mu, system.m)[:, None], _LeastSquares(system.J, mu)
-        M_rho = system.M + np.swapaxes(self.J, 1, 2) @ (self.rho * self.J)
         if system.world_contacts_only:
+            M_rho = _augmented_mass_matrix(system, self.rho[:, 0])
             self.chains = _chains(system.model)
             self.U, self.D, _, _ = _udu(M_rho, self.chains)
             self.solve_M = lambda x: _forth(self.U, _back(self.U, x, self.chains) / self.D[:, :, None], self.chains)
         else:
-            L = np.linalg.cholesky(M_rho)
+            L = np.linalg.cholesky(system.M + np.swapaxes(self.J, 1, 2) @ (self.rho * self.J))
             self.solve_M = lambda x: np.linalg.solve(np.swapaxes(L, 1, 2), np.linalg.solve(L, x))
 
     def solve(self, h, r, max_iter, tol, f0=None):
@@ -406,6 +407,68 @@ class _LTLs:
         return _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
 
 
+def _supporting(model, joints):
+    """Per tree level, the positions of its joints that support a body of ``joints`` (seed 003
+    Alg. 2's ``S_E``: the bodies on their chains to the root)."""
+    keep = np.zeros(model.njoints, dtype=bool)
+    for j in joints:
+        while j >= 0 and not keep[j]:
+            keep[j] = True
+            j = int(model.parents[j])
+    return [np.flatnonzero(keep[J]) for J in model.tree.levels]
+
+
+def _propagate_supported(model, sweep, dpA, support):
+    """:func:`propagate_forces` over the supporting bodies only (the others carry no force)."""
+    dpA = dpA.copy()
+    for depth in range(len(sweep.levels) - 1, 0, -1):
+        J, SJ, U, D, _ = sweep.levels[depth]
+        p = support[depth]
+        if len(p):
+            Jp = J[p]
+            np.add.at(dpA, (slice(None), model.parents[Jp]), dpA[:, Jp] - U[:, p] * (dot(SJ[:, p], dpA[:, Jp]) / D[p]))
+    return dpA
+
+
+def _accelerations_supported(model, kin, sweep, dpA, support):
+    """The body accelerations ``(6, n, B)`` of :func:`forward_sweep` at the supporting bodies
+    (zero elsewhere): seed 003 Alg. 2's reduced roll-out."""
+    acc = np.zeros((6, model.njoints, kin.batch_size))
+    for depth, (J, SJ, U, D, u) in enumerate(sweep.levels):
+        p = support[depth]
+        if not len(p):
+            break
+        Jp = J[p]
+        ap = (
+            np.broadcast_to(kin.a0, (6, len(p), kin.batch_size)) if depth == 0 else acc[:, model.parents[Jp]]
+        ) + sweep.c[:, Jp]
+        if depth == 0 and model.tree.free_flyer:
+            u0 = u if dpA is None else u - matvec(transpose(SJ), dpA[:, 0])
+            rhs = u0 - matvec(transpose(U), ap[:, 0])
+            qdd = np.linalg.solve(D.transpose(2, 0, 1), rhs.T[..., None])[..., 0].T
+            acc[:, 0] = ap[:, 0] + matvec(SJ, qdd)
+            continue
+        up = u[p] if dpA is None else u[p] - dot(SJ[:, p], dpA[:, Jp])
+        acc[:, Jp] = ap + SJ[:, p] * ((up - dot(U[:, p], ap)) / D[p])
+    return acc
+
+
+def _augmented_mass_matrix(system, rho):
+    """``M + J^T diag(rho) J (B, nv, nv)`` for contacts with the world by the CRBA on augmented
+    inertias (seed 003 eq. 24): each contact body's world inertia gets ``K^T diag(rho) K`` (its
+    rows ``K a_j``), the composite inertias ``Yc`` are subtree sums, and ``M[l, k] = oS_k . Yc
+    oS_l`` for ``k`` moving ``l``, as :func:`mass_matrix` does."""
+    model, kin = system.model, system.kin
+    inertia = rigid_matrix(*world_inertias(model, kin))  # (6, 6, n, B)
+    for rc, rows in zip(system.resolved, system.rows):
+        ((j, K),) = rows.bodies
+        inertia[:, :, j] += np.einsum("rcb,r,rdb->cdb", K, rho[rc.slice], K)
+    for J in model.tree.levels[:0:-1]:  # composite inertias, leaves first: O(n)
+        np.add.at(inertia, (slice(None), slice(None), model.parents[J]), inertia[:, :, J])
+    F = np.einsum("cdkb,dkb->bkc", inertia[:, :, model.tree.dof_joint], kin.oS)  # Yc_joint(l) oS_l, (B, nv, 6)
+    return _symmetric_from_lower(model, F @ kin.oS.transpose(2, 0, 1))
+
+
 def _check_attached(rc, joint):
     if joint < 0:
         raise ValueError(f"contact on {rc.contact.frame!r} is attached to the universe: it constrains nothing")
@@ -417,7 +480,9 @@ class _CABA:
     Body ``j`` of a contact with world rows ``K`` gets ``IA += K^T K / mu`` and bias force
     ``pA -= K^T (k / mu + f)``, with ``K a_j = k`` the rows in the ABA's accelerations
     (which include the ``-g`` of the universe). Later iterations only propagate the force
-    change ``K^T (K a_j - k) / mu`` (seed 003 Alg. 2) and roll out again."""
+    change ``K^T (K a_j - k) / mu`` (seed 003 Alg. 2) and roll out again, both over the bodies
+    that support a contact only (:func:`_supporting`); the joint accelerations of every body
+    are rolled out once, from the forces of the iteration where the state stopped."""
 
     def __init__(self, system, kin, v, tau, mu):
         if not system.world_contacts_only:
@@ -452,66 +517,142 @@ class _CABA:
         pA = self.pA - self._forces(self.rho * k)
         sweep = backward_sweep(self.model, self.kin, self.IA, pA, self.c, self.tau)
         start = np.zeros_like(r) if f0 is None else f0
+        support = _supporting(self.model, [j for j, *_ in self.blocks])
 
-        def update(f):
+        def update(f):  # the reduced sweeps: the pair's x is rolled out once, from the forces it used
             cold = f is start and f0 is None  # zero forces: nothing to propagate
-            dpA = None if cold else propagate_forces(self.model, sweep, -self._forces(f))
-            qdd, acc = forward_sweep(self.model, self.kin, sweep, dpA)
-            residual = self._rows(acc) - k
+            dpA = None if cold else _propagate_supported(self.model, sweep, -self._forces(f), support)
+            residual = self._rows(_accelerations_supported(self.model, self.kin, sweep, dpA, support)) - k
             f_next = f - self.rho * self.ls.range(residual)
-            return qdd.T[..., None], f_next, residual, f_next
+            return f, f_next, residual, f_next
 
-        return _iterate(update, start, max_iter, tol, self.ls)
+        used, f, iterations, status = _iterate(update, start, max_iter, tol, self.ls)
+        qdd, _ = forward_sweep(self.model, self.kin, sweep, propagate_forces(self.model, sweep, -self._forces(used)))
+        return qdd.T[..., None], f, iterations, status
 
     def motion(self, x):
         """``M x - h (B, nv, 1)``."""
         return (_joint_forces(self.model, self.kin, self.inertia, self.pA, x[..., 0]) - self.tau)[..., None]
 
 
+class _Support:
+    """The constraint rows each body supports (seed 003 Sec. VI-A's ``ES(i)``: the rows of the
+    constraints on its subtree, a loop closure's row on both bodies' chains), laid out per tree
+    level as ``(row, joint)`` pairs: what the extended force propagator carries. Alg. 4's
+    stacking ``K^A_parent = [K^A_parent; K^A_i P_i^T]`` then costs ``O(m d)`` over the tree and
+    the Delassus terms ``K^A S D^-1 S^T K^A^T`` of each joint only couple its own rows:
+    ``sum_j m_j^2 <= m^2 d``, ``O(n + m^2 d)`` in all instead of ``O(n m^2)``.
+
+    Per level ``d`` (of ``model.tree.levels``): ``rows[d], pos[d] (P_d,)``, the row and the
+    joint's position in the level of each pair (sorted by joint); ``up[d]``, the pair of the
+    same row at the parent (level ``d - 1``); ``a[d], b[d]``, the pairs of pairs at one joint
+    (the entries ``L[rows[a], rows[b]]`` its Delassus term fills, ``flat[d]`` their index in
+    ``L.reshape(m * m)``); and whether ``up`` and ``flat`` repeat (only loop closures make them)."""
+
+    def __init__(self, model, row_joints):
+        self.m, parents, levels = len(row_joints), model.parents, model.tree.levels
+        support = [[] for _ in range(model.njoints)]
+        for r, joints in enumerate(row_joints):
+            for j in joints:
+                while j >= 0 and (not support[j] or support[j][-1] != r):  # rows come in order
+                    support[j].append(r)
+                    j = int(parents[j])
+        self.rows, self.pos, self.up, self.a, self.b, self.flat, self.unique = [], [], [], [], [], [], []
+        self.index = []  # per level, {(joint, row): pair}
+        for d, J in enumerate(levels):
+            counts = [len(support[j]) for j in J]
+            rows = np.array([r for j in J for r in support[j]], dtype=int)
+            pos = np.repeat(np.arange(len(J)), counts)
+            index = {(int(J[p]), int(r)): i for i, (p, r) in enumerate(zip(pos, rows))}
+            starts = np.concatenate(([0], np.cumsum(counts)))
+            a = np.concatenate([np.repeat(np.arange(s, e), e - s) for s, e in zip(starts[:-1], starts[1:])] or [[]])
+            b = np.concatenate([np.tile(np.arange(s, e), e - s) for s, e in zip(starts[:-1], starts[1:])] or [[]])
+            a, b = a.astype(int), b.astype(int)
+            up = None
+            if d > 0:
+                up = np.array([self.index[d - 1][(int(parents[J[p]]), int(r))] for p, r in zip(pos, rows)], dtype=int)
+            flat = rows[a] * self.m + rows[b]
+            # a row at two joints of a level (a loop closure) repeats its L entries and l0 entry
+            self.unique.append((up is None or len(set(up.tolist())) == len(up), len(set(rows.tolist())) == len(rows)))
+            self.rows.append(rows), self.pos.append(pos), self.up.append(up)
+            self.a.append(a), self.b.append(b), self.flat.append(flat), self.index.append(index)
+        self.depth = {int(j): d for d, J in enumerate(levels) for j in J}
+
+    def pairs(self, joint, rows):
+        """The pairs of ``rows`` at ``joint``, and its level."""
+        d = self.depth[joint]
+        return d, np.array([self.index[d][(joint, int(r))] for r in rows], dtype=int)
+
+
+def _scatter(target, index, values, unique):
+    """``target[index] += values``, with repeated indices summed when not ``unique``."""
+    if unique:
+        target[index] += values
+    else:
+        np.add.at(target, index, values)
+
+
 def _body_rows(system, kin):
-    """``(KA (m, 6, n, B), bias (m, B))``: each constraint row as maps of its bodies' world
-    accelerations (``rows = sum_j KA[:, :, j] a_j``), and the rows at zero joint acceleration
-    under ``kin`` (``K a_j`` with the universe's ``a0``)."""
+    """``(support, KA, bias)``: the rows each body supports (:class:`_Support`), each
+    constraint row as maps of its bodies' world accelerations placed on those pairs (``KA``,
+    per level ``(P_d, 6, B)``: ``rows = sum_j K_j a_j``), and the rows at zero joint
+    acceleration under ``kin`` (``K a_j`` with the universe's ``a0``, ``(m, B)``)."""
     B = kin.batch_size
-    KA, bias = np.zeros((system.m, 6, system.model.njoints, B)), np.zeros((system.m, B))
+    row_joints = [[] for _ in range(system.m)]
+    for rc, rows in zip(system.resolved, system.rows):
+        for j, _ in rows.bodies:
+            _check_attached(rc, j)
+            for r in range(rc.slice.start, rc.slice.stop):
+                row_joints[r].append(int(j))
+    support = _Support(system.model, row_joints)
+    KA = [np.zeros((len(rows), 6, B)) for rows in support.rows]
+    bias = np.zeros((system.m, B))
     for rc, rows in zip(system.resolved, system.rows):
         for j, K in rows.bodies:
-            _check_attached(rc, j)
-            KA[rc.slice, :, j] += K
+            d, pairs = support.pairs(int(j), range(rc.slice.start, rc.slice.stop))
+            np.add.at(KA[d], pairs, K)  # a loop closure between two frames of one body hits a pair twice
             bias[rc.slice] += np.einsum("rcb,cb->rb", K, kin.oa[:, j])
-    return KA, bias
+    return support, KA, bias
 
 
-def _pv_sweep(model, sweep, KA, first_depth=0):
-    """The Popov-Vereshchagin terms of the constraint rows ``KA (m, 6, n, B)`` of each body
-    over an ABA backward ``sweep``: ``(K0 (m, 6, B), L0 (m, m, B), l0 (m, B), KS)`` with
-    ``y = K0 a0 + L0 lambda + l0`` at the universe and ``KS`` per level the ``(K^A S)`` of its
-    joints (:class:`_PV`). ``first_depth``: stop above the joints of that depth (their bodies'
-    rows are left in ``KA``, and ``K0`` is zero). Modifies ``KA``."""
-    m, B = KA.shape[0], KA.shape[-1]
-    K0, L0, l0, KS_levels = np.zeros((m, 6, B)), np.zeros((m, m, B)), np.zeros((m, B)), []
+def _pv_sweep(model, sweep, support, KA, depths=None):
+    """The Popov-Vereshchagin terms of the constraint rows ``KA`` (per level, on the pairs of
+    ``support``) over an ABA backward ``sweep``: ``(K0 (m, 6, B), L0 (m, m, B), l0 (m, B), KS)``
+    with ``y = K0 a0 + L0 lambda + l0`` at the universe and ``KS`` per level the ``(K^A S)`` of
+    its pairs (:class:`_PV`). ``depths``: the levels swept, deepest first (all by default); the
+    rows reaching a level not swept stay in ``KA`` (cABA-OSIMf's base). Modifies ``KA``."""
+    m, B = support.m, KA[0].shape[-1]
+    K0, L0, l0, KS_levels = np.zeros((m, 6, B)), np.zeros((m * m, B)), np.zeros((m, B)), {}
     c = sweep.c
-    for depth in range(len(sweep.levels) - 1, first_depth - 1, -1):
+    for depth in range(len(sweep.levels) - 1, -1, -1) if depths is None else depths:
         J, SJ, U, D, u = sweep.levels[depth]
+        K, rows, pos, (up_unique, flat_unique) = (
+            KA[depth],
+            support.rows[depth],
+            support.pos[depth],
+            support.unique[depth],
+        )
+        a, b = support.a[depth], support.b[depth]
         if depth == 0 and model.tree.free_flyer:  # one 6-dof joint
-            KS = np.einsum("rcb,cdb->rdb", KA[:, :, 0], SJ)
+            KS = np.einsum("rcb,cdb->rdb", K, SJ)
             KSD = np.einsum("rdb,deb->reb", KS, np.linalg.inv(D.transpose(2, 0, 1)).transpose(1, 2, 0))
-            K_up = KA[:, :, 0] - np.einsum("reb,ceb->rcb", KSD, U)
-            L0 += np.einsum("reb,seb->rsb", KSD, KS)
-            l0 += np.einsum("rcb,cb->rb", K_up, c[:, 0]) + np.einsum("reb,eb->rb", KSD, u)
-            K0 += K_up
-            KS_levels.append(KS)
+            K_up = K - np.einsum("reb,ceb->rcb", KSD, U)
+            _scatter(L0, support.flat[0], np.einsum("reb,reb->rb", KSD[a], KS[b]), flat_unique)
+            _scatter(l0, rows, np.einsum("rcb,cb->rb", K_up, c[:, 0]) + np.einsum("reb,eb->rb", KSD, u), False)
+            np.add.at(K0, rows, K_up)
+            KS_levels[depth] = KS
             continue
-        KS = np.einsum("rcjb,cjb->rjb", KA[:, :, J], SJ)
-        K_up = KA[:, :, J] - KS[:, None] * (U / D)[None]
-        L0 += np.einsum("rjb,sjb->rsb", KS / D, KS)
-        l0 += np.einsum("rcjb,cjb->rb", K_up, c[:, J]) + np.einsum("rjb,jb->rb", KS, u / D)
-        KS_levels.append(KS)
+        Sp, Up, Dp = SJ[:, pos], U[:, pos], D[pos]
+        KS = np.einsum("rcb,crb->rb", K, Sp)
+        K_up = K - KS[:, None] * np.swapaxes(Up / Dp, 0, 1)
+        _scatter(L0, support.flat[depth], KS[a] * KS[b] / Dp[a], flat_unique)
+        _scatter(l0, rows, np.einsum("rcb,crb->rb", K_up, c[:, J][:, pos]) + KS * (u[pos] / Dp), flat_unique)
+        KS_levels[depth] = KS
         if depth == 0:  # roots of a fixed base: the universe
-            K0 += K_up.sum(axis=2)
+            np.add.at(K0, rows, K_up)
         else:
-            np.add.at(KA, (slice(None), slice(None), model.parents[J]), K_up)
-    return K0, L0, l0, KS_levels[::-1]
+            _scatter(KA[depth - 1], support.up[depth], K_up, up_unique)
+    return K0, L0.reshape(m, m, B), l0, KS_levels
 
 
 class _PV:
@@ -525,10 +666,9 @@ class _PV:
     ``L`` the Delassus matrix. ``L`` and ``l`` only ever add up, so each joint's terms go
     straight to the root's. Proximal steps on that dual, ``(L + mu) (lambda+ - lambda) =
     k - y(lambda)``, then one forward sweep with the joint forces ``u + S^T K^A^T lambda``.
-    The rows are those of the whole constraint set at every body (zero outside its subtree),
-    which costs ``O(n m^2)`` where the paper's per-subtree stacking costs ``O(n + m^2 d)``;
-    it takes loop closures as they come (a row with two bodies enters both subtrees, the
-    common ancestor sums them)."""
+    Each body carries only the rows it supports (:class:`_Support`, Alg. 4's stacking):
+    ``O(n + m^2 d)``; loop closures come as they are (a row with two bodies enters both
+    chains, the common ancestor sums them)."""
 
     def __init__(self, system, kin, v, tau, mu):
         model = self.model = system.model
@@ -538,8 +678,8 @@ class _PV:
         self.inertia, self.bias_forces = IA.copy(), pA.copy()  # for the equation of motion
         self.sweep = backward_sweep(model, kin, IA, pA, c, tau)
         B = len(v)
-        KA, self.bias = _body_rows(system, kin)
-        K0, L0, l0, self.KS = _pv_sweep(model, self.sweep, KA)
+        self.support, KA, self.bias = _body_rows(system, kin)
+        K0, L0, l0, self.KS = _pv_sweep(model, self.sweep, self.support, KA)
         self.delassus = L0.transpose(2, 0, 1)  # (B, m, m)
         self.free = (np.einsum("rcb,cb->rb", K0, kin.a0[:, 0] * np.ones((1, B))) + l0).T[..., None]
 
@@ -556,11 +696,16 @@ class _PV:
 
     def rollout(self, f):
         """The forward sweep under the constraint forces ``f (B, m)``: ``(B, nv, 1)``."""
-        levels = tuple(
-            (J, SJ, U, D, u + np.einsum("rjb,br->jb", KS, f))
-            for (J, SJ, U, D, u), KS in zip(self.sweep.levels, self.KS)
-        )
-        qdd, _ = forward_sweep(self.model, self.kin, Sweep(levels, self.sweep.c))
+        levels = []
+        for depth, (J, SJ, U, D, u) in enumerate(self.sweep.levels):
+            KS, rows = self.KS[depth], self.support.rows[depth]
+            if depth == 0 and self.model.tree.free_flyer:
+                u = u + np.einsum("reb,br->eb", KS, f[:, rows])
+            elif len(rows):
+                u = u.copy()
+                np.add.at(u, self.support.pos[depth], KS * f[:, rows].T)
+            levels.append((J, SJ, U, D, u))
+        qdd, _ = forward_sweep(self.model, self.kin, Sweep(tuple(levels), self.sweep.c))
         return qdd.T[..., None]
 
     def motion(self, x):
@@ -758,9 +903,12 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
       closure's ``rho J^T J`` couples two bodies);
       The subtraction cancels digits like ``rho / |OSIM|``: about 1e-8 relative at ``mu =
       1e-4`` on Solo12's light links, 1e-11 on ANYmal and Talos;
+      Each body carries only the rows it supports (:class:`_Support`): ``O(n + m^2 d)``, not
+      yet the ``O(n + m^2)`` of the paper's PV-OSIMr, which sums the chains between branching
+      bodies into 6x6 extended force propagators and forms each pair of rows once;
     - ``cABA-OSIMf`` (seed 003 Sec. VI-B), for a floating base: the same with the Delassus
-      matrix as block-diagonal branch terms (each branch swept over its own rows only) plus
-      the base's rank-6 update;
+      matrix as block-diagonal branch terms (the sweep below the base, where a body carries
+      the rows of its branch only) plus the base's rank-6 update;
     - ``proxPV``: the Delassus matrix of the Popov-Vereshchagin sweep, damped and inverted;
     - ``proxLTL``: the same from the sparse factorization (:func:`delassus`).
 
@@ -784,40 +932,18 @@ def damped_osim(model, q, contacts, mu, algorithm="cABA-OSIM"):
         raise ValueError("cABA-OSIMf splits the constraints at a floating base; use cABA-OSIM on a fixed base")
     rho = 1.0 / mu
     IA, pA, c = articulated_inertias(model, kin, zeros)
-    KA, _ = _body_rows(system, kin)
-    IA += np.einsum("rcjb,r,rdjb->cdjb", KA, rho, KA)  # each row on one body: the inertias of M + J^T diag(rho) J
+    support, KA, _ = _body_rows(system, kin)
+    for rc, rows in zip(system.resolved, system.rows):  # each row on one body: the inertias of M + J^T R^-1 J
+        ((j, K),) = rows.bodies
+        IA[:, :, j] += np.einsum("rcb,r,rdb->cdb", K, rho[rc.slice], K)
     sweep = backward_sweep(model, kin, IA, np.zeros_like(pA), np.zeros_like(c), zeros)
+    deepest = range(len(sweep.levels) - 1, -1, -1)
     if algorithm == "cABA-OSIM":
-        L_rho = _pv_sweep(model, sweep, KA)[1]
-    else:
-        L_rho = _branch_delassus(model, sweep, KA, [rc.joint for rc in system.resolved for _ in range(rc.contact.dim)])
+        L_rho = _pv_sweep(model, sweep, support, KA, deepest)[1]
+    else:  # the branches' block-diagonal terms, then the base's rank-6 update (seed 003 eq. 41)
+        L_rho = _pv_sweep(model, sweep, support, KA, deepest[:-1])[1] + _pv_sweep(model, sweep, support, KA, (0,))[1]
     osim = np.diag(rho) - rho[:, None] * rho * L_rho.transpose(2, 0, 1)  # with L_rho = J M_rho^-1 J^T
     return unbatch(osim, shape)
-
-
-def _branch_delassus(model, sweep, KA, row_joints):
-    """cABA-OSIMf: the Delassus matrix over a floating base as block-diagonal branch terms (each
-    branch's sweep over its own rows) plus the base's rank-6 update ``K1 IA_1^-1 K1^T`` with
-    ``K1`` every row seen from the base body."""
-    branch = np.array([_branch(model, j) for j in row_joints])
-    K1 = np.zeros_like(KA[:, :, 0])
-    L = np.zeros((KA.shape[0],) * 2 + KA.shape[-1:])
-    for b in np.unique(branch):
-        rows = np.flatnonzero(branch == b)
-        K_b = KA[rows].copy()
-        if b >= 0:  # the base's own rows have no branch terms
-            L[np.ix_(rows, rows)] += _pv_sweep(model, sweep, K_b, first_depth=1)[1]
-        K1[rows] = K_b[:, :, 0]
-    base = np.zeros_like(KA)
-    base[:, :, 0] = K1
-    return L + _pv_sweep(model, Sweep(sweep.levels[:1], sweep.c), base)[1]
-
-
-def _branch(model, joint):
-    """The joint below the floating base whose subtree holds ``joint`` (-1: the base itself)."""
-    while joint > 0 and model.parents[joint] > 0:
-        joint = int(model.parents[joint])
-    return joint if joint > 0 else -1
 
 
 # ----------------------------------------------------------------------------- the pieces of the lifted OCP

@@ -2,8 +2,9 @@
 seed 003 Sec. II) and its derivatives (seed 001 Prop. 1) against Pinocchio's
 ``constraintDynamics`` (its proxLTL) and ``computeConstraintDynamicsDerivatives`` with the same
 proximal settings, on robots in contact; and, with ``--scaling``, the scaling study of seed 003
-Fig. 3 on serial chains and balanced binary trees of growing size (:func:`scaling_figure`
-draws it); with ``--convergence``, seed 000 Fig. 2: the proximal iterations against mu on
+Fig. 3 on serial chains and balanced binary trees of growing size, and the time against the
+constraint dimension on a tree of fixed size with its slopes (:func:`scaling_figure` draws
+both); with ``--convergence``, seed 000 Fig. 2: the proximal iterations against mu on
 well-posed, redundant and inconsistent contact sets (:func:`convergence_benchmark`,
 :func:`convergence_figure`).
 """
@@ -46,6 +47,12 @@ REQUIRED_API = ("Contact", "constrained_dynamics", "constrained_dynamics_derivat
 CHAIN_SIZES = (8, 16, 32, 64)
 TREE_SIZES = (9, 21, 45, 93)
 SCALING_BATCH = 32
+# Time against m (issue 26): a binary tree of fixed size with 3D contacts on more and more of its
+# 64 leaves, spread over the branches; the slopes are fitted over the LARGEST_POINTS largest m.
+M_TREE_SIZE = 381
+LEAF_COUNTS = (4, 8, 16, 32, 64)
+OSIM_ALGORITHMS = ("cABA-OSIM", "proxPV", "proxLTL")
+LARGEST_POINTS = 3
 
 
 @dataclass(frozen=True)
@@ -285,8 +292,11 @@ def scaling_benchmark(
     algorithms=ALGORITHMS,
     seed=0,
     progress=None,
+    leaf_counts=LEAF_COUNTS,
 ) -> dict:
-    """Seed 003 Fig. 3: µs per state of ``constrained_dynamics`` per algorithm against the size.
+    """Seed 003 Fig. 3: µs per state of ``constrained_dynamics`` per algorithm against the size;
+    and, for ``leaf_counts`` (none: skipped), against the constraint dimension on a tree of
+    fixed size (:func:`constraint_scaling_benchmark`).
 
     Serial chains of ``n`` links with a 6D contact on ``end_effector`` (LOCAL), balanced
     binary trees of ``n`` links with 3D contacts on every leaf (LOCAL_WORLD_ALIGNED); ``batch``
@@ -350,6 +360,85 @@ def scaling_benchmark(
         seed=seed,
         **run_facts(pin, repeat, retained),
         results=rows,
+        constraint_scaling=constraint_scaling_benchmark(
+            leaf_counts=leaf_counts, batch=batch, repeat=repeat, algorithms=algorithms, seed=seed, progress=progress
+        )
+        if leaf_counts
+        else None,
+    )
+
+
+def _spread(leaves, k):
+    """``k`` of the ``leaves``, spread evenly over the tree's branches."""
+    return tuple(leaves[i * len(leaves) // k] for i in range(k))
+
+
+def _slope(m, t, points=LARGEST_POINTS):
+    """The log-log slope of ``t`` against ``m`` over the ``points`` largest ``m``."""
+    return float(np.polyfit(np.log(m[-points:]), np.log(t[-points:]), 1)[0])
+
+
+def constraint_scaling_benchmark(
+    n=M_TREE_SIZE, leaf_counts=LEAF_COUNTS, batch=SCALING_BATCH, repeat=5, algorithms=ALGORITHMS, seed=0, progress=None
+) -> dict:
+    """Time against the constraint dimension ``m`` on a binary tree of ``n`` links: 3D contacts
+    (LOCAL_WORLD_ALIGNED) on ``k`` of its leaves for each ``k`` of ``leaf_counts``; µs per state
+    of ``constrained_dynamics`` per algorithm (``SCALING_PROXIMAL``, checked against Pinocchio's
+    constraintDynamics first) and of ``damped_osim`` per ``OSIM_ALGORITHMS``; and the log-log
+    slope of each against ``m`` over the ``LARGEST_POINTS`` largest ``m`` (seed 003: proxPV
+    ``O(n + m^2 d + m^3)`` with its dense ``m x m`` factorization, constrainedABA ``O(n + m)``)."""
+    model = sample_models.binary_tree(n)
+    leaves = tuple(sample_models.leaf_frames(model))
+    if not leaf_counts or any(not 1 <= k <= len(leaves) for k in leaf_counts):
+        raise BenchError(
+            f"leaf counts must be within 1..{len(leaves)} (the leaves of a {n}-link tree), got {leaf_counts}"
+        )
+    pin = import_pinocchio()
+    pmodel = pin.buildModelFromXML(sample_models.binary_tree_urdf(n))
+    say = progress or (lambda line: None)
+    q, v, _, tau = random_states(model, batch, seed)
+    rows = []
+    for k in sorted(leaf_counts):
+        case = ContactCase(_spread(leaves, k), "3D", "LOCAL_WORLD_ALIGNED")
+        contacts = contacts_of(case)
+        say(f"checking the tree n = {n} with {k} leaves in contact against Pinocchio")
+        pins = PinConstrained(pin, pmodel, case, SCALING_PROXIMAL).values(q, v, tau, derivatives=False)
+        kernels = {a: ours_constrained_kernels(model, contacts, q, v, tau, a, SCALING_PROXIMAL) for a in algorithms}
+        for algorithm, ours in kernels.items():
+            check_against_pinocchio(
+                as_arrays(ours),
+                pins,
+                ("constrained_dynamics",),
+                f" (tree n = {n}, {k} leaves, {algorithm})",
+                per_entry=False,
+            )
+        say(f"timing the tree n = {n} with {k} leaves in contact, B = {batch}")
+        mu = SCALING_PROXIMAL["mu"]
+        rows.append(
+            dict(
+                leaves=k,
+                m=3 * k,
+                ours_us_per_state={
+                    a: seconds_per_state(ours["constrained_dynamics"], repeat, batch) for a, ours in kernels.items()
+                },
+                osim_us_per_state={
+                    a: seconds_per_state(lambda a=a: dynamics.damped_osim(model, q, contacts, mu, a), repeat, batch)
+                    for a in OSIM_ALGORITHMS
+                },
+            )
+        )
+    m = np.array([r["m"] for r in rows], dtype=float)
+    slopes = {
+        kind: {a: _slope(m, np.array([r[kind][a] for r in rows])) for a in rows[0][kind]} if len(rows) >= 2 else {}
+        for kind in ("ours_us_per_state", "osim_us_per_state")
+    }
+    return dict(
+        n=n,
+        nv=model.nv,
+        depth=len(model.tree.levels),
+        fitted_points=min(LARGEST_POINTS, len(rows)),
+        rows=rows,
+        slopes=slopes,
     )
 
 
@@ -426,7 +515,33 @@ def format_scaling_table(result: dict) -> str:
             + " ".join(_its(r["iterations"][a]) for a in algorithms)
             + f" | {_its(r['iterations']['pinocchio'])}"
         )
+    if result.get("constraint_scaling"):
+        lines += ["", *_constraint_scaling_lines(result["constraint_scaling"])]
     return "\n".join(lines)
+
+
+def _constraint_scaling_lines(study: dict) -> list:
+    kinds = (("ours_us_per_state", "constrained_dynamics"), ("osim_us_per_state", "damped_osim"))
+    names = [(kind, a) for kind, _ in kinds for a in study["rows"][0][kind]]
+    width = max(12, *(len(a) + 5 for _, a in names))
+    label = {kind: short for kind, short in (("ours_us_per_state", "cd"), ("osim_us_per_state", "osim"))}
+    columns = f"{'leaves':>6} {'m':>4} " + " ".join(f"{label[kind] + ' ' + a:>{width}}" for kind, a in names)
+    lines = [
+        f"against m: binary tree of n = {study['n']} links (depth {study['depth']}), "
+        "3D contacts in LOCAL_WORLD_ALIGNED on more and more leaves spread over the branches; "
+        "µs per state (cd: constrained_dynamics, osim: damped_osim)",
+        columns,
+        "-" * len(columns),
+    ]
+    for r in study["rows"]:
+        lines.append(f"{r['leaves']:>6} {r['m']:>4} " + " ".join(f"{r[kind][a]:>{width}.1f}" for kind, a in names))
+    if study["slopes"]["ours_us_per_state"]:
+        lines.append(
+            f"{'slope':>11} "
+            + " ".join(f"{study['slopes'][kind][a]:>{width}.2f}" for kind, a in names)
+            + f"   (log-log, over the {study['fitted_points']} largest m)"
+        )
+    return lines
 
 
 def scaling_figure(result, path):
@@ -434,7 +549,9 @@ def scaling_figure(result, path):
     number of links, one panel per mechanism, a line per algorithm and Pinocchio's."""
     rows = result["results"]
     mechanisms = list(dict.fromkeys(r["mechanism"] for r in rows))
-    fig, axes = plt.subplots(1, len(mechanisms), figsize=(5.5 * len(mechanisms), 3.8), squeeze=False)
+    study = result.get("constraint_scaling")
+    panels = len(mechanisms) + bool(study)
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 3.8), squeeze=False)
     for ax, mechanism in zip(axes[0], mechanisms):
         mine = [r for r in rows if r["mechanism"] == mechanism]
         n = [r["n"] for r in mine]
@@ -446,6 +563,19 @@ def scaling_figure(result, path):
         ax.set_ylabel("µs per state")
         ax.grid(True, which="both", alpha=0.3)
     axes[0, 0].legend(fontsize=7)
+    if study:
+        ax = axes[0, -1]
+        m = [r["m"] for r in study["rows"]]
+        for kind, what, style in (("ours_us_per_state", "", "o-"), ("osim_us_per_state", "OSIM ", "s--")):
+            for a in study["rows"][0][kind]:
+                slope = study["slopes"][kind].get(a)
+                tag = "" if slope is None else f" (slope {slope:.2f})"
+                ax.loglog(m, [r[kind][a] for r in study["rows"]], style, label=f"{what}{a}{tag}")
+        ax.set_title(f"tree n = {study['n']}: against the constraint dimension", fontsize=9)
+        ax.set_xlabel("constraint rows m (3D contacts on leaves)")
+        ax.set_ylabel("µs per state")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6)
     fig.tight_layout()
     save_figure(fig, path)
 

@@ -56,8 +56,10 @@ def _constrained_parser(benches) -> None:
         "Pinocchio's constraintDynamics on the same random states (after checking they agree to 1e-8): "
         "ANYmal with 3D contacts on its feet (LOCAL_WORLD_ALIGNED), Talos with 6D contacts on its soles (LOCAL). "
         "With --scaling, instead: the scaling study of seed 003 Fig. 3 on serial chains (6D contact on the end "
-        "effector) and balanced binary trees (3D contacts on the leaves). With --convergence, instead: seed 000 "
-        "Fig. 2, the proximal iterations against mu on well-posed, redundant and inconsistent contact sets. With "
+        "effector) and balanced binary trees (3D contacts on the leaves), then the time against the constraint "
+        "dimension m on a 381-link tree with contacts on more and more leaves, and its slopes. "
+        "With --convergence, instead: seed 000 Fig. 2, the proximal iterations against mu on well-posed, "
+        "redundant and inconsistent contact sets. With "
         "--cassie, instead: seed 000's Cassie simulation, the loop closures' drift against time.",
     )
     # defaults and choices live in liftoff.problems.bench.constrained (imported when the command runs)
@@ -88,8 +90,8 @@ def _constrained_parser(benches) -> None:
     p.add_argument(
         "--figure",
         metavar="FILE",
-        help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n) to FILE; with --convergence: seed "
-        "000 Fig. 2 (iterations against mu); with --cassie: the drift against time",
+        help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n, and against m) to FILE; "
+        "with --convergence: seed 000 Fig. 2 (iterations against mu); with --cassie: the drift against time",
     )
     p.add_argument(
         "--tables",
