@@ -1,4 +1,4 @@
-"""The papers' complexities (issue 26 item 2): proxPV and cABA-OSIM(f) carry at each body only
+"""The papers' complexities: proxPV and cABA-OSIM(f) carry at each body only
 the constraint rows it supports (seed 003 Alg. 4-5), and give what the dense sweep did (every
 row at every body, ``O(n m^2)``), to round-off: the dense sweep is kept here as the reference.
 Trees with contacts on different branches, an interior body constrained under constrained
@@ -33,7 +33,7 @@ def dense_rows(system, kin):
 
 
 def dense_pv_sweep(model, sweep, KA, first_depth=0):
-    """The Popov-Vereshchagin sweep of the rows of every body over every joint (before issue 26)."""
+    """The Popov-Vereshchagin sweep of the rows of every body over every joint (the dense reference)."""
     m, B = KA.shape[0], KA.shape[-1]
     K0, L0, l0, KS_levels = np.zeros((m, 6, B)), np.zeros((m, m, B)), np.zeros((m, B)), []
     c = sweep.c

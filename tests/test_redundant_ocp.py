@@ -1,4 +1,4 @@
-"""Redundant contacts in the OCP (issue 26, item 4): a short ANYmal trot with one foot's contact
+"""Redundant contacts in the OCP: a short ANYmal trot with one foot's contact
 listed twice, in every stage where that foot stands and in the impulse stage, solves in both
 formulations and both backends to the motion of the plain trot, the pair's forces summing to
 the single contact's force and split in equal halves (the least-norm split, that of the

@@ -47,7 +47,7 @@ REQUIRED_API = ("Contact", "constrained_dynamics", "constrained_dynamics_derivat
 CHAIN_SIZES = (8, 16, 32, 64)
 TREE_SIZES = (9, 21, 45, 93)
 SCALING_BATCH = 32
-# Time against m (issue 26): a binary tree of fixed size with 3D contacts on more and more of its
+# Time against m: a binary tree of fixed size with 3D contacts on more and more of its
 # 64 leaves, spread over the branches; the slopes are fitted over the LARGEST_POINTS largest m.
 M_TREE_SIZE = 381
 LEAF_COUNTS = (4, 8, 16, 32, 64)
