@@ -35,7 +35,7 @@ from .errors import ModelError
 from .model import Model, _frozen, add_frame, build_model
 from .robots import SDF_ROBOTS, robots_dir
 from .spatial import rpy_to_rotation
-from .urdf import Joint, Link, Urdf
+from .urdf import Joint, Link, Urdf, floats
 
 TREE_JOINT_TYPES = ("revolute", "prismatic", "fixed")
 CLOSURE_KINDS = {"ball": "3D", "fixed": "6D"}  # loop-closing joint type -> contact kind
@@ -84,25 +84,15 @@ def _pose(elem, where):
         return np.eye(3), np.zeros(3)
     if pose.attrib.get("relative_to") or pose.attrib.get("frame"):
         raise ModelError(f"{where}/pose: poses relative to other frames are not supported")
-    values = _numbers(pose.text, 6, f"{where}/pose")
+    values = floats(pose.text, 6, f"{where}/pose")
     return rpy_to_rotation(values[3:]), values[:3]
-
-
-def _numbers(text, n, where):
-    try:
-        values = np.array([float(x) for x in (text or "").split()])
-    except ValueError:
-        raise ModelError(f"{where}: expected {n} numbers, got {text!r}") from None
-    if values.shape != (n,) or not np.all(np.isfinite(values)):
-        raise ModelError(f"{where}: expected {n} finite numbers, got {text!r}")
-    return values
 
 
 def _value(elem, path, default, where):
     node = elem.find(path) if elem is not None else None
     if node is None or not (node.text or "").strip():
         return default
-    return float(_numbers(node.text, 1, f"{where}/{path}")[0])
+    return float(floats(node.text, 1, f"{where}/{path}")[0])
 
 
 def _link(elem) -> tuple:
@@ -139,7 +129,7 @@ def _joint(elem) -> SdfJoint:
     in_model = False
     if axis_elem is not None and axis_elem.find("xyz") is not None:
         xyz = axis_elem.find("xyz")
-        axis = _numbers(xyz.text, 3, f"{where}/axis/xyz")
+        axis = floats(xyz.text, 3, f"{where}/axis/xyz")
         expressed_in = xyz.attrib.get("expressed_in", "")
         if expressed_in not in ("", "__model__"):
             raise ModelError(f"{where}/axis: axes expressed in {expressed_in!r} are not supported")

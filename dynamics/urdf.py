@@ -64,10 +64,11 @@ class Urdf:
     children: dict[str, list[str]] = field(default_factory=dict)  # link -> child joint names
 
 
-def _floats(text, n, where):
-    """The ``n`` finite numbers of ``text``, else :class:`ModelError`."""
+def floats(text, n, where):
+    """The ``n`` finite numbers of ``text`` (a whitespace-separated list), else
+    :class:`ModelError` naming ``where`` (the URDF and SDF loaders' reading of numbers)."""
     try:
-        values = [float(x) for x in text.split()]
+        values = [float(x) for x in (text or "").split()]
     except ValueError:
         raise ModelError(f"{where}: expected {n} numbers, got {text!r}") from None
     if len(values) != n or not np.all(np.isfinite(values)):
@@ -97,9 +98,9 @@ def _origin(elem, where):
     rpy = np.zeros(3)
     if origin is not None:
         if "xyz" in origin.attrib:
-            xyz = _floats(origin.attrib["xyz"], 3, f"{where}/origin@xyz")
+            xyz = floats(origin.attrib["xyz"], 3, f"{where}/origin@xyz")
         if "rpy" in origin.attrib:
-            rpy = _floats(origin.attrib["rpy"], 3, f"{where}/origin@rpy")
+            rpy = floats(origin.attrib["rpy"], 3, f"{where}/origin@rpy")
     return rpy_to_rotation(rpy), xyz
 
 
@@ -113,7 +114,7 @@ def _visual(elem, where, colors) -> Visual | None:
     if material is not None:
         color = material.find("color")
         rgba = (
-            tuple(_floats(color.attrib["rgba"], 4, f"{where}/color"))
+            tuple(floats(color.attrib["rgba"], 4, f"{where}/color"))
             if color is not None
             else colors.get(material.attrib.get("name"))
         )
@@ -121,10 +122,10 @@ def _visual(elem, where, colors) -> Visual | None:
         return None
     a = shape.attrib
     if shape.tag == "mesh":
-        scale = tuple(_floats(a["scale"], 3, f"{where}/mesh@scale")) if "scale" in a else (1.0, 1.0, 1.0)
+        scale = tuple(floats(a["scale"], 3, f"{where}/mesh@scale")) if "scale" in a else (1.0, 1.0, 1.0)
         return Visual("mesh", R, p, scale, a["filename"], rgba)
     if shape.tag == "box":
-        return Visual("box", R, p, tuple(_floats(a["size"], 3, f"{where}/box@size")), rgba=rgba)
+        return Visual("box", R, p, tuple(floats(a["size"], 3, f"{where}/box@size")), rgba=rgba)
     if shape.tag == "cylinder":
         return Visual("cylinder", R, p, (float(a["radius"]), float(a["length"])), rgba=rgba)
     if shape.tag == "sphere":
@@ -168,7 +169,7 @@ def _joint(elem) -> Joint:
         raise ModelError(f"{where}: needs <parent link=...> and <child link=...>")
     R, p = _origin(elem, where)
     axis_elem = elem.find("axis")
-    axis = _floats(axis_elem.attrib["xyz"], 3, f"{where}/axis") if axis_elem is not None else np.array([1.0, 0, 0])
+    axis = floats(axis_elem.attrib["xyz"], 3, f"{where}/axis") if axis_elem is not None else np.array([1.0, 0, 0])
     if kind != "fixed":
         norm = np.linalg.norm(axis)
         if norm == 0:
@@ -230,7 +231,7 @@ def _robot(root, path: Path) -> Urdf:
         for m in root.findall("material"):
             color = m.find("color")
             if color is not None and "name" in m.attrib:
-                colors[m.attrib["name"]] = tuple(_floats(color.attrib["rgba"], 4, f"material {m.attrib['name']}"))
+                colors[m.attrib["name"]] = tuple(floats(color.attrib["rgba"], 4, f"material {m.attrib['name']}"))
         links = _unique([_link(e, colors) for e in root.findall("link")], "link")
         joints = _unique([_joint(e) for e in root.findall("joint")], "joint")
     except ModelError as err:
