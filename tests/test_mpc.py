@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from liftoff import dynamics
+from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
 from liftoff.problems.mpc.controller import MPC, PARTS, MPCError, Tick, warm_start
@@ -224,6 +225,17 @@ def test_updates_give_compiled_policies_and_account_for_their_time(task):
     assert tuple(first.parts) == ("build", "solve", "policy") and all(tuple(u.parts) == PARTS for u in updates)
     for tick in mpc.ticks:
         assert sum(tick.parts.values()) == pytest.approx(tick.seconds, abs=1e-12) and min(tick.parts.values()) >= 0
+
+
+def test_a_policy_that_cannot_be_compiled_runs_in_numpy(task, monkeypatch, capsys):
+    def no_compiler(*args, **kwargs):
+        raise CompileError("no C compiler")
+
+    monkeypatch.setattr("liftoff.problems.mpc.controller.PolicyKernel", no_compiler)
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=2)
+    policy = mpc.start(0.0, task.q0, task.v0, task.u_pressing)
+    assert type(policy) is Policy and np.all(np.isfinite(policy(0.0, task.q0, task.v0, task.u_pressing)))
+    assert "no C compiler; the policy runs in numpy" in capsys.readouterr().err
 
 
 def test_the_mpc_period_must_be_a_multiple_of_the_plant_step(task):

@@ -16,11 +16,13 @@ initial state, from the Riccati gains at the final iterate. Each update is recor
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation, Iterate
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import riccati
@@ -96,8 +98,12 @@ class MPC:
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
         self._shapes = {}
-        compiled = self.formulation.backend == "compiled"
-        self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet) if compiled else None
+        self.policy_kernel = None
+        if self.formulation.backend == "compiled":
+            try:
+                self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet)
+            except CompileError as e:  # the policy in numpy, as the stages fall back
+                print(f"liftoff: warning: {e}; the policy runs in numpy", file=sys.stderr)
         return self._solve(t, stamps, warm_start, self.first_iterations)
 
     def update(self, t, q, v, tau=None) -> Policy:
