@@ -211,6 +211,22 @@ def test_footholds_of_a_turn_lead_by_the_hips_velocity(controller_model):
     np.testing.assert_allclose(c.feet_state[0].target[:2], c.q0[:2] + hip + 0.5 * 0.24 * hip_velocity, atol=1e-9)
 
 
+def test_a_vertical_landing_ends_the_swing_above_the_foothold(controller_model):
+    """With ``footholds.vertical_landing`` l, the swing reference reaches the foothold's (x, y)
+    at 1 - l of the swing and comes straight down; without it, it gets there at the end only."""
+    lift, land = 0.2, 0.44
+    p_lift, p_land = np.array([0.3, 0.2, 0.0]), np.array([0.4, 0.25, 0.0])
+    plain = fresh(controller_model)
+    vertical = fresh(controller_model, footholds={"vertical_landing": 0.25})
+    late = [lift + s * (land - lift) for s in (0.75, 0.8, 0.9, 1.0)]
+    for t in late:
+        np.testing.assert_allclose(vertical._swing(p_lift, p_land, lift, land, t)[:2], p_land[:2], atol=1e-12)
+        assert vertical._swing(p_lift, p_land, lift, land, t)[2] == plain._swing(p_lift, p_land, lift, land, t)[2]
+    assert np.linalg.norm(plain._swing(p_lift, p_land, lift, land, late[2])[:2] - p_land[:2]) > 1e-3
+    half = vertical._swing(p_lift, p_land, lift, land, lift + 0.375 * (land - lift))  # s' = 1/2: half way
+    np.testing.assert_allclose(half[:2], 0.5 * (p_lift + p_land)[:2], atol=1e-12)
+
+
 def test_the_references_integrate_the_command(controller_model):
     c = GaitController(trot_config(command=({"t": 0.0, "vx": 0.2, "yaw_rate": 0.5},)), controller_model)
     ocp = step_to(c, 0.0)
@@ -239,6 +255,7 @@ def document(**mpc):
         ({"command": [{"t": 0.0, "vx": 0.3}, {"t": 2.0}, {"t": 1.0, "vx": 0.1}]}, "mpc.command[2].t", "after 2 s"),
         ({"command": [{"t": 1.0, "vx": 0.3}]}, "mpc.command[0].t", "0 (the first command starts the run)"),
         ({"command": [{"t": 0.0, "speed": 0.3}]}, "mpc.command[0]", "unknown key 'speed'"),
+        ({"footholds": {"vertical_landing": 0.6}}, "mpc.footholds.vertical_landing", "0.5"),
     ],
 )
 def test_mpc_settings_errors_name_the_key(change, path, message):

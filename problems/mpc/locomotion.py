@@ -43,9 +43,12 @@ base's from the measured CoM, at the standing CoM height. A swing from ``p_L`` a
 ``t_L`` to the foothold ``p_D`` at ``t_D``: with ``s = (t - t_L) / (t_D - t_L)`` (at most 1)
 and ``b(s) = (1 - cos(pi s)) / 2``,
 
-    (x, y) = p_L + b(s) (p_D - p_L),   z = z_L + s (z_D - d - z_L) + h P(s),
+    (x, y) = p_L + b(s') (p_D - p_L),   z = z_L + s (z_D - d - z_L) + h P(s),
 
-``d`` the touchdown depth, ``h`` the step height and ``P`` the gait's swing profile
+``s' = min(s / (1 - l), 1)`` with ``l`` the ``footholds.vertical_landing`` fraction (the foot
+above its foothold from ``s = 1 - l`` on, coming straight down, so that one landing early by
+up to ``l`` of its swing does not land moving), ``d`` the touchdown depth, ``h`` the step height
+and ``P`` the gait's swing profile
 (:data:`problems.tasks.gaits.PROFILES`): the foot leaves and lands without horizontal velocity,
 comes down at a steady pace (the stages' explicit Euler step follows it: a foot that brakes
 within the 20 ms before touchdown is not where the plan has it) and reaches ``d`` below the
@@ -315,9 +318,10 @@ class GaitController:
 
     def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
         """The swing reference at time ``t`` (module docstring)."""
+        fh = self.config.mpc.footholds
         s = min(max((t - lift) / max(land - lift, 1e-9), 0.0), 1.0)
-        b = 0.5 * (1.0 - np.cos(np.pi * s))
-        depth, height = self.config.mpc.footholds.touchdown_depth, self.config.gait.step_height
+        b = 0.5 * (1.0 - np.cos(np.pi * min(s / (1.0 - fh.vertical_landing), 1.0)))
+        depth, height = fh.touchdown_depth, self.config.gait.step_height
         out = p_lift + b * (p_land - p_lift)
         out[2] = p_lift[2] + s * (p_land[2] - depth - p_lift[2]) + height * self.profile(s)
         return out

@@ -60,13 +60,15 @@ class Footholds:
     max_step: float = 0.2  # in (0, 1]: the farthest a foothold lies from the foot's place under its hip (m)
     touchdown_depth: float = 0.01  # in [0, 0.1]: how far below the ground a swing's reference ends (m)
     late: float = 0.1  # in [0, 1]: how long the schedule waits for a foot that has not landed (s)
+    vertical_landing: float = 0.0  # in [0, 0.5]: the last fraction of a swing in which the foot comes straight down
 
     def __post_init__(self):
         convert_fields(self)
-        at_least(self, ("gain", "touchdown_depth", "late"), 0)
+        at_least(self, ("gain", "touchdown_depth", "late", "vertical_landing"), 0)
         at_least(self, ("max_step",), 0, strict=True)
         at_most(self, ("gain", "max_step", "late"), 1.0)
         at_most(self, ("touchdown_depth",), 0.1)
+        at_most(self, ("vertical_landing",), 0.5)
 
 
 @dataclass(frozen=True, kw_only=True)
