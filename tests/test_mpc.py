@@ -15,6 +15,7 @@ from liftoff import dynamics
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
+from liftoff.problems.mpc import controller
 from liftoff.problems.mpc.controller import MPC, PARTS, MPCError, Tick, warm_start
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import closed_loop
@@ -24,6 +25,7 @@ from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
 from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.riccati import RiccatiError
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +128,20 @@ def test_an_update_needs_a_start(task):
         mpc.update(0.0, task.q0, task.v0)
     with pytest.raises(ValueError, match="iterations per update"):
         MPC(lambda t, q, v: None, iterations=0)
+
+
+def test_an_update_whose_policy_gains_do_not_exist_is_an_mpc_failure(task, monkeypatch):
+    """The policy's Riccati recursion at the update's last iterate failing (an indefinite
+    ``Quu + B^T P B``) ends the update with :class:`MPCError`, the closed loop's ``diverged``."""
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=2)
+    mpc.start(0.0, task.q0, task.v0, task.u_pressing)
+
+    def indefinite(*args):
+        raise RiccatiError("stage 0: Quu + B^T P B is not positive definite")
+
+    monkeypatch.setattr(controller, "riccati", indefinite)
+    with pytest.raises(MPCError, match=r"t = 0\.010 s failed: stage 0: Quu"):
+        mpc.update(0.01, task.q0, task.v0, task.u_pressing)
 
 
 def test_a_push_is_the_torque_of_its_force_at_the_frame(task):

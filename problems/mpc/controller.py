@@ -25,7 +25,7 @@ import numpy as np
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation, Iterate
 from liftoff.solvers.ipm import Options, solve
-from liftoff.solvers.riccati import riccati
+from liftoff.solvers.riccati import RiccatiError, riccati
 
 from .policy import Policy, PolicyKernel
 
@@ -131,7 +131,10 @@ class MPC:
         if result.linearization is None or not np.isfinite(result.kkt_error):
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
         lin = result.linearization
-        sol = riccati(lin.lqr, lin.terminal, lin.dx0, self.formulation.backend)
+        try:
+            sol = riccati(lin.lqr, lin.terminal, lin.dx0, self.formulation.backend)
+        except RiccatiError as e:  # the policy's gains at the last iterate do not exist
+            raise MPCError(f"the MPC update at t = {t:.3f} s failed: {e}") from None
         it = result.iterate
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = self.formulation.ocp.stages[0].dt
