@@ -31,7 +31,11 @@ limit of seed 000's proximal iterations (eq. 18) started from zero forces, which
 the lifted formulation minimizes the stage's cost (the friction cones' barrier terms on the
 redundant forces): ``dw = dw_0 - N (N^T H_ww N)^+ N^T (H_wz dz + H_ww dw_0 + g_w)`` (no term of
 the state equation: ``A_w N = 0``, the split moves no acceleration). That is the exact Newton
-step of the lifted stage; without a cost on the split it stays the least-norm one. The
+step of the lifted stage. Without a cost on the split, each step is least-norm, and so are the
+forces when ``N`` does not move with the configuration (a contact listed twice, two points of
+one body); when it does (a 3D contact on an elbow below a 6D hand), the steps add up to forces
+slightly off the least-norm split, along ``N`` (2e-4 N on Talos in
+``tests/test_talos_wall_ocp.py``, the motion that of the non-lifted formulation). The
 non-lifted formulation (``lifted=False``) takes the least-norm derivative only: its forces are
 the least-norm ones of the dynamics. Nothing changes for stages that are not redundant: the
 LU path is taken unless asked, and this one costs an SVD of ``Cw`` per stage (numpy, for
