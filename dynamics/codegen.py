@@ -243,14 +243,19 @@ def load_library(path, quiet=False) -> ctypes.CDLL:
 _LIBRARIES: dict = {}
 
 
-def compiled_library(path, functions: dict):
+def compiled_library(path, functions: dict, blas=()):
     """:func:`load_library` of ``path`` once per process, its ``functions`` typed
-    (``{name: (restype, argtypes)}``); ``None``, after one warning line on stderr, when it
-    cannot be compiled (the caller runs its numpy twin)."""
+    (``{name: (restype, argtypes)}``) and, if it calls the routines ``blas`` (names of
+    :func:`blas_routines`), their addresses passed once to its ``liftoff_set_blas(void **)``
+    in that order; ``None``, after one warning line on stderr, when it cannot be compiled
+    (the caller runs its numpy twin)."""
     path = str(path)
     if path not in _LIBRARIES:
         try:
             lib = load_library(path)
+            if blas:
+                lib.liftoff_set_blas.argtypes = (ctypes.c_void_p,)
+                lib.liftoff_set_blas((ctypes.c_void_p * len(blas))(*blas_routines(blas)))
         except CompileError as e:
             print(f"liftoff: warning: {e}; {Path(path).stem} runs in numpy", file=sys.stderr)
             lib = None
@@ -258,6 +263,29 @@ def compiled_library(path, functions: dict):
             getattr(lib, name).restype, getattr(lib, name).argtypes = restype, argtypes
         _LIBRARIES[path] = lib
     return _LIBRARIES[path]
+
+
+_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+
+
+def blas_routines(names) -> list:
+    """The addresses of the BLAS and LAPACK routines ``names`` (``"dgemm"``, ``"dpotrf"``, ...)
+    that scipy exports to compiled code (``scipy.linalg.cython_blas``, ``cython_lapack``):
+    Fortran calling convention (every argument by pointer, column-major, ``int`` sizes), run by
+    scipy's BLAS, whose threads threadpoolctl limits. C libraries call them through these
+    pointers without linking against any BLAS. :class:`CompileError` if scipy lacks one."""
+    from scipy.linalg import cython_blas, cython_lapack
+
+    addresses = []
+    for name in names:
+        capsule = cython_blas.__pyx_capi__.get(name) or cython_lapack.__pyx_capi__.get(name)
+        if capsule is None:
+            raise CompileError(f"scipy exports no BLAS or LAPACK routine {name!r}")
+        addresses.append(_capsule_pointer(capsule, _capsule_name(capsule)))
+    return addresses
 
 
 def _cpu() -> str:

@@ -9,10 +9,30 @@
  *   Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T (symmetrized), l = g_z + H_zw t + T^T (g_w + H_ww t),
  *   [Ac Bc] = A_z + A_w T, bc = b + A_w t. Returns 0, or s + 1 if Cw is singular at stage s.
  * expand: dw = T z + t, beta = -Cw^-T (H_wy y + g_w + A_w^T lam) with y = (z, dw).
+ *
+ * T^T H_ww T is a product of scipy's BLAS (dgemm, whose address liftoff_set_blas receives once
+ * from Python; Fortran calling convention, column-major: the row-major C = A B is the
+ * column-major C^T = B^T A^T). The LU factorization and solves of Cw stay loops that skip the
+ * zeros of Cw: at nw = 24 to 30 they are faster than LAPACK's dgetrf and dgetrs.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+typedef void gemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
+                    const double *, const int *, const double *, const int *, const double *, double *, const int *);
+
+static gemm_t *dgemm;
+
+/* The routine dgemm. */
+void liftoff_set_blas(void **routines) { dgemm = (gemm_t *)routines[0]; }
+
+/* C = op(A) op(B) + beta C, row-major; op(A) (m, l), op(B) (l, n); op(X) = X^T when t is 'T'. */
+static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda, const double *B, int ldb,
+                 double beta, double *C, int ldc) {
+    const double alpha = 1.0;
+    dgemm(&tb, &ta, &n, &m, &l, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
+}
 
 /* In-place LU of the n x n matrix M with row pivots; 0 if singular. */
 static int lu(int n, double *M, int *piv) {
@@ -90,9 +110,9 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                      const int *ar, int nac, const int *ac, double *LU, int *piv, double *T, double *t, double *Ac,
                      double *Bc, double *bc, double *Q, double *l) {
     const int nz = nx + nu, ny = nz + nw, m = nz + 1;
-    double *X = malloc(sizeof(double) * (nw * m + nw * nz + nw));
+    double *X = malloc(sizeof(double) * (nw * m + 2 * nw * nz + nw + nw * nw));
     if (!X) return -1;
-    double *HT = X + nw * m, *gw = HT + nw * nz;
+    double *HT = X + nw * m, *gw = HT + nw * nz, *Tw = gw + nw, *Hw = Tw + nw * nz;
     for (int s = 0; s < S; ++s) {
         const double *Hs = H + (size_t)s * ny * ny, *gs = g + (size_t)s * ny, *Cs = C + (size_t)s * nw * ny;
         const double *As = A + (size_t)s * nx * ny;
@@ -130,22 +150,17 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                 }
                 ls[i] += h * ts[zw[a]];
             }
-        for (int a = 0; a < nww; ++a) {
-            double *row = HT + a * nz;
-            memset(row, 0, sizeof(double) * nz);
-            for (int e = 0; e < nww; ++e) {
-                const double h = Hs[(nz + ww[a]) * ny + nz + ww[e]];
-                if (h == 0.0) continue;
-                const double *Tr = Ts + ww[e] * nz;
-                for (int j = 0; j < nz; ++j) row[j] += h * Tr[j];
-                gw[ww[a]] += h * ts[ww[e]];
+        if (nww > 0) { /* Tw = T[ww], Hw = H_ww[ww, ww]: Q += Tw^T (Hw Tw), g_w[ww] += Hw t[ww] */
+            for (int a = 0; a < nww; ++a) {
+                memcpy(Tw + a * nz, Ts + ww[a] * nz, sizeof(double) * nz);
+                for (int e = 0; e < nww; ++e) {
+                    const double h = Hs[(nz + ww[a]) * ny + nz + ww[e]];
+                    Hw[a * nww + e] = h;
+                    gw[ww[a]] += h * ts[ww[e]];
+                }
             }
-            const double *Ta = Ts + ww[a] * nz;
-            for (int i = 0; i < nz; ++i) {
-                const double f = Ta[i];
-                if (f == 0.0) continue;
-                for (int j = 0; j < nz; ++j) Qs[i * nz + j] += f * row[j];
-            }
+            gemm('N', 'N', nww, nz, nww, Hw, nww, Tw, nz, 0.0, HT, nz);
+            gemm('T', 'N', nz, nz, nww, Tw, nz, HT, nz, 1.0, Qs, nz);
         }
         for (int a = 0; a < nw; ++a) {
             const double f = gw[a];

@@ -17,7 +17,8 @@ cost ``1/2 y^T H y + g^T y`` with ``y = (dx, du, dw)``. Eliminating
 for the Lagrangian ``cost + beta^T (C y + c) + lam_{i+1}^T (A y + b - dx_{i+1})``.
 All functions take arrays with a leading axis over the stages of one kind. With
 ``backend="compiled"``, :func:`condense` and :func:`expand` run the same equations as C loops
-over the stages (``condensing.c``), which keep the LU factors of ``Cw`` for the expansion.
+over the stages (``condensing.c``, ``T^T H_ww T`` by scipy's BLAS), which keep the LU factors of
+``Cw`` for the expansion.
 
 **Redundant contacts** (the same foot listed twice, or any set whose Jacobian ``J`` has rank
 below its ``m`` rows) make ``Cw`` singular: ``(da, df) = (0, n)`` with ``J^T n = 0`` changes no
@@ -212,7 +213,7 @@ def compile_condensing() -> bool:
 def _library():
     from liftoff.dynamics.codegen import compiled_library
 
-    return compiled_library(_SOURCE, _FUNCTIONS)
+    return compiled_library(_SOURCE, _FUNCTIONS, blas=("dgemm",))
 
 
 def _ptr(x):

@@ -6,58 +6,44 @@
  *   Quu (N, nm, nm), lx (N, nx), lu (N, nm), terminal QN (nx, nx), lN (nx), dx0 (nx).
  * Outputs: P (N+1, nx, nx), p (N+1, nx), K (N, nm, nx), k (N, nm), dx (N+1, nx), du (N, nm),
  * lam (N+1, nx). Returns 0, or i + 1 when Quu + B^T P B is not positive definite at stage i.
+ *
+ * The products are scipy's BLAS (dgemm, dgemv), whose addresses liftoff_set_blas receives
+ * once from Python: Fortran routines, every argument by pointer, column-major. A row-major
+ * matrix is the column-major storage of its transpose, so the row-major C = A B is the
+ * column-major C^T = B^T A^T. The Cholesky factorization of the nu x nu matrix G and its
+ * solve stay loops: at nu = 12 they are faster than LAPACK's dpotrf and dpotrs, whose
+ * triangular solves alone took a quarter of a stage.
  */
 #include <stdlib.h>
 #include <string.h>
 
-/* C = beta C + A B, A (m, l) of leading dimension lda, B (l, n), C (m, n). */
-static void mul_nn(int m, int n, int l, const double *A, int lda, const double *B, int ldb, double *C, int ldc, int accumulate) {
-    for (int i = 0; i < m; ++i) {
-        double *c = C + i * ldc;
-        if (!accumulate) memset(c, 0, sizeof(double) * n);
-        for (int r = 0; r < l; ++r) {
-            const double a = A[i * lda + r];
-            const double *bb = B + r * ldb;
-            for (int j = 0; j < n; ++j) c[j] += a * bb[j];
-        }
-    }
+typedef void gemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
+                    const double *, const int *, const double *, const int *, const double *, double *, const int *);
+typedef void gemv_t(const char *, const int *, const int *, const double *, const double *, const int *,
+                    const double *, const int *, const double *, double *, const int *);
+
+static gemm_t *dgemm;
+static gemv_t *dgemv;
+
+/* The routines dgemm and dgemv, in this order. */
+void liftoff_set_blas(void **routines) {
+    dgemm = (gemm_t *)routines[0];
+    dgemv = (gemv_t *)routines[1];
 }
 
-/* C += A^T B, A (l, m), B (l, n), C (m, n); the zeros of A are skipped (the dynamics A, B of
- * the condensed stages are sparse in their configuration rows). */
-static void mul_tn(int m, int n, int l, const double *A, int lda, const double *B, int ldb, double *C, int ldc) {
-    for (int r = 0; r < l; ++r) {
-        const double *a = A + r * lda, *bb = B + r * ldb;
-        for (int i = 0; i < m; ++i) {
-            const double ai = a[i];
-            if (ai == 0.0) continue;
-            double *c = C + i * ldc;
-            for (int j = 0; j < n; ++j) c[j] += ai * bb[j];
-        }
-    }
+/* C = op(A) op(B) + beta C, row-major; op(A) (m, l), op(B) (l, n); op(X) = X^T when t is 'T'. */
+static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda, const double *B, int ldb,
+                 double beta, double *C, int ldc) {
+    const double alpha = 1.0;
+    dgemm(&tb, &ta, &n, &m, &l, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
 
-/* B <- A^T (n, m) of A (m, n). */
-static void transpose(int m, int n, const double *A, int lda, double *B, int ldb) {
-    for (int i = 0; i < m; ++i)
-        for (int j = 0; j < n; ++j) B[j * ldb + i] = A[i * lda + j];
-}
-
-/* y += A x, A (m, n). */
-static void mul_v(int m, int n, const double *A, int lda, const double *x, double *y) {
-    for (int i = 0; i < m; ++i) {
-        double s = 0.0;
-        for (int j = 0; j < n; ++j) s += A[i * lda + j] * x[j];
-        y[i] += s;
-    }
-}
-
-/* y += A^T x, A (m, n). */
-static void mul_tv(int m, int n, const double *A, int lda, const double *x, double *y) {
-    for (int i = 0; i < m; ++i) {
-        if (x[i] == 0.0) continue;
-        for (int j = 0; j < n; ++j) y[j] += A[i * lda + j] * x[i];
-    }
+/* y = op(A) x + beta y, A (m, n) row-major. */
+static void gemv(char t, int m, int n, const double *A, int lda, const double *x, double beta, double *y) {
+    const char tc = t == 'N' ? 'T' : 'N';
+    const int one = 1;
+    const double alpha = 1.0;
+    dgemv(&tc, &n, &m, &alpha, A, &lda, x, &one, &beta, y, &one);
 }
 
 /* Lower Cholesky factor of the n x n matrix G in place; 0 if G is not positive definite. */
@@ -103,10 +89,10 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu,
                     const double *A, const double *B, const double *b, const double *Qxx, const double *Qxu,
                     const double *Quu, const double *lx, const double *lu, const double *QN, const double *lN,
                     const double *dx0, double *P, double *p, double *K, double *k, double *dx, double *du, double *lam) {
-    const int xx = nx * nx, xm = nx * nm, mm = nm * nm;
-    double *PA = malloc(sizeof(double) * (2 * xx + 2 * xm + nx + mm + xm + nm * (nx + 1)));
-    if (!PA) return -1;
-    double *PB = PA + xx, *co = PB + xm, *G = co + nx, *H = G + mm, *rhs = H + xm, *X = rhs + nm * (nx + 1);
+    const int xx = nx * nx, xm = nx * nm, mm = nm * nm, L = nx + nm;
+    double *PAB = malloc(sizeof(double) * (nx * L + xm + nx + mm + nm * (nx + 1)));
+    if (!PAB) return -1;
+    double *H = PAB + nx * L, *co = H + xm, *G = co + nx, *X = G + mm;
     memcpy(P + N * xx, QN, sizeof(double) * xx);
     memcpy(p + N * nx, lN, sizeof(double) * nx);
     memset(K, 0, sizeof(double) * N * nm * nx);
@@ -116,42 +102,40 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu,
         const int m = nu[i];
         const double *Ai = A + i * xx, *Bi = B + i * xm, *Pn = P + (i + 1) * xx;
         double *Pi = P + i * xx, *pi = p + i * nx, *Ki = K + i * nm * nx, *ki = k + i * nm;
-        /* P A = (A^T P)^T and P B = (B^T P)^T (P is symmetric): products that skip A's zeros */
-        memset(X, 0, sizeof(double) * xx);
-        mul_tn(nx, nx, nx, Ai, nx, Pn, nx, X, nx);
-        transpose(nx, nx, X, nx, PA, nx);
-        memset(X, 0, sizeof(double) * m * nx);
-        mul_tn(m, nx, nx, Bi, nm, Pn, nx, X, nx);
-        transpose(m, nx, X, nx, PB, nm);
+        /* [PA PB] (nx, nx + m), co = P b + p */
+        gemm('N', 'N', nx, nx, nx, Pn, nx, Ai, nx, 0.0, PAB, L);
+        if (m > 0) gemm('N', 'N', nx, m, nx, Pn, nx, Bi, nm, 0.0, PAB + nx, L);
         memcpy(co, p + (i + 1) * nx, sizeof(double) * nx);
-        mul_v(nx, nx, Pn, nx, b + i * nx, co);
+        gemv('N', nx, nx, Pn, nx, b + i * nx, 1.0, co);
+        /* P_i = Qxx + A^T PA, H = Qxu + A^T PB, p_i = lx + A^T co, G = Quu + B^T PB */
         memcpy(Pi, Qxx + i * xx, sizeof(double) * xx);
-        mul_tn(nx, nx, nx, Ai, nx, PA, nx, Pi, nx);
+        gemm('T', 'N', nx, nx, nx, Ai, nx, PAB, L, 1.0, Pi, nx);
+        memcpy(H, Qxu + i * xm, sizeof(double) * xm);
+        if (m > 0) gemm('T', 'N', nx, m, nx, Ai, nx, PAB + nx, L, 1.0, H, nm);
         memcpy(pi, lx + i * nx, sizeof(double) * nx);
-        mul_tv(nx, nx, Ai, nx, co, pi);
+        gemv('T', nx, nx, Ai, nx, co, 1.0, pi);
         if (m > 0) {
+            const int nrhs = nx + 1;
             for (int r = 0; r < m; ++r) memcpy(G + r * nm, Quu + i * mm + r * nm, sizeof(double) * m);
-            mul_tn(m, m, nx, Bi, nm, PB, nm, G, nm);
-            for (int r = 0; r < nx; ++r) memcpy(H + r * nm, Qxu + i * xm + r * nm, sizeof(double) * m);
-            mul_tn(nx, m, nx, Ai, nx, PB, nm, H, nm);
+            gemm('T', 'N', m, m, nx, Bi, nm, PAB + nx, L, 1.0, G, nm);
             if (!cholesky(m, G, nm)) {
-                free(PA);
+                free(PAB);
                 return i + 1;
             }
-            /* [K k] = -G^-1 [H^T, lu + B^T co] */
+            /* [K k] = -G^-1 [H^T, lu + B^T co]; P_i += H K, p_i += H k */
+            memcpy(ki, lu + i * nm, sizeof(double) * m);
+            gemv('T', nx, m, Bi, nm, co, 1.0, ki);
             for (int r = 0; r < m; ++r) {
-                for (int j = 0; j < nx; ++j) rhs[r * (nx + 1) + j] = H[j * nm + r];
-                rhs[r * (nx + 1) + nx] = lu[i * nm + r];
+                for (int j = 0; j < nx; ++j) X[r * nrhs + j] = H[j * nm + r];
+                X[r * nrhs + nx] = ki[r];
             }
-            for (int r = 0; r < nx; ++r)
-                for (int j = 0; j < m; ++j) rhs[j * (nx + 1) + nx] += Bi[r * nm + j] * co[r];
-            negative_solve(m, nx + 1, G, nm, rhs, nx + 1);
+            negative_solve(m, nrhs, G, nm, X, nrhs);
             for (int r = 0; r < m; ++r) {
-                memcpy(Ki + r * nx, rhs + r * (nx + 1), sizeof(double) * nx);
-                ki[r] = rhs[r * (nx + 1) + nx];
+                memcpy(Ki + r * nx, X + r * nrhs, sizeof(double) * nx);
+                ki[r] = X[r * nrhs + nx];
             }
-            mul_nn(nx, nx, m, H, nm, Ki, nx, Pi, nx, 1);
-            mul_v(nx, m, H, nm, ki, pi);
+            gemm('N', 'N', nx, nx, m, H, nm, Ki, nx, 1.0, Pi, nx);
+            gemv('N', nx, m, H, nm, ki, 1.0, pi);
         }
         for (int r = 0; r < nx; ++r)
             for (int j = r + 1; j < nx; ++j) {
@@ -164,16 +148,18 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu,
     for (int i = 0; i < N; ++i) {
         const int m = nu[i];
         double *dui = du + i * nm, *next = dx + (i + 1) * nx;
-        memcpy(dui, k + i * nm, sizeof(double) * m);
-        mul_v(m, nx, K + i * nm * nx, nx, dx + i * nx, dui);
         memcpy(next, b + i * nx, sizeof(double) * nx);
-        mul_v(nx, nx, A + i * xx, nx, dx + i * nx, next);
-        mul_v(nx, m, B + i * xm, nm, dui, next);
+        gemv('N', nx, nx, A + i * xx, nx, dx + i * nx, 1.0, next);
+        if (m > 0) {
+            memcpy(dui, k + i * nm, sizeof(double) * m);
+            gemv('N', m, nx, K + i * nm * nx, nx, dx + i * nx, 1.0, dui);
+            gemv('N', nx, m, B + i * xm, nm, dui, 1.0, next);
+        }
     }
     for (int i = 0; i <= N; ++i) {
         memcpy(lam + i * nx, p + i * nx, sizeof(double) * nx);
-        mul_v(nx, nx, P + i * xx, nx, dx + i * nx, lam + i * nx);
+        gemv('N', nx, nx, P + i * xx, nx, dx + i * nx, 1.0, lam + i * nx);
     }
-    free(PA);
+    free(PAB);
     return 0;
 }

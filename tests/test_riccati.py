@@ -79,6 +79,19 @@ def test_riccati_equals_dense_kkt_solve(seed, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_stages_of_different_control_sizes_equal_dense_kkt_solve(backend):
+    """Stages with fewer controls than the widest (their blocks padded in the stacked LQR)."""
+    rng = np.random.default_rng(5)
+    stages, terminal, dx0 = random_lqr(rng, N=8, nx=6, nu_of=lambda i: (4, 1, 0, 3, 2)[i % 5])
+    sol = riccati(stages, terminal, dx0, backend)
+    z, lam, offsets = dense_kkt(stages, terminal, dx0)
+    for i, s in enumerate(stages):
+        np.testing.assert_allclose(sol.du[i], z[offsets[i] + 6 : offsets[i] + 6 + s.nu], atol=1e-10)
+    np.testing.assert_allclose(sol.dx[-1], z[offsets[-2] :], atol=1e-10)
+    np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-9)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_rollout_satisfies_the_dynamics_and_initial_state(backend):
     rng = np.random.default_rng(7)
     stages, terminal, dx0 = random_lqr(rng)
