@@ -16,11 +16,13 @@ ROBOTS = {
     "anymal": ("anymal_b_simple_description/robots/anymal.urdf", True),
     "anymal_c": ("anymal_c_simple_description/urdf/anymal.urdf", True),
     "hyq": ("hyq_description/robots/hyq_no_sensors.urdf", True),
+    "icub": ("icub_description/robots/icub.urdf", True),
     "solo12": ("solo_description/robots/solo12.urdf", True),
     "talos": ("talos_data/robots/talos_reduced.urdf", True),
     "talos_full": ("talos_data/robots/talos_full_v2.urdf", True),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
     "panda": ("panda_description/urdf/panda.urdf", False),
+    "g1_hands": ("g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf", True),
     "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
     "double_pendulum_continuous": ("double_pendulum_description/urdf/double_pendulum_continuous.urdf", False),
 }
