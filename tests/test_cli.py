@@ -35,7 +35,7 @@ def test_info_of_a_reduced_model(capsys):
         (["bench", "ddp", "/no/such/gait.yaml"], "/no/such/gait.yaml"),
         (["bench", "constrained", "--figure", "x.png"], "--figure draws the scaling study: use it with --scaling"),
         (["bench", "constrained", "--scaling", "--figure", "/"], "/"),
-        (["bench", "constrained", "--tables", "--figure", "x.png"], "or the convergence study with --convergence"),
+        (["bench", "constrained", "--tables", "--whiskers"], "are separate studies: run one at a time"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(capsys, argv, message):

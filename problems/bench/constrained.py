@@ -81,12 +81,15 @@ def require_constrained_dynamics(names=REQUIRED_API) -> None:
         )
 
 
-def contacts_of(case: ContactCase) -> list:
-    return [dynamics.Contact(frame, kind=case.kind, reference=case.reference) for frame in case.frames]
+def contacts_of(case) -> list:
+    """The contacts of a :class:`ContactCase`, or of a tuple of them in order (a mixed set)."""
+    cases = (case,) if isinstance(case, ContactCase) else case
+    return [dynamics.Contact(frame, kind=c.kind, reference=c.reference) for c in cases for frame in c.frames]
 
 
 class PinConstrained:
-    """Pinocchio's proximal constrained dynamics for the contacts of ``case``, set up once.
+    """Pinocchio's proximal constrained dynamics for the contacts of ``case`` (a
+    :class:`ContactCase` or a tuple of them, as :func:`contacts_of`), set up once.
 
     Each contact is a ``RigidConstraintModel`` on the parent joint of the frame, at the
     frame's placement in that joint; its force ``contact_force`` (stacked: ``data.lambda_c``)
@@ -95,12 +98,13 @@ class PinConstrained:
 
     def __init__(self, pin, pmodel, case: ContactCase, settings=PROXIMAL):
         self.pin, self.pmodel, self.data = pin, pmodel, pmodel.createData()
-        kind = {"3D": pin.ContactType.CONTACT_3D, "6D": pin.ContactType.CONTACT_6D}[case.kind]
-        reference = getattr(pin.ReferenceFrame, case.reference)
+        kinds = {"3D": pin.ContactType.CONTACT_3D, "6D": pin.ContactType.CONTACT_6D}
         models = []
-        for name in case.frames:
-            frame = pmodel.frames[pmodel.getFrameId(name)]
-            models.append(pin.RigidConstraintModel(kind, pmodel, frame.parentJoint, frame.placement, reference))
+        for c in (case,) if isinstance(case, ContactCase) else case:
+            kind, reference = kinds[c.kind], getattr(pin.ReferenceFrame, c.reference)
+            for name in c.frames:
+                frame = pmodel.frames[pmodel.getFrameId(name)]
+                models.append(pin.RigidConstraintModel(kind, pmodel, frame.parentJoint, frame.placement, reference))
         self.models = pin.StdVec_RigidConstraintModel(models)
         self.datas = pin.StdVec_RigidConstraintData([m.createData() for m in models])
         pin.initConstraintDynamics(pmodel, self.data, self.models, self.datas)

@@ -60,10 +60,23 @@ def _constrained_parser(benches) -> None:
         "dimension m on a 381-link tree with contacts on more and more leaves, and its slopes. "
         "With --convergence, instead: seed 000 Fig. 2, the proximal iterations against mu on well-posed, "
         "redundant and inconsistent contact sets. With "
-        "--cassie, instead: seed 000's Cassie simulation, the loop closures' drift against time.",
+        "--cassie, instead: seed 000's Cassie simulation, the loop closures' drift against time. With "
+        "--factorization, instead: seed 000 Figs. 4-7, CPU time of liftoff's sparse factorization of the KKT matrix "
+        "K_mu (Alg. 1) against dense (numpy, scipy) and sparse (scipy.sparse splu) factorizations of the same "
+        "matrix and Pinocchio's, then of the OSIM and its inverse taken from it, on UR5, Solo12, ANYmal, iCub and "
+        "Talos with contacts added one by one (after checking every solve and OSIM). With --operations, instead: "
+        "seed 003 Figs. 1 and 5, the floating-point operations liftoff's numpy algorithms execute for one state "
+        "(three proximal iterations, and the damped OSIM), by phase, on Go1, Talos and Talos full, and their slopes "
+        "on serial chains.",
     )
     # defaults and choices live in liftoff.problems.bench.constrained (imported when the command runs)
-    p.add_argument("--robot", nargs="+", metavar="ROBOT", help="robots among anymal, talos (default: both)")
+    p.add_argument(
+        "--robot",
+        nargs="+",
+        metavar="ROBOT",
+        help="robots among anymal, talos (default: both); with --factorization among ur5, solo12, anymal, icub, talos "
+        "(default: all five)",
+    )
     p.add_argument(
         "--algorithm",
         nargs="+",
@@ -86,18 +99,39 @@ def _constrained_parser(benches) -> None:
         metavar="MU",
         help="with --convergence: the dampings (default: 1e-8 to 1e2, one per decade)",
     )
-    p.add_argument("--states", type=positive_int, metavar="N", help="with --convergence: random states (default: 8)")
+    p.add_argument(
+        "--states",
+        type=positive_int,
+        metavar="N",
+        help="random states: with --convergence (default: 8), with --whiskers (default: 1000)",
+    )
     p.add_argument(
         "--figure",
         metavar="FILE",
         help="with --scaling: also draw seed 003 Fig. 3 (µs per state against n, and against m) to FILE; "
-        "with --convergence: seed 000 Fig. 2 (iterations against mu); with --cassie: the drift against time",
+        "with --convergence: seed 000 Fig. 2 (iterations against mu); with --cassie: the drift against time; "
+        "with --factorization: seed 000 Figs. 4-7 (bars of µs per state); with --tables: seed 003 Fig. 2 (bars split "
+        "into the proximal iterations and the rest); with --whiskers: seed 003 Fig. 4 (box plots); with --operations: "
+        "seed 003 Figs. 1 and 5 (stacked bars of operations by phase)",
+    )
+    p.add_argument(
+        "--operations",
+        action="store_true",
+        help="seed 003 Figs. 1 and 5 instead: operations counted for one state (go1 F3^2, F3^4, talos and "
+        "talos_full F6^2, F6^2 H6^2) by phase, and their growth on --chain-sizes chains (default: 8 to 128)",
     )
     p.add_argument(
         "--tables",
         action="store_true",
-        help="seed 003 Tables II and III instead: three proximal iterations, and the damped OSIM, on panda, solo12, "
-        "talos (soles and hands) and talos_full",
+        help="seed 003 Tables II and III instead: three proximal iterations (and one, for Fig. 2's split), and the "
+        "damped OSIM, on panda (H3, H6), solo12 (F3^2, F3^4), talos_full (F6^2, F6^2 H6^2) and the G1 with hands "
+        "(F6^2, F6^2 T3^3, F6^2 T3^6)",
+    )
+    p.add_argument(
+        "--whiskers",
+        action="store_true",
+        help="seed 003 Fig. 4 instead: the constraint residual after each of 10 proximal iterations (mu 1e-6) per "
+        "algorithm on Talos with soles and left hand 6D and left elbow 3D (redundant), over --states random states",
     )
     p.add_argument(
         "--cassie",
@@ -105,6 +139,12 @@ def _constrained_parser(benches) -> None:
         help="seed 000's simulation instead: Cassie (cassie_v2.sdf, 4 loop closures, feet held at heel and toe) "
         "standing, then falling, 1 s at 1 kHz; the constraint drift against time with and without Baumgarte, and "
         "Pinocchio's constraintDynamics on the same model",
+    )
+    p.add_argument(
+        "--factorization",
+        action="store_true",
+        help="seed 000 Figs. 4-7 instead: the factorization of K_mu, and the OSIM and its inverse from it, by liftoff "
+        "(batched, B of --batch), numpy, scipy, scipy.sparse and Pinocchio on max(--batch) states",
     )
     p.add_argument(
         "--chain-sizes", type=positive_int, nargs="+", metavar="N", help="links of the chains (default: 8 16 32 64)"
@@ -271,19 +311,49 @@ def constrained(args) -> int:
 
     progress = None if args.quiet else stderr_progress
     algorithms = choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
-    studies = [name for name in ("--scaling", "--tables", "--convergence", "--cassie") if getattr(args, name[2:])]
+    studies = [
+        name
+        for name in (
+            "--scaling",
+            "--tables",
+            "--convergence",
+            "--cassie",
+            "--factorization",
+            "--whiskers",
+            "--operations",
+        )
+        if getattr(args, name[2:])
+    ]
     if len(studies) > 1:
         raise UserError(f"{' and '.join(studies)} are separate studies: run one at a time")
-    if args.figure is not None and not (args.scaling or args.convergence or args.cassie):
+    drawn = (
+        args.scaling,
+        args.convergence,
+        args.cassie,
+        args.factorization,
+        args.tables,
+        args.whiskers,
+        args.operations,
+    )
+    if args.figure is not None and not any(drawn):
         raise UserError(
             "--figure draws the scaling study: use it with --scaling, or the convergence study with --convergence, "
-            "or the Cassie simulation with --cassie"
+            "or the Cassie simulation with --cassie, or the factorization study with --factorization, or seed 003's "
+            "Fig. 2 with --tables, or Fig. 4 with --whiskers, or Figs. 1 and 5 with --operations"
         )
-    if not args.convergence and (args.mu or args.states):
-        raise UserError(f"{'--mu' if args.mu else '--states'} is an option of --convergence")
+    if not args.convergence and args.mu:
+        raise UserError("--mu is an option of --convergence")
+    if not (args.convergence or args.whiskers) and args.states:
+        raise UserError("--states is an option of --convergence and --whiskers")
     figure = None if args.figure is None else check_output(args.figure)
     if args.cassie:
         return _cassie(bench, args, figure, progress)
+    if args.factorization:
+        return _factorization(args, figure, progress)
+    if args.whiskers:
+        return _whiskers(args, algorithms, figure, progress)
+    if args.operations:
+        return _operations(args, figure, progress)
     try:
         if args.convergence:
             result = bench.convergence_benchmark(
@@ -298,7 +368,11 @@ def constrained(args) -> int:
                 bench.convergence_figure(result, figure)
             return _report(result, bench.format_convergence_table, args)
         if args.tables:
-            result = tables.tables_benchmark(batches=tuple(args.batch), repeat=args.repeat, progress=progress)
+            result = tables.tables_benchmark(
+                batches=tuple(args.batch), repeat=args.repeat, seed=args.seed, progress=progress
+            )
+            if figure is not None:
+                tables.tables_figure(result, figure)
             return _report(result, tables.format_tables, args)
         if args.scaling:
             result = bench.scaling_benchmark(
@@ -344,6 +418,76 @@ def _cassie(bench, args, figure, progress) -> int:
     if figure is not None:
         bench.cassie_figure(result, figure)
     return _report(result, bench.format_cassie_table, args)
+
+
+def _whiskers(args, algorithms, figure, progress) -> int:
+    """``liftoff bench constrained --whiskers``: options of the other studies are refused."""
+    from liftoff.problems.bench import tables
+    from liftoff.problems.bench.common import BenchError
+
+    given = [
+        name
+        for name in ("--robot", "--chain-sizes", "--tree-sizes", "--scaling-batch")
+        if getattr(args, name[2:].replace("-", "_"))
+    ]
+    if given:
+        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --whiskers")
+    try:
+        result = tables.whiskers_benchmark(
+            states=args.states or tables.WHISKER_STATES, algorithms=algorithms, seed=args.seed, progress=progress
+        )
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    if figure is not None:
+        tables.whiskers_figure(result, figure)
+    return _report(result, tables.format_whiskers_table, args)
+
+
+def _operations(args, figure, progress) -> int:
+    """``liftoff bench constrained --operations``: options of the other studies are refused."""
+    from liftoff.problems.bench import operations as bench
+    from liftoff.problems.bench.common import BenchError
+
+    given = [
+        name
+        for name in ("--robot", "--algorithm", "--tree-sizes", "--scaling-batch")
+        if getattr(args, name[2:].replace("-", "_"))
+    ]
+    if given:
+        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --operations")
+    try:
+        result = bench.operations_benchmark(
+            chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES), seed=args.seed, progress=progress
+        )
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    if figure is not None:
+        bench.operations_figure(result, figure)
+    return _report(result, bench.format_operations_table, args)
+
+
+def _factorization(args, figure, progress) -> int:
+    """``liftoff bench constrained --factorization``: options of the other studies are refused."""
+    from liftoff.problems.bench import factorization as bench
+    from liftoff.problems.bench.common import BenchError
+
+    given = [
+        name
+        for name in ("--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch")
+        if getattr(args, name[2:].replace("-", "_"))
+    ]
+    if given:
+        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --factorization")
+    robots = choose(args.robot, tuple(bench.FACTORIZATION_ROBOTS), "--robot")
+    try:
+        result = bench.factorization_benchmark(
+            robots=robots, batches=tuple(args.batch), repeat=args.repeat, seed=args.seed, progress=progress
+        )
+    except BenchError as err:
+        return error(str(err), RUN_ERROR)
+    if figure is not None:
+        bench.factorization_figure(result, figure)
+    return _report(result, bench.format_factorization_table, args)
 
 
 def solve(args) -> int:
