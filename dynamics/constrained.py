@@ -335,6 +335,21 @@ def _iterate(update, f, max_iter, tol, ls):
     return x_out, f_out, np.where(stop > 0, stop, max_iter), status
 
 
+def _dual_steps(evaluate, damped_osim, f, max_iter, tol, ls):
+    """:func:`_iterate` of the proximal steps on the dual (proxLTL, proxPV): ``f+ = f + (J M^-1
+    J^T + R)^-1 e(f)`` with ``x, e = evaluate(f)`` (``e = r - J x``), each iteration returning
+    the pair after its step, so that ``max_iter`` steps are taken (the starting forces' residual
+    is evaluated once before them)."""
+    residual = [evaluate(f)[1]]
+
+    def update(f):
+        f_next = f + damped_osim @ ls.range(residual[0])
+        x, residual[0] = evaluate(f_next)
+        return x, f_next, residual[0], f_next
+
+    return _iterate(update, f, max_iter, tol, ls)
+
+
 def _inf_norm(x, initial=0.0):
     """``max(initial, max |x|)`` per state of ``x (B, ...)``."""
     return np.abs(x).max(axis=tuple(range(1, x.ndim)), initial=initial)
@@ -358,12 +373,11 @@ class _LTL:
         w = _back(self.U, h, self.chains) / self.D[:, :, None]  # D^-1 U^-1 h
         Yt = np.swapaxes(self.Y, 1, 2)
 
-        def update(f):
+        def evaluate(f):
             x = _forth(self.U, w + Yt @ f, self.chains)
-            residual = r - self.J @ x
-            return x, f, residual, f + self.osim @ self.ls.range(residual)
+            return x, r - self.J @ x
 
-        return _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
+        return _dual_steps(evaluate, self.osim, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
 
     def solve_exact(self, h, r, max_iter, tol):
         """The undamped KKT solve ``f = (J M^-1 J^T)^-1 (r - J M^-1 h)`` when the Delassus matrix
@@ -687,11 +701,12 @@ class _PV:
         k = r + self.bias.T[..., None]
         damped = _spd_inverse(self.delassus + np.diag(self.mu))
 
-        def update(f):
-            residual = k - self.free - self.delassus @ f
-            return f, f, residual, f + damped @ self.ls.range(residual)
+        def evaluate(f):
+            return f, k - self.free - self.delassus @ f
 
-        _, f, iterations, status = _iterate(update, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls)
+        _, f, iterations, status = _dual_steps(
+            evaluate, damped, np.zeros_like(r) if f0 is None else f0, max_iter, tol, self.ls
+        )
         return self.rollout(f[..., 0]), f, iterations, status
 
     def rollout(self, f):

@@ -47,10 +47,7 @@ inconsistent, the residual stalls at its least-squares value), not filtered. The
 ``mu = 1e6`` is the augmented-Lagrangian penalty of seed 003, liftoff's ``mu`` is its inverse
 (the proximal damping, see ``dynamics/constrained.py``): ``mu = 1e-6``. The residual after
 ``k`` iterations is that of a cold-started solve with ``max_iter = k`` (the iterations are
-deterministic, so it is the ``k``-th iterate of a longer solve). proxLTL and proxPV return the
-pair ``(x(f), f)`` of the multiplier an iteration starts from (``dynamics/constrained.py``,
-``_LTL.solve``): after ``k`` iterations, that of ``k - 1`` multiplier steps (after one, the
-free acceleration), one step behind proxLTLs and constrainedABA in the figure.
+deterministic, so it is the ``k``-th iterate of a longer solve).
 """
 
 from __future__ import annotations
