@@ -4,6 +4,7 @@ implementations in the same process (:mod:`liftoff.problems.bench`)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from .arguments import RUN_ERROR, UserError, choose, error, positive_float, positive_int
 
@@ -400,94 +401,69 @@ def constrained(args) -> int:
     return _report(result, bench.format_constrained_table, args)
 
 
-def _cassie(bench, args, figure, progress) -> int:
-    """``liftoff bench constrained --cassie``: options of the other studies are refused."""
+def _refuse(args, names, study) -> None:
+    """:class:`UserError` naming the options among ``names`` given to ``study``, which has none of them."""
+    given = [name for name in names if getattr(args, name[2:].replace("-", "_"))]
+    if given:
+        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of {study}")
+
+
+def _study(run, draw, table, figure, args) -> int:
+    """Run a study (``run()``), draw it to ``figure`` if asked and report it; a
+    :class:`BenchError` is the run's error line."""
     from liftoff.problems.bench.common import BenchError
 
-    given = [
-        name
-        for name in ("--robot", "--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch")
-        if getattr(args, name[2:].replace("-", "_"))
-    ]
-    if given:
-        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --cassie")
     try:
-        result = bench.cassie_benchmark(progress=progress)
+        result = run()
     except BenchError as err:
         return error(str(err), RUN_ERROR)
     if figure is not None:
-        bench.cassie_figure(result, figure)
-    return _report(result, bench.format_cassie_table, args)
+        draw(result, figure)
+    return _report(result, table, args)
+
+
+def _cassie(bench, args, figure, progress) -> int:
+    """``liftoff bench constrained --cassie``: options of the other studies are refused."""
+    _refuse(args, ("--robot", "--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch"), "--cassie")
+    run = partial(bench.cassie_benchmark, progress=progress)
+    return _study(run, bench.cassie_figure, bench.format_cassie_table, figure, args)
 
 
 def _whiskers(args, algorithms, figure, progress) -> int:
     """``liftoff bench constrained --whiskers``: options of the other studies are refused."""
     from liftoff.problems.bench import tables
-    from liftoff.problems.bench.common import BenchError
 
-    given = [
-        name
-        for name in ("--robot", "--chain-sizes", "--tree-sizes", "--scaling-batch")
-        if getattr(args, name[2:].replace("-", "_"))
-    ]
-    if given:
-        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --whiskers")
-    try:
-        result = tables.whiskers_benchmark(
-            states=args.states or tables.WHISKER_STATES, algorithms=algorithms, seed=args.seed, progress=progress
-        )
-    except BenchError as err:
-        return error(str(err), RUN_ERROR)
-    if figure is not None:
-        tables.whiskers_figure(result, figure)
-    return _report(result, tables.format_whiskers_table, args)
+    _refuse(args, ("--robot", "--chain-sizes", "--tree-sizes", "--scaling-batch"), "--whiskers")
+    states = args.states or tables.WHISKER_STATES
+    run = partial(tables.whiskers_benchmark, states=states, algorithms=algorithms, seed=args.seed, progress=progress)
+    return _study(run, tables.whiskers_figure, tables.format_whiskers_table, figure, args)
 
 
 def _operations(args, figure, progress) -> int:
     """``liftoff bench constrained --operations``: options of the other studies are refused."""
     from liftoff.problems.bench import operations as bench
-    from liftoff.problems.bench.common import BenchError
 
-    given = [
-        name
-        for name in ("--robot", "--algorithm", "--tree-sizes", "--scaling-batch")
-        if getattr(args, name[2:].replace("-", "_"))
-    ]
-    if given:
-        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --operations")
-    try:
-        result = bench.operations_benchmark(
-            chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES), seed=args.seed, progress=progress
-        )
-    except BenchError as err:
-        return error(str(err), RUN_ERROR)
-    if figure is not None:
-        bench.operations_figure(result, figure)
-    return _report(result, bench.format_operations_table, args)
+    _refuse(args, ("--robot", "--algorithm", "--tree-sizes", "--scaling-batch"), "--operations")
+    sizes = tuple(args.chain_sizes or bench.CHAIN_SIZES)
+    run = partial(bench.operations_benchmark, chain_sizes=sizes, seed=args.seed, progress=progress)
+    return _study(run, bench.operations_figure, bench.format_operations_table, figure, args)
 
 
 def _factorization(args, figure, progress) -> int:
     """``liftoff bench constrained --factorization``: options of the other studies are refused."""
     from liftoff.problems.bench import factorization as bench
-    from liftoff.problems.bench.common import BenchError
 
-    given = [
-        name
-        for name in ("--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch")
-        if getattr(args, name[2:].replace("-", "_"))
-    ]
-    if given:
-        raise UserError(f"{', '.join(given)}: not {'options' if len(given) > 1 else 'an option'} of --factorization")
+    _refuse(args, ("--algorithm", "--chain-sizes", "--tree-sizes", "--scaling-batch"), "--factorization")
     robots = choose(args.robot, tuple(bench.FACTORIZATION_ROBOTS), "--robot")
-    try:
-        result = bench.factorization_benchmark(
-            robots=robots, batches=tuple(args.batch), repeat=args.repeat, seed=args.seed, progress=progress
-        )
-    except BenchError as err:
-        return error(str(err), RUN_ERROR)
-    if figure is not None:
-        bench.factorization_figure(result, figure)
-    return _report(result, bench.format_factorization_table, args)
+    run = partial(
+        bench.factorization_benchmark,
+        robots=robots,
+        batches=tuple(args.batch),
+        repeat=args.repeat,
+        seed=args.seed,
+        progress=progress,
+    )
+    return _study(run, bench.factorization_figure, bench.format_factorization_table, figure, args)
 
 
 def solve(args) -> int:
