@@ -61,7 +61,7 @@ def test_every_row_agrees_with_pinocchio(pin, robot):
             continue
         contacts = contacts_of(TABLE_CASES[(robot, name)])
         limit = tables.CONDITION.get(robot, MAX_CONDITION)
-        states = tables.table_states(model, contacts, 2, seed=1, max_condition=limit)
+        states = regular_states(model, contacts, 2, seed=1, max_condition=limit)
         errors = tables.check_case(pin, pmodel, model, robot, name, states)
         assert set(errors) >= {*tables.ALGORITHMS, "osim[cABA-OSIM]", "osim[proxLTL]"}
         assert max(errors.values()) < (1e-3 if robot in tables.CONDITION else 1e-6), (name, errors)
@@ -71,7 +71,7 @@ def test_the_split_is_positive_and_sums_to_the_total(pin):
     robot, name = "talos_full", "F6^2"
     model = dynamics.load(robot)
     parts = TABLE_CASES[(robot, name)]
-    states = tables.table_states(model, contacts_of(parts), 4, seed=0)
+    states = regular_states(model, contacts_of(parts), 4, seed=0)
     rows = tables.split_times(
         pin, pinocchio_model(pin, model, robot), parts, model, states, repeat=2, algorithms=("constrainedABA",)
     )

@@ -81,13 +81,13 @@ def random_states(model, size: int, seed: int):
 MAX_CONDITION = 1e4  # of the Delassus matrix: states away from singular configurations
 
 
-def regular_states(model, contacts, size, seed):
+def regular_states(model, contacts, size, seed, max_condition=MAX_CONDITION):
     """``(q, v, tau)`` of ``size`` random states whose Delassus matrix has a condition number
-    below ``MAX_CONDITION`` (drawn in rounds of ``4 size`` until there are enough)."""
+    below ``max_condition`` (drawn in rounds of ``4 size`` until there are enough)."""
     kept, round_ = [], 0
     while sum(len(k[0]) for k in kept) < size:
         q, v, _, tau = random_states(model, 4 * size, seed + round_)
-        regular = np.linalg.cond(dynamics.delassus(model, q, contacts)[0]) < MAX_CONDITION
+        regular = np.linalg.cond(dynamics.delassus(model, q, contacts)[0]) < max_condition
         kept.append((q[regular], v[regular], tau[regular]))
         round_ += 1
     return tuple(np.concatenate(parts)[:size] for parts in zip(*kept))

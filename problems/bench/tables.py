@@ -66,6 +66,7 @@ from .common import (
     import_pinocchio,
     pinocchio_model,
     random_states,
+    regular_states,
     run_facts,
 )
 from .constrained import (
@@ -115,18 +116,6 @@ CHECK = dict(mu=1e-2, max_iter=2000, tol=1e-10)  # the augmented-Lagrangian roun
 def set_dimension(cases) -> int:
     """The rows of a contact set: 3 per 3D contact, 6 per 6D."""
     return sum(len(c.frames) * int(c.kind[0]) for c in cases)
-
-
-def table_states(model, contacts, size, seed, max_condition=MAX_CONDITION):
-    """``(q, v, tau)`` of ``size`` random states whose Delassus matrix has a condition number
-    below ``max_condition``, drawn in rounds of ``4 size``."""
-    kept, round_ = [], 0
-    while sum(len(k[0]) for k in kept) < size:
-        q, v, _, tau = random_states(model, 4 * size, seed + round_)
-        regular = np.linalg.cond(dynamics.delassus(model, q, contacts)[0]) < max_condition
-        kept.append((q[regular], v[regular], tau[regular]))
-        round_ += 1
-    return tuple(np.concatenate(parts)[:size] for parts in zip(*kept))
 
 
 def _pin_osim(pin, reference: PinConstrained, q, mu=OSIM_MU):
@@ -243,7 +232,7 @@ def tables_benchmark(batches=(1, 128), repeat=5, seed=0, cases=tuple(TABLE_CASES
             models[robot] = model, pinocchio_model(pin, model, robot)
         model, pmodel = models[robot]
         contacts = contacts_of(parts)
-        q, v, tau = table_states(model, contacts, max(batches), seed, CONDITION.get(robot, MAX_CONDITION))
+        q, v, tau = regular_states(model, contacts, max(batches), seed, CONDITION.get(robot, MAX_CONDITION))
         say(f"checking {robot} {name} against Pinocchio {pin.__version__} on {len(q)} states")
         errors = check_case(pin, pmodel, model, robot, name, (q, v, tau))
         per_entry = robot not in CONDITION
