@@ -304,39 +304,22 @@ def dynamics(args) -> int:
     return _report(result, bench.format_table, args)
 
 
+# the studies of liftoff bench constrained besides its default timing, one at a time, each with its figure
+STUDIES = ("--scaling", "--tables", "--convergence", "--cassie", "--factorization", "--whiskers", "--operations")
+
+
 def constrained(args) -> int:
     from liftoff.problems.bench import constrained as bench
     from liftoff.problems.bench import tables
-    from liftoff.problems.bench.common import BenchError, stderr_progress
+    from liftoff.problems.bench.common import stderr_progress
     from liftoff.problems.files import check_output
 
     progress = None if args.quiet else stderr_progress
     algorithms = choose(args.algorithm, bench.ALGORITHMS, "--algorithm")
-    studies = [
-        name
-        for name in (
-            "--scaling",
-            "--tables",
-            "--convergence",
-            "--cassie",
-            "--factorization",
-            "--whiskers",
-            "--operations",
-        )
-        if getattr(args, name[2:])
-    ]
+    studies = [name for name in STUDIES if getattr(args, name[2:])]
     if len(studies) > 1:
         raise UserError(f"{' and '.join(studies)} are separate studies: run one at a time")
-    drawn = (
-        args.scaling,
-        args.convergence,
-        args.cassie,
-        args.factorization,
-        args.tables,
-        args.whiskers,
-        args.operations,
-    )
-    if args.figure is not None and not any(drawn):
+    if args.figure is not None and not studies:
         raise UserError(
             "--figure draws the scaling study: use it with --scaling, or the convergence study with --convergence, "
             "or the Cassie simulation with --cassie, or the factorization study with --factorization, or seed 003's "
@@ -355,50 +338,44 @@ def constrained(args) -> int:
         return _whiskers(args, algorithms, figure, progress)
     if args.operations:
         return _operations(args, figure, progress)
-    try:
-        if args.convergence:
-            result = bench.convergence_benchmark(
-                robots=choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
-                mus=tuple(args.mu or bench.CONVERGENCE_MUS),
-                states=args.states or bench.CONVERGENCE_STATES,
-                algorithms=algorithms,
-                seed=args.seed,
-                progress=progress,
-            )
-            if figure is not None:
-                bench.convergence_figure(result, figure)
-            return _report(result, bench.format_convergence_table, args)
-        if args.tables:
-            result = tables.tables_benchmark(
-                batches=tuple(args.batch), repeat=args.repeat, seed=args.seed, progress=progress
-            )
-            if figure is not None:
-                tables.tables_figure(result, figure)
-            return _report(result, tables.format_tables, args)
-        if args.scaling:
-            result = bench.scaling_benchmark(
-                chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES),
-                tree_sizes=tuple(args.tree_sizes or bench.TREE_SIZES),
-                batch=args.scaling_batch or bench.SCALING_BATCH,
-                repeat=args.repeat,
-                algorithms=algorithms,
-                seed=args.seed,
-                progress=progress,
-            )
-            if figure is not None:
-                bench.scaling_figure(result, figure)
-            return _report(result, bench.format_scaling_table, args)
-        result = bench.constrained_benchmark(
+    if args.convergence:
+        run = partial(
+            bench.convergence_benchmark,
             robots=choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
-            batches=tuple(args.batch),
+            mus=tuple(args.mu or bench.CONVERGENCE_MUS),
+            states=args.states or bench.CONVERGENCE_STATES,
+            algorithms=algorithms,
+            seed=args.seed,
+            progress=progress,
+        )
+        return _study(run, bench.convergence_figure, bench.format_convergence_table, figure, args)
+    if args.tables:
+        run = partial(
+            tables.tables_benchmark, batches=tuple(args.batch), repeat=args.repeat, seed=args.seed, progress=progress
+        )
+        return _study(run, tables.tables_figure, tables.format_tables, figure, args)
+    if args.scaling:
+        run = partial(
+            bench.scaling_benchmark,
+            chain_sizes=tuple(args.chain_sizes or bench.CHAIN_SIZES),
+            tree_sizes=tuple(args.tree_sizes or bench.TREE_SIZES),
+            batch=args.scaling_batch or bench.SCALING_BATCH,
             repeat=args.repeat,
             algorithms=algorithms,
             seed=args.seed,
             progress=progress,
         )
-    except BenchError as err:
-        return error(str(err), RUN_ERROR)
-    return _report(result, bench.format_constrained_table, args)
+        return _study(run, bench.scaling_figure, bench.format_scaling_table, figure, args)
+    run = partial(
+        bench.constrained_benchmark,
+        robots=choose(args.robot, tuple(bench.CONTACT_CASES), "--robot"),
+        batches=tuple(args.batch),
+        repeat=args.repeat,
+        algorithms=algorithms,
+        seed=args.seed,
+        progress=progress,
+    )
+    return _study(run, None, bench.format_constrained_table, None, args)
 
 
 def _refuse(args, names, study) -> None:
