@@ -136,13 +136,7 @@ def test_proxpv_carries_the_supported_rows_as_the_dense_sweep(case, rng):
     model, q, contacts = CASES[case](rng)
     v, tau = rng.standard_normal((2, len(q), model.nv))
     m = constrained.dimension(constrained.resolve(model, contacts))
-    f = 10 * rng.standard_normal((len(q), m))
-    L, free, qdd = dense_proxpv(model, q, v, tau, contacts, f)
-    system = constrained._System(model, q, v, contacts)
-    pv = constrained._PV(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, 1e-4)
-    close(pv.delassus, L)
-    close(pv.free[..., 0], free)
-    close(pv.rollout(f)[..., 0], qdd)
+    same_as_the_dense_sweep(model, q, v, tau, contacts, 10 * rng.standard_normal((len(q), m)))
 
 
 def test_proxpv_of_a_loop_closure_as_the_dense_sweep(rng):
@@ -150,9 +144,14 @@ def test_proxpv_of_a_loop_closure_as_the_dense_sweep(rng):
     held = closure(fa, fb)
     q = regular_configurations(model, rng, 3, held)
     v, tau = rng.standard_normal((2, len(q), model.nv))
-    f = rng.standard_normal((len(q), 2))
-    L, free, qdd = dense_proxpv(model, q, v, tau, held, f)
-    system = constrained._System(model, q, v, held)
+    same_as_the_dense_sweep(model, q, v, tau, held, rng.standard_normal((len(q), 2)))
+
+
+def same_as_the_dense_sweep(model, q, v, tau, contacts, f):
+    """proxPV's Delassus matrix, free constraint accelerations and rollout under ``f`` equal
+    to the dense sweep's."""
+    L, free, qdd = dense_proxpv(model, q, v, tau, contacts, f)
+    system = constrained._System(model, q, v, contacts)
     pv = constrained._PV(system, forward(model, q, v, np.zeros_like(v), gravity=True), v, tau, 1e-4)
     close(pv.delassus, L)
     close(pv.free[..., 0], free)
