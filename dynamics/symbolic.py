@@ -190,6 +190,12 @@ def frame_placement(model, kin: Kinematics, frame):
     return kin.oR[j] @ fR, kin.op[j] + kin.oR[j] @ fp
 
 
+def frame_velocity(model, kin: Kinematics, frame):
+    """The velocity of ``frame``'s origin in the world axes (its LOCAL_WORLD_ALIGNED linear
+    velocity); ``kin`` with velocities."""
+    return _point(model, kin, frame)[5]
+
+
 def _body(x, j):
     return ca.SX.zeros(6) if j < 0 or x is None else x[j]
 

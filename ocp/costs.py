@@ -121,6 +121,25 @@ class FramePositionCost:
 
 
 @dataclass(frozen=True)
+class FrameVelocityCost:
+    """``r = v_frame(q, v) - v_ref``: the velocity of the frame origin in the world axes (its
+    LOCAL_WORLD_ALIGNED linear velocity, :func:`dynamics.contact_velocity` of a 3D contact
+    there), e.g. a landing foot's (Crocoddyl's pseudo-impulse cost)."""
+
+    frame: str
+    reference: np.ndarray
+    weights: np.ndarray
+    name: str = ""
+
+    def residual(self, model, z: StageVariables):
+        contact = (dynamics.Contact(self.frame),)  # 3D, LOCAL_WORLD_ALIGNED: its rows are that velocity
+        d_dq, d_dv = dynamics.contact_velocity_derivatives(model, z.q, z.v, contact)
+        R = _jacobian(z, "q", d_dq)
+        R[:, :, z.block("v")] = d_dv
+        return dynamics.contact_velocity(model, z.q, z.v, contact) - self.reference, R
+
+
+@dataclass(frozen=True)
 class PlaneDistanceCost:
     """``r = n . p_frame(q) - reference``: the frame origin's coordinate along the unit
     ``normal`` ``n (3,)`` (or ``(S, 3)``), for the signed distance to a plane of that normal

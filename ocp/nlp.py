@@ -29,7 +29,14 @@ import numpy as np
 
 from liftoff.dynamics import symbolic as sx
 
-from .costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
+from .costs import (
+    CenterOfMassCost,
+    FramePositionCost,
+    FrameRotationCost,
+    FrameVelocityCost,
+    StateCost,
+    VariableCost,
+)
 from .friction import pyramid
 from .inequalities import limit_rows
 from .lifted import actuation
@@ -220,6 +227,9 @@ def _residuals(model, terms, q, v, u, a, f) -> list:
             elif isinstance(term, FrameRotationCost):
                 R, _ = sx.frame_placement(model, kin, term.frame)
                 r = sx.log3(ca.DM(term.reference).T @ R)
+            elif isinstance(term, FrameVelocityCost):
+                moving = sx.forward(model, sx.configuration(model, q), v)
+                r = sx.frame_velocity(model, moving, term.frame) - ca.DM(term.reference)
             else:
                 raise ValueError(f"no NLP form of the cost term {type(term).__name__}")
         out.append((r, np.broadcast_to(np.asarray(term.weights, dtype=float), (int(r.numel()),)).copy()))

@@ -52,6 +52,7 @@ from liftoff.dynamics.kinematics import ReferenceFrame
 from .costs import (
     CenterOfMassCost,
     FrameRotationCost,
+    FrameVelocityCost,
     PlaneDistanceCost,
     StateCost,
     VariableCost,
@@ -368,7 +369,7 @@ def _residuals(layout, slots, inputs, cfg, q, v, variables):
     """``[(r, R_analytic or None, weights)]`` of each cost slot: ``R_analytic`` is the Jacobian
     in ``y`` for terms on the configuration manifold, else ``r`` is differentiated by AD."""
     model = layout.model
-    kin = None
+    kin = moving = None
     out = []
     for i, term in enumerate(slots):
         p = inputs[f"term{i}"]
@@ -386,6 +387,9 @@ def _residuals(layout, slots, inputs, cfg, q, v, variables):
         ref, weights = p[:k], p[k:]
         if isinstance(term, VariableCost):
             r = variables.named[term.variable] - ref
+        elif isinstance(term, FrameVelocityCost):
+            moving = moving or sx.forward(model, cfg, v)
+            r = sx.frame_velocity(model, moving, term.frame) - ref
         elif isinstance(term, PlaneDistanceCost):
             kin = kin or sx.forward(model, cfg)
             r = ca.dot(ref[:3], sx.frame_placement(model, kin, term.frame)[1]) - ref[3]

@@ -11,6 +11,7 @@ from liftoff.ocp.costs import (
     CostSum,
     FramePositionCost,
     FrameRotationCost,
+    FrameVelocityCost,
     StageVariables,
     StateCost,
     VariableCost,
@@ -41,6 +42,7 @@ def setting():
         FramePositionCost("LF_FOOT", rng.standard_normal(3), [1.0, 2.0, 3.0], "swing foot"),
         CenterOfMassCost(rng.standard_normal((S, 3)), 10.0),
         FrameRotationCost("LF_FOOT", rotations_near(model, z.q, "LF_FOOT", rng), [1.0, 2.0, 3.0], "foot orientation"),
+        FrameVelocityCost("RH_FOOT", rng.standard_normal((S, 3)), [1.0, 2.0, 0.5], "landing foot"),
     )
     return model, z, terms
 
@@ -108,6 +110,7 @@ def test_gauss_newton_gradient_is_the_cost_gradient(setting):
         "swing foot",
         "com",
         "foot orientation",
+        "landing foot",
     }
 
 

@@ -14,7 +14,14 @@ import pytest
 from liftoff import dynamics
 from liftoff.dynamics import Contact
 from liftoff.dynamics.spatial import rotation_about
-from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameRotationCost, StateCost, VariableCost
+from liftoff.ocp.costs import (
+    CenterOfMassCost,
+    FramePositionCost,
+    FrameRotationCost,
+    FrameVelocityCost,
+    StateCost,
+    VariableCost,
+)
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.kernels import CompiledStages
 from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
@@ -151,8 +158,8 @@ def _small_rotation(rng):
 
 def random_ocp(name, rng, torque_filter=None):
     """Two contact stages with different random contact sets, an impulse, a flight, and every
-    kind of cost term (state, control, acceleration, forces, frame position, CoM; the torque
-    state with a ``torque_filter``)."""
+    kind of cost term (state, control, acceleration, forces, frame position and velocity, CoM;
+    the torque state with a ``torque_filter``)."""
     model = dynamics.load(name)
     q0 = dynamics.integrate(model, dynamics.neutral(model), 0.1 * rng.standard_normal(model.nv))
     frames = ROBOT_FRAMES[name]
@@ -171,6 +178,7 @@ def random_ocp(name, rng, torque_filter=None):
             VariableCost("u", rng.standard_normal(nu), 0.1, "control"),
             VariableCost("a", np.zeros(nv), rng.uniform(0.1, 1, nv), "acceleration"),
             FramePositionCost(frames[pick[0]], rng.standard_normal(3), 5.0, "track"),
+            FrameVelocityCost(frames[pick[-1]], rng.standard_normal(3), [1.0, 0.5, 2.0], "sweep"),
             CenterOfMassCost(rng.standard_normal(3), np.array([1.0, 2.0, 3.0]), "com"),
         )
         if torque_filter is not None:
@@ -190,7 +198,11 @@ def random_ocp(name, rng, torque_filter=None):
         ContactStage((), 0.02, costs((), False)),
         ImpulseStage(
             impulse_contacts,
-            costs(impulse_contacts)[:1] + (FramePositionCost(frames[pick[1]], rng.standard_normal(3), 7.0, "land"),),
+            costs(impulse_contacts)[:1]
+            + (
+                FramePositionCost(frames[pick[1]], rng.standard_normal(3), 7.0, "land"),
+                FrameVelocityCost(frames[pick[2 % len(pick)]], rng.standard_normal(3), [3.0, 2.0, 1.0], "approach"),
+            ),
         ),
         ContactStage(sets[1], 0.02, costs(sets[1])),
     )

@@ -4,10 +4,13 @@ barrier goes to zero; the NLP is the OCP at a point."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from test_cli_solve import TINY
 
+from liftoff.ocp.costs import FrameVelocityCost
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.nlp import build_nlp
 from liftoff.problems.studies.baselines import nlp_guess
@@ -63,9 +66,20 @@ def test_the_nlp_is_the_ocp_at_a_point(tiny, interior_point):
     assert np.all(g[~equal] >= nlp.lbg[~equal] - 1e-9) and np.all(g[~equal] <= nlp.ubg[~equal] + 1e-9)
 
 
-def test_a_torque_filter_has_no_nlp(tiny):
-    from dataclasses import replace
+def test_the_nlp_has_the_ocps_frame_velocity_costs(tiny):
+    """A landing foot's velocity cost at every stage: the NLP's cost at an iterate is the OCP's."""
+    import casadi as ca
 
+    term = FrameVelocityCost("LF_FOOT", np.array([0.1, 0.0, -0.2]), [1.0, 2.0, 3.0], "landing")
+    ocp = replace(tiny, stages=tuple(replace(s, costs=tuple(s.costs) + (term,)) for s in tiny.stages))
+    form = Formulation(ocp, "lifted", quiet=True)
+    result = solve(form, Options(barrier=1e-1, max_iterations=3))
+    nlp = build_nlp(ocp, guess=nlp_guess(ocp, form.trajectories(result.iterate)))
+    cost = float(ca.Function("nlp", [nlp.problem["x"]], [nlp.problem["f"]])(nlp.x0))
+    assert cost == pytest.approx(result.cost, rel=1e-9)
+
+
+def test_a_torque_filter_has_no_nlp(tiny):
     with pytest.raises(ValueError, match="torque filter"):
         build_nlp(replace(tiny, torque_filter=5.0, tau0=None))
 
