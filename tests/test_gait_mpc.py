@@ -16,6 +16,7 @@ import yaml
 
 from liftoff import dynamics
 from liftoff.problems import viewer
+from liftoff.ocp.problem import term_key
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
 from liftoff.problems.mpc.gait_run import command_tracking, measures, run
@@ -100,6 +101,21 @@ def test_the_first_horizon_stands_then_lands_the_first_pair_with_an_impulse(cont
     assert "approach" in {t.name for t in before.costs}  # the stage before a touchdown keeps its velocity
     assert contact_frames(ocp.stages[10]) == {"LH_FOOT", "RF_FOOT"}
     assert {t.name for t in ocp.stages[10].costs} >= {"swing_LF_FOOT", "swing_RH_FOOT", "tangential_force"}
+
+
+def test_the_landing_feet_velocity_cost_sits_at_their_impulse(controller_model):
+    """``mpc.landing_velocity`` w: at each impulse stage, the landing feet's world velocity before
+    the impact toward zero along the ground (weights w, w, 0); a slot of the kernels' layout."""
+    c = fresh(controller_model, landing_velocity=300.0)
+    ocp = step_to(c, 0.0)
+    landing = next(s for s in ocp.stages if s.kind == "impulse")
+    terms = {t.name: t for t in landing.costs}
+    assert set(terms) == {"state", "touchdown_LF_FOOT", "touchdown_RH_FOOT", "landing_LF_FOOT", "landing_RH_FOOT"}
+    term = terms["landing_RH_FOOT"]
+    assert term.frame == "RH_FOOT" and np.all(term.reference == 0)
+    np.testing.assert_array_equal(term.weights, [300.0, 300.0, 0.0])
+    impulse = next(s for s in c.layout.stages if s.kind == "impulse")
+    assert {term_key(t) for t in landing.costs} <= {term_key(t) for t in impulse.costs}
 
 
 def test_the_first_stage_is_shortened_to_the_next_knot(controller_model):

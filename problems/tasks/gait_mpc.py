@@ -12,13 +12,16 @@ feet on the ground and where, the swing feet's references, the landings, the bas
 references) into an OCP (:func:`horizon_ocp`), whose stages are those of the gait builder
 (:mod:`problems.tasks.gaits`): contact stages with state, control, CoM and swing-foot costs,
 an impulse stage before each stage where feet land, with the landing feet's touchdown position
-cost, and a terminal state cost. Two costs of the MPC's own: ``mpc.approach`` weighs the
+cost, and a terminal state cost. Three costs of the MPC's own: ``mpc.approach`` weighs the
 accelerations in the stage before a landing (its explicit Euler step does not see a foot that
-brakes within the stage, so a large acceleration there lands the foot off the plan), and
+brakes within the stage, so a large acceleration there lands the foot off the plan);
 ``mpc.tangential_force`` weighs the stance feet's forces along the ground (world x and y): forces
 nearer the vertical, farther inside the cone, where a soft-friction engine such as MuJoCo lets a
-loaded foot creep less. :func:`layout_ocp` has every contact and cost term a horizon can have:
-the kernels are built for it once.
+loaded foot creep less; ``mpc.landing_velocity`` weighs the landing feet's horizontal velocity
+(world x and y) at the impulse stage, before the impact (Crocoddyl's pseudo-impulse cost): a
+foot that lands moving slides before a soft contact holds it, and a plan whose swing reference
+stops above the foothold still lets the foot move with the base. :func:`layout_ocp` has every
+contact and cost term a horizon can have: the kernels are built for it once.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, StateCost, VariableCost
+from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameVelocityCost, StateCost, VariableCost
 from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 
 from .config import GaitConfig, PlantBase, at_least, at_most, check, convert_fields, no_duplicates, one_of
@@ -83,6 +86,7 @@ class GaitMPCSettings:
     footholds: Footholds = field(default_factory=Footholds)
     approach: float = 1.0  # in [0, 1e6]: weight of the accelerations in the stage before a touchdown
     tangential_force: float = 0.0  # in [0, 1e6]: weight of the feet's forces along the ground (toward vertical forces)
+    landing_velocity: float = 0.0  # in [0, 1e6]: weight of a landing foot's horizontal velocity at its touchdown
 
     def __post_init__(self):
         convert_fields(self)
@@ -94,8 +98,8 @@ class GaitMPCSettings:
         at_most(self, ("horizon", "cycle_start"), 1000)
         at_most(self, ("iterations",), 100)
         at_most(self, ("first_iterations",), 10_000)
-        at_least(self, ("approach", "tangential_force"), 0)
-        at_most(self, ("approach", "tangential_force"), 1e6)
+        at_least(self, ("approach", "tangential_force", "landing_velocity"), 0)
+        at_most(self, ("approach", "tangential_force", "landing_velocity"), 1e6)
         check(len(self.command) > 0, "command", "a non-empty list of commands", self.command)
         check(self.command[0].t == 0, "command[0].t", "0 (the first command starts the run)", self.command[0].t)
         for i in range(1, len(self.command)):
@@ -190,6 +194,9 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
             terms = (StateCost(h.q_ref[j], h.v_ref[j], w_impulse, "state"),) + tuple(
                 FramePositionCost(f, stance[f] - [0, 0, depth], costs.touchdown, f"touchdown_{f}") for f in landing
             )
+            if config.mpc.landing_velocity > 0:
+                w = config.mpc.landing_velocity * np.array([1.0, 1.0, 0.0])
+                terms += tuple(FrameVelocityCost(f, np.zeros(3), w, f"landing_{f}") for f in landing)
             stages.append(ImpulseStage(contacts(held), terms))
         terms = (
             StateCost(h.q_ref[j], h.v_ref[j], scale * w_state, "state"),
@@ -233,7 +240,9 @@ def layout_ocp(config: GaitMPCConfig, model, q0) -> OCP:
     )
     impulse = ImpulseStage(
         foot_contacts(config, everywhere),
-        (state,) + tuple(FramePositionCost(f, zero, 1.0, f"touchdown_{f}") for f in feet),
+        (state,)
+        + tuple(FramePositionCost(f, zero, 1.0, f"touchdown_{f}") for f in feet)
+        + tuple(FrameVelocityCost(f, zero, 1.0, f"landing_{f}") for f in feet),
     )
     return _ocp(config, model, q0, np.zeros(nv), [contact, impulse, contact], (state,))
 
