@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from liftoff import dynamics
-from liftoff.problems import viewer
 from liftoff.ocp.problem import term_key
+from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
 from liftoff.problems.mpc.gait_run import command_tracking, measures, run
