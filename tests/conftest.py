@@ -26,7 +26,9 @@ SESSION_CACHE = []  # the kernel cache this session made, removed at its end
 def pytest_configure(config):
     """Compiled kernels go to a cache of this test session (unless LIFTOFF_CACHE says where):
     every session compiles what it uses once, leaves the user's cache alone, and removes its own
-    when it ends."""
+    when it ends. No optimized builds in the background (``dynamics.codegen``): the tests would
+    wait for none of them, and they would compete with the tests for the processors."""
+    os.environ["LIFTOFF_OPTIMIZE"] = "0"
     if "LIFTOFF_CACHE" not in os.environ:
         SESSION_CACHE.append(tempfile.mkdtemp(prefix="liftoff-test-kernels-"))
         os.environ["LIFTOFF_CACHE"] = SESSION_CACHE[0]

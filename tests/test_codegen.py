@@ -200,3 +200,26 @@ def test_without_a_compiler_the_solve_runs_on_numpy_after_one_warning(tmp_path):
     warnings = [line for line in done.stderr.splitlines() if "warning" in line]
     assert warnings == ["liftoff: warning: no C compiler found (set CC or install gcc); using the numpy backend"]
     assert '"backend": "numpy"' in done.stdout and '"status": "converged"' in done.stdout
+
+
+def test_the_optimized_build_comes_in_the_background_and_replaces_the_quick_one(cache, monkeypatch):
+    monkeypatch.setenv("LIFTOFF_OPTIMIZE", "1")  # the test session turns it off (conftest.py)
+    monkeypatch.setattr(codegen, "_BACKGROUND", set())
+    started, run = [], subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda args, **kw: started.append(args) or run(args, **kw))
+    quick = codegen.load("small", {"case": 6}, small_function, quiet=True)
+    with pytest.raises(ChildProcessError):  # the compiler runs detached: no child of this process to reap
+        os.waitpid(-1, os.WNOHANG)
+    codegen.load("small", {"case": 6}, small_function, quiet=True)
+    codegen._BACKGROUND.clear()  # as another process: the build's lock, or its library, says it is done
+    codegen.load("small", {"case": 6}, small_function, quiet=True)
+    assert sum(args[0] == "sh" for args in started) == 1
+    deadline = time.monotonic() + 60
+    while len(list(cache.iterdir())) != 3 and time.monotonic() < deadline:  # its lock and temporary folder gone
+        time.sleep(0.1)
+    others = sorted(p.name for p in cache.iterdir() if p != quick.path)
+    assert others[0] == "compile.lock" and others[1].startswith("small-") and others[1].endswith(".so"), others
+    optimized = codegen.load("small", {"case": 6}, lambda: pytest.fail("the optimized library is in the cache"))
+    assert optimized.path == cache / others[1]
+    x = np.random.default_rng(2).standard_normal((5, 3))
+    np.testing.assert_allclose(optimized(x)[0], quick(x)[0], rtol=0, atol=1e-12)
