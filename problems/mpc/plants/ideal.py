@@ -16,6 +16,10 @@ held with Baumgarte gains toward its targets: no compliance, no separation, no f
 a negative normal force is reported, not simulated), it shares the controller's model (unless
 a mass scale makes it heavier), and the torques are applied exactly. It is a reference for
 debugging a controller, not evidence that it works: :mod:`.mujoco_plant` is that.
+
+A step runs compiled (:class:`.ideal_kernel.StepKernel`, the same equations in C) unless
+``backend="numpy"`` or the kernel cannot be compiled (one warning line): numpy
+(:class:`.ideal_kernel.NumpyStep`) is the reference.
 """
 
 from __future__ import annotations
@@ -27,29 +31,39 @@ from liftoff.ocp.lifted import actuation
 from liftoff.problems.mpc.disturbances import Disturbances
 
 from . import ContactReading, Measurement
+from .ideal_kernel import BACKENDS, step_backend
 
 DESCRIPTION = (
     "liftoff's idealized plant (the controller's model, rigid bilateral contacts: plant.contact rigid_bilateral)"
 )
 
 
-def world_force(model, q, contact, f) -> np.ndarray:
-    """The world force ``(3,)`` [N] of a translational ``contact`` whose rows carry ``f``."""
+def world_force(contact, f, R) -> np.ndarray:
+    """The world force ``(3,)`` [N] of a translational ``contact`` whose rows carry ``f``, its
+    frame's world rotation ``R``."""
     full = np.zeros(3)
     full[list(contact.rows)] = f
     rotation = getattr(contact, "rotation", None)
     if rotation is not None:
         full = np.asarray(rotation) @ full
     if contact.reference is dynamics.ReferenceFrame.LOCAL:
-        full = dynamics.frame_placement(model, q, contact.frame)[0] @ full
+        full = R @ full
     return full
+
+
+def contact_target(contact):
+    """The Baumgarte target of ``contact``: its placement, the origin (unused, ``kp = 0``) without one."""
+    if contact.placement is not None:
+        return contact.placement
+    return np.zeros(3) if contact.translational else (np.eye(3), np.zeros(3))
 
 
 class IdealPlant:
     """``model`` with its ``contacts`` (a dict name -> :class:`dynamics.Contact`, targets
     included), stepped by ``dt``; ``torque_filter`` the actuators' cut-off frequency [Hz]
     (None: the command is applied directly); ``mu`` the proximal damping of the dynamics;
-    ``friction_width`` the smoothing of the joints' Coulomb friction."""
+    ``friction_width`` the smoothing of the joints' Coulomb friction; ``backend`` ``"compiled"``
+    or ``"numpy"`` (module docstring)."""
 
     engine = "liftoff"
     description = DESCRIPTION
@@ -63,9 +77,12 @@ class IdealPlant:
         mu=1e-8,
         torque_filter=None,
         friction_width=dynamics.joint_friction.DEFAULT_WIDTH,
+        backend="compiled",
     ):
         if not (np.isfinite(dt) and dt > 0):
             raise ValueError(f"plant time step must be > 0, got {dt!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"a plant's backend is one of {', '.join(BACKENDS)}, got {backend!r}")
         for push in disturbances.pushes:
             model.frame_id(push.frame)  # unknown frames raise here
         self.model, self.contacts, self.dt, self.disturbances, self.mu = model, dict(contacts), dt, disturbances, mu
@@ -74,6 +91,17 @@ class IdealPlant:
         self.filter_gain = None if torque_filter is None else float(np.exp(-2 * np.pi * torque_filter * dt))
         self._rng = np.random.default_rng(disturbances.seed)
         self.q = self.v = self.tau = None
+        self.backend, self._step = backend, None  # the step's backend, made by the first reset
+        self.slots = tuple(self.contacts.values())  # the contacts the step's backend knows
+        self._targets = tuple(contact_target(c) for c in self.slots)
+        self._rows = np.cumsum([c.dim for c in self.slots])[:-1]
+        self._actuation = actuation(model)
+
+    def _stepper(self):
+        """The step's backend for the contact ``slots``, made once."""
+        if self._step is None:
+            self._step = step_backend(self.model, self.slots, self.mu, self.backend)
+        return self._step
 
     def reset(self, q, v, tau=None) -> Measurement:
         """Start from ``(q, v)`` and the actuators' torques ``tau`` (with a filter); the contact
@@ -81,9 +109,9 @@ class IdealPlant:
         self._rng = np.random.default_rng(self.disturbances.seed)
         self.q, self.v = np.array(q, dtype=float), np.array(v, dtype=float)
         self.tau = None if tau is None else np.array(tau, dtype=float)
-        nu = actuation(self.model).shape[1]
-        applied = np.zeros(nu) if tau is None else self.tau
-        return self._measure(self._accelerations(self.q, self.v, self.torque(0.0, self.q, self.v, applied, False))[1])
+        applied = np.zeros(self._actuation.shape[1]) if tau is None else self.tau
+        step = self._stepper()(self.q, self.v, self.torque(0.0, self.q, self.v, applied, False), 0.0, self._targets)
+        return self._measure(step)
 
     def torque(self, t, q, v, tau, disturbed=True) -> np.ndarray:
         """The joint torques ``(nv,)`` the plant receives for the actuated joints' ``tau`` at
@@ -91,18 +119,11 @@ class IdealPlant:
         joints' passive torques at ``v``."""
         if disturbed:
             tau = self.disturbances.torques(self._rng, tau)
-        out = actuation(self.model) @ tau + dynamics.passive_torque(self.model, v, self.friction_width)
+        out = self._actuation @ tau + dynamics.passive_torque(self.model, v, self.friction_width)
         for push in self.disturbances.active_pushes(t) if disturbed else ():
             J = dynamics.frame_jacobian(self.model, q, push.frame, "LOCAL_WORLD_ALIGNED")[:3]
             out = out + J.T @ np.asarray(push.force, dtype=float)
         return out
-
-    def _accelerations(self, q, v, torque):
-        """``(a, f)``: the accelerations and the contacts' force rows."""
-        contacts = tuple(self.contacts.values())
-        if contacts:
-            return dynamics.constrained_dynamics(self.model, q, v, torque, contacts, mu=self.mu)[:2]
-        return dynamics.aba(self.model, q, v, torque), np.zeros(0)
 
     def step(self, t, command) -> Measurement:
         """One step from the plant's state under ``command`` at time ``t`` (module docstring)."""
@@ -110,17 +131,13 @@ class IdealPlant:
             applied = command
         else:
             applied, self.tau = self.tau, self.filter_gain * self.tau + (1 - self.filter_gain) * command
-        a, f = self._accelerations(self.q, self.v, self.torque(t, self.q, self.v, applied))
-        self.v = self.v + self.dt * a
-        self.q = dynamics.integrate(self.model, self.q, self.dt * self.v)
-        return self._measure(f)
+        step = self._step(self.q, self.v, self.torque(t, self.q, self.v, applied), self.dt, self._targets)
+        self.q, self.v = step.q, step.v
+        return self._measure(step)
 
-    def _measure(self, f) -> Measurement:
-        """The state and each contact's reading with its force rows ``f`` (held: always active)."""
-        readings, offset = {}, 0
-        for name, contact in self.contacts.items():
-            rows = f[offset : offset + contact.dim]
-            offset += contact.dim
-            _, p = dynamics.frame_placement(self.model, self.q, contact.frame)
-            readings[name] = ContactReading(True, world_force(self.model, self.q, contact, rows), np.asarray(p))
+    def _measure(self, step) -> Measurement:
+        """The state and each contact's reading from the ``step`` that reached it (held: always active)."""
+        readings = {}
+        for (name, contact), rows, R, p in zip(self.contacts.items(), np.split(step.f, self._rows), step.R, step.p):
+            readings[name] = ContactReading(True, world_force(contact, rows, R), p)
         return Measurement(self.q.copy(), self.v.copy(), None if self.tau is None else self.tau.copy(), readings)
