@@ -5,7 +5,9 @@ For an OCP, :class:`CompiledStages` builds (or loads from the cache) one kernel 
 over the OCP's :class:`ocp.symbolic_stages.Layout`; the forward-dynamics kernel only for the
 non-lifted formulation. Per group it keeps a :class:`GroupMap`: the inputs that do not change
 between iterations (time steps, Baumgarte gains and targets, cost references and weights),
-and the rows and columns of the group's contacts within the layout's. An evaluation stacks
+and the rows and columns of the group's contacts within the layout's; what the groups of one
+key share (:class:`GroupPlan`: the slots, the index maps, the constant rows of the inputs) is
+made once for every problem of the kernels (an MPC loop's horizons). An evaluation stacks
 the variables with those inputs, calls the kernel on all the group's stages, and reads the
 group's rows and columns out of its output: the same :class:`ocp.stages.StageEval` as the
 numpy reference. The non-lifted ``w`` solves the KKT system of the forward (impulse)
@@ -64,6 +66,21 @@ class GroupMap:
     scatter: np.ndarray | None = None  # (m, lay.m): the group's forces into f_all, when a slot is filled twice
 
 
+@dataclass(frozen=True)
+class GroupPlan:
+    """What the groups of one key (:attr:`ocp.problem.StageGroup.key`) share: the layout's
+    ``slots`` of their contacts, the index maps of :meth:`CompiledStages._structure`, the row
+    of contact inputs ``contacts`` (the slots' gains, neutral targets) with the ``targets``
+    still to fill, ``(contact index, (first column, translational))``, and the row of soft-contact
+    inputs ``soft``."""
+
+    slots: tuple
+    structure: tuple
+    contacts: np.ndarray
+    targets: tuple
+    soft: np.ndarray
+
+
 class CompiledStages:
     """Stage evaluation by compiled kernels (module docstring); ``forward``: build the
     forward-dynamics kernel (the non-lifted formulation needs it). ``quiet``: no message
@@ -98,7 +115,10 @@ class CompiledStages:
                 self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name)
         compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
-        self._structures = {}  # the index maps of a group's kind and contact slots (shared by for_problem's copies)
+        self._term_columns = {kind: sym.term_columns(self.layout, terms) for kind, terms in self._slot_terms().items()}
+        # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
+        # a group's kind and contact slots, and the plans of the groups of one key
+        self._structures, self._plans = {}, {}
         self._set_problem(ocp, ocp.groups())
 
     def _set_problem(self, ocp, groups):
@@ -106,25 +126,16 @@ class CompiledStages:
         self.ocp = ocp
         self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
-        self._terminal_static = sym.term_parameters(
-            self.layout, self.layout.terminal_terms, ocp.terminal().terms, 1, np.zeros(0, int)
+        self._terminal_static = sym.term_parameters(  # the terms unstacked: their arrays fill one row
+            self.layout, self._term_columns["terminal"], ocp.terminal_costs, 1, np.zeros(0, int)
         )
 
     def for_problem(self, ocp, groups) -> CompiledStages:
         """The same kernels for ``ocp`` (grouped in ``groups``): its contacts and cost terms must
         be slots of this layout (``ValueError`` otherwise), its stage kinds among the kernels'."""
-        keys = {sym.contact_key(s.contact) for s in self.layout.contacts}
-        slots = {kind: {term_key(t) for t in terms} for kind, terms in self._slot_terms().items()}
         for group in groups:
-            if group.kind not in self.kernels:
-                raise ValueError(f"no {group.kind} kernel in this formulation")
-            if (
-                any(sym.contact_key(c) not in keys for c in group.contacts)
-                or any(term_key(t) not in slots[group.kind] for t in group.costs.terms)
-                or any(sym.soft_key(s) not in self.layout.soft for s in group.soft)
-            ):
-                raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
-        if any(term_key(t) not in slots["terminal"] for t in ocp.terminal_costs):
+            self._plan(group)  # checks the groups of a key not met before
+        if any(term_key(t) not in self._term_columns["terminal"].slots for t in ocp.terminal_costs):
             raise ValueError("the OCP has terminal cost terms that are not slots of this formulation's kernels")
         _check_duplicates(ocp)
         new = copy.copy(self)
@@ -134,6 +145,19 @@ class CompiledStages:
     def _slot_terms(self) -> dict:
         lay = self.layout
         return {"contact": lay.contact_terms, "impulse": lay.impulse_terms, "terminal": lay.terminal_terms}
+
+    def _check(self, group):
+        """``ValueError`` unless the kernels can evaluate ``group``: its kind's kernel exists, its
+        contacts, cost terms and soft contacts are slots of the layout."""
+        if group.kind not in self.kernels:
+            raise ValueError(f"no {group.kind} kernel in this formulation")
+        keys = {sym.contact_key(s.contact) for s in self.layout.contacts}
+        if (
+            any(sym.contact_key(c) not in keys for c in group.contacts)
+            or any(term_key(t) not in self._term_columns[group.kind].slots for t in group.costs.terms)
+            or any(sym.soft_key(s) not in self.layout.soft for s in group.soft)
+        ):
+            raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
 
     # ------------------------------------------------------------------ layout of a group
 
@@ -169,32 +193,52 @@ class CompiledStages:
         self._structures[key] = (f_cols, y, rows, full, take, supports, cones, bounds)
         return self._structures[key]
 
+    def _plan(self, group) -> GroupPlan:
+        """The :class:`GroupPlan` of the groups of ``group``'s key (made once, after
+        :meth:`_check`)."""
+        plan = self._plans.get(group.key)
+        if plan is not None:
+            return plan
+        self._check(group)
+        lay = self.layout
+        slots = tuple(lay.slot(c) for c in group.contacts)
+        row, start, targets = [], 0, {}
+        by_offset = {s.offset: (i, c) for i, (c, s) in enumerate(zip(group.contacts, slots))}  # the last copy
+        for slot in lay.contacts:
+            i, c = by_offset.get(slot.offset, (None, None))
+            row += [[0.0, 0.0] if c is None else [c.kp, c.kd], _NEUTRAL_TARGET[slot.target_size]]
+            if c is not None and c.placement is not None:
+                targets[i] = (start + 2, slot.contact.translational)
+            start += 2 + slot.target_size
+        contacts = np.concatenate(row) if row else np.zeros(0)
+        soft = sym.soft_parameters(lay, group.soft, 1)[0]
+        plan = GroupPlan(slots, self._structure(group.kind, slots), contacts, tuple(targets.items()), soft)
+        self._plans[group.key] = plan
+        return plan
+
     def _map(self, group) -> GroupMap:
         lay, nv, S = self.layout, self.model.nv, group.size
-        slots = [lay.slot(c) for c in group.contacts]
-        f_cols, y, rows, full, take, supports, cones, bounds = self._structure(group.kind, slots)
+        plan = self._plan(group)
+        f_cols, y, rows, full, take, supports, cones, bounds = plan.structure
         scatter = None
-        if len({s.offset for s in slots}) < len(slots):  # a contact listed twice: its forces add up
+        if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
             scatter[np.arange(len(f_cols)), f_cols] = 1.0
-        gains = {s.offset: (c, s) for c, s in zip(group.contacts, slots)}
-        contact_inputs = []
-        for slot in lay.contacts:
-            c = gains.get(slot.offset, (None, slot))[0]
-            contact_inputs += [np.tile([c.kp, c.kd] if c is not None else [0.0, 0.0], (S, 1)), _target(c, slot, S)]
-        contact_inputs = np.concatenate(contact_inputs, axis=1) if contact_inputs else np.zeros((S, 0))
-        disturbance = np.tile(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, (S, 1))
+        contact_inputs = _rows(plan.contacts, S)
+        for i, (start, translational) in plan.targets:
+            _fill_target(contact_inputs, group.contacts[i], start, translational)
+        disturbance = _rows(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, S)
+        soft = _rows(plan.soft, S)
+        terms = sym.term_parameters(lay, self._term_columns[group.kind], group.costs.terms, S, f_cols)
         if group.kind == "contact":
-            terms = sym.term_parameters(lay, lay.contact_terms, group.costs.terms, S, f_cols)
             gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
             sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
-            soft = sym.soft_parameters(lay, group.soft, S)
             static = np.concatenate(
                 (group.dt[:, None], gain, disturbance, contact_inputs, sliding, soft, terms), axis=1
             )
         else:
-            static = sym.term_parameters(lay, lay.impulse_terms, group.costs.terms, S, f_cols)
-        forward = np.concatenate((disturbance, contact_inputs, sym.soft_parameters(lay, group.soft, S)), axis=1)
+            static = terms
+        forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
         return GroupMap(
             f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward, scatter
         )
@@ -340,18 +384,23 @@ def _same_target(a, b) -> bool:
     return len(pa) == len(pb) and all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(pa, pb))
 
 
-def _target(contact, slot, S):
-    """The Baumgarte target inputs of a slot for a group's ``contact`` (``None``: inactive):
-    ``p (S, 3)``, or ``(R, p)`` flattened row by row ``(S, 12)``; the identity placement when
-    there is no target."""
-    if slot.contact.translational:
-        p = np.zeros(3) if contact is None or contact.placement is None else contact.target()[1].T
-        return np.broadcast_to(p, (S, 3))
-    if contact is None or contact.placement is None:
-        return np.tile(np.concatenate((np.eye(3).ravel(), np.zeros(3))), (S, 1))
+_NEUTRAL_TARGET = {3: np.zeros(3), 12: np.concatenate((np.eye(3).ravel(), np.zeros(3)))}  # no target: p = 0, R = I
+
+
+def _rows(row, S) -> np.ndarray:
+    """``row (n,)`` repeated in a new ``(S, n)`` array."""
+    out = np.empty((S, len(row)))
+    out[:] = row
+    return out
+
+
+def _fill_target(inputs, contact, start, translational):
+    """Write the Baumgarte target of a group's ``contact`` (stacked over the rows of ``inputs``)
+    into its slot's target columns from ``start``: ``p (3)``, or ``(R, p)`` flattened row by
+    row (12; a target without a rotation keeps the slot's neutral one)."""
     R, p = contact.target()
-    if R is None:
-        return np.tile(np.concatenate((np.eye(3).ravel(), np.zeros(3))), (S, 1))
-    return np.concatenate(
-        (np.broadcast_to(R.transpose(2, 0, 1), (S, 3, 3)).reshape(S, 9), np.broadcast_to(p.T, (S, 3))), axis=1
-    )
+    if translational:
+        inputs[:, start : start + 3] = p.T
+    elif R is not None:
+        inputs[:, start : start + 9] = R.transpose(2, 0, 1).reshape(-1, 9)
+        inputs[:, start + 9 : start + 12] = p.T

@@ -191,37 +191,31 @@ class OCP:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
         keys: dict = {}
         for k, stage in enumerate(self.stages):
-            sliding = tuple(s.contact for s in stage.sliding)
-            key = (
-                stage.kind,
-                tuple(_contact_key(c) for c in stage.contacts),
-                tuple(term_key(t) for t in stage.costs),
-                sliding,
-                stage.soft,
-            )
-            keys.setdefault(key, []).append(k)
-        return tuple(_group(self.stages, np.array(index)) for index in keys.values())
+            keys.setdefault(_stage_key(stage), []).append(k)
+        return tuple(_group(self.stages, np.array(index), key) for key, index in keys.items())
 
     def stage_groups(self) -> tuple:
         """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""
-        return tuple(_group(self.stages, np.array([k])) for k in range(self.K))
+        return tuple(_group(self.stages, np.array([k]), _stage_key(s)) for k, s in enumerate(self.stages))
 
     def terminal(self) -> CostSum:
-        return CostSum(tuple(_stack_term([t], 1) for t in self.terminal_costs))
+        return CostSum(tuple(_stack_term([t]) for t in self.terminal_costs))
 
 
 @dataclass(frozen=True)
 class StageGroup:
     """Stages ``index`` (knot indices, increasing) of one ``kind`` with the same contacts and
-    cost terms: contacts with stacked targets, the stacked cost, time steps ``dt (S,)``."""
+    cost terms: contacts with stacked targets, the stacked cost, time steps ``dt (S,)``, the
+    stacked sliding friction."""
 
     kind: str
     index: np.ndarray
     contacts: tuple
     costs: CostSum
     dt: np.ndarray | None
-    sliding: tuple = ()
-    soft: tuple = ()  # the stages' soft contacts (the same in every stage of a group)
+    sliding: tuple
+    soft: tuple  # the stages' soft contacts (the same in every stage of a group)
+    key: tuple  # what its stages share (:func:`_stage_key`): groups of one key have one structure
 
     @property
     def size(self) -> int:
@@ -237,14 +231,26 @@ def _vector(x, n, name):
     return x
 
 
+def _stage_key(stage) -> tuple:
+    """What stages must share to be evaluated together: their kind, contacts (gains and whether
+    they have targets), cost terms, sliding contacts and soft contacts."""
+    return (
+        stage.kind,
+        tuple(map(_contact_key, stage.contacts)),
+        tuple(map(term_key, stage.costs)),
+        tuple(s.contact for s in stage.sliding),
+        stage.soft,
+    )
+
+
 def _contact_key(c):
-    return (c.frame, c.kind, str(c.reference), c.kp, c.kd, c.frame2, c.placement is None, c.rotation_key)
+    return (c.frame, c.kind, c.reference, c.kp, c.kd, c.frame2, c.placement is None, c.rotation_key)
 
 
 def term_key(term):
     """A term's type and its text fields (frame, variable, name): what makes two cost terms of
     different stages the same term."""
-    return (type(term).__name__,) + _text_of(type(term))(term)
+    return _key_of(type(term))(term)
 
 
 @functools.cache
@@ -254,13 +260,14 @@ def _text_fields(cls) -> tuple:
 
 
 @functools.cache
-def _text_of(cls):
-    """A function of an instance of ``cls`` giving the tuple of its text fields' values."""
-    names = _text_fields(cls)
+def _key_of(cls):
+    """A function of an instance of ``cls`` giving its :func:`term_key`: the class's name, then
+    its text fields' values."""
+    name, names = cls.__name__, _text_fields(cls)
     if not names:
-        return lambda obj: ()
+        return lambda obj: (name,)
     get = operator.attrgetter(*names)
-    return get if len(names) > 1 else (lambda obj: (get(obj),))
+    return (lambda obj: (name,) + get(obj)) if len(names) > 1 else (lambda obj: (name, get(obj)))
 
 
 @functools.cache
@@ -268,28 +275,23 @@ def _array_fields(cls) -> tuple:
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _text_fields(cls))
 
 
-def _stack_term(terms, S):
-    """One term with its array fields stacked over stages (leading axis ``S``); a term that is
-    one object in every stage has its arrays repeated as a read-only view."""
+def _stack_term(terms):
+    """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
     first = terms[0]
-    if all(term is first for term in terms):
-        return dataclasses.replace(
-            first,
-            **{
-                name: np.broadcast_to(a, (S,) + a.shape)
-                for name in _array_fields(type(first))
-                for a in (np.atleast_1d(np.asarray(getattr(first, name), dtype=float)),)
-            },
-        )
+    return dataclasses.replace(
+        first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))}
+    )
 
-    def stacked(name):
-        arrays = [np.atleast_1d(np.asarray(getattr(t, name), dtype=float)) for t in terms]
-        shape = arrays[0].shape
-        if all(a.shape == shape for a in arrays):
-            return np.array(arrays)
-        return np.stack([np.broadcast_to(a, shape) for a in arrays])
 
-    return dataclasses.replace(first, **{name: stacked(name) for name in _array_fields(type(first))})
+def _stack(values) -> np.ndarray:
+    """``values`` (one per stage, each made at least 1D) stacked along a new leading axis; those
+    of another shape than the first's broadcast to it."""
+    try:
+        stacked = np.array(values, dtype=float)  # one call when the shapes agree (the usual case)
+    except ValueError:  # shapes differ
+        arrays = [np.atleast_1d(np.asarray(x, dtype=float)) for x in values]
+        return np.stack([np.broadcast_to(a, arrays[0].shape) for a in arrays])
+    return stacked.reshape(len(values), 1) if stacked.ndim == 1 else stacked
 
 
 def _stack_contact(contacts):
@@ -303,11 +305,12 @@ def _stack_contact(contacts):
     return dataclasses.replace(first, placement=np.stack([np.asarray(c.placement, dtype=float) for c in contacts]))
 
 
-def _group(stages, index):
+def _group(stages, index, key):
+    """The :class:`StageGroup` of the ``stages`` at ``index``, which share ``key``."""
     members = [stages[k] for k in index]
     first = members[0]
     contacts = tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(first.contacts)))
-    costs = CostSum(tuple(_stack_term([m.costs[i] for m in members], len(members)) for i in range(len(first.costs))))
+    costs = CostSum(tuple(_stack_term([m.costs[i] for m in members]) for i in range(len(first.costs))))
     dt = np.array([m.dt for m in members]) if first.kind == "contact" else None
     sliding = tuple(
         SlidingFriction(
@@ -317,4 +320,4 @@ def _group(stages, index):
         )
         for i, s in enumerate(first.sliding)
     )
-    return StageGroup(first.kind, index, contacts, costs, dt, sliding, first.soft)
+    return StageGroup(first.kind, index, contacts, costs, dt, sliding, first.soft, key)

@@ -56,7 +56,6 @@ from .costs import (
     PlaneDistanceCost,
     StateCost,
     VariableCost,
-    broadcast_weights,
 )
 from .friction import pyramid
 from .inequalities import limit_rows
@@ -179,15 +178,14 @@ def layout(ocp) -> Layout:
 
 def term_size(layout: Layout, term) -> int:
     """Number of inputs of a cost term slot: its references then its weights."""
-    model = layout.model
-    if isinstance(term, StateCost):
-        return model.nq + model.nv + 2 * model.nv
     return _reference_size(layout, term) + _residual_size(layout, term)
 
 
 def _reference_size(layout, term):
-    """A term's reference inputs: a rotation matrix (row by row), a plane's normal and offset,
-    or one per residual."""
+    """A term's reference inputs: a configuration and a velocity, a rotation matrix (row by
+    row), a plane's normal and offset, or one per residual."""
+    if isinstance(term, StateCost):
+        return layout.model.nq + layout.model.nv
     if isinstance(term, FrameRotationCost):
         return 9
     return 4 if isinstance(term, PlaneDistanceCost) else _residual_size(layout, term)
@@ -201,44 +199,73 @@ def _residual_size(layout, term):
     return 1 if isinstance(term, PlaneDistanceCost) else 3
 
 
-def term_parameters(layout: Layout, slots, terms, S, f_cols) -> np.ndarray:
-    """``(S, sum term_size)``: each slot's references and weights for a group whose stacked
-    ``terms`` (:class:`ocp.costs.CostSum` terms) fill some of the ``slots``; absent slots get
-    zero weights (and the neutral configuration as a state reference). ``f_cols``: the
-    group's force columns in ``f_all``."""
-    model = layout.model
-    by_key = {term_key(t): t for t in terms}
-    blocks = []
+@dataclass(frozen=True)
+class TermColumns:
+    """Where the term parameters of a kernel's term ``slots`` go: ``neutral (n,)`` the row of a
+    stage that has none of them (zero weights, the neutral configuration as a state reference,
+    the identity as a rotation reference), ``slots`` each slot's first column and numbers of
+    references and of residuals, by :func:`ocp.problem.term_key`, and
+    ``weights`` the weights' columns."""
+
+    neutral: np.ndarray
+    slots: dict
+    weights: np.ndarray
+
+
+def term_columns(layout: Layout, slots) -> TermColumns:
+    """The :class:`TermColumns` of the term ``slots`` (prototype terms, in slot order) of ``layout``."""
+    model, blocks, starts, weights, start = layout.model, [], {}, [], 0
     for proto in slots:
-        term = by_key.get(term_key(proto))
-        n = _residual_size(layout, proto)
         if isinstance(proto, StateCost):
-            if term is None:
-                ref = np.tile(np.concatenate((dynamics.neutral(model), np.zeros(model.nv))), (S, 1))
-                weights = np.zeros((S, n))
-            else:
-                ref = np.concatenate(
-                    (np.broadcast_to(term.q_ref, (S, model.nq)), np.broadcast_to(term.v_ref, (S, model.nv))), axis=1
-                )
-                weights = broadcast_weights(term.weights, (S, n))
-        elif term is None:  # a neutral reference (the identity rotation: log3 is defined there)
-            rotation = isinstance(proto, FrameRotationCost)
-            ref = np.tile(np.eye(3).ravel(), (S, 1)) if rotation else np.zeros((S, _reference_size(layout, proto)))
-            weights = np.zeros((S, n))
-        elif isinstance(term, VariableCost) and term.variable == "f":
-            ref, weights = np.zeros((S, n)), np.zeros((S, n))
-            ref[:, f_cols] = np.broadcast_to(term.reference, (S, len(f_cols)))
-            weights[:, f_cols] = broadcast_weights(term.weights, (S, len(f_cols)))
-        elif isinstance(term, PlaneDistanceCost):
-            normal = np.broadcast_to(np.asarray(term.normal, dtype=float), (S, 3))
-            ref = np.concatenate((normal, np.broadcast_to(term.reference, (S, 1))), axis=1)
-            weights = broadcast_weights(term.weights, (S, n))
+            ref = np.concatenate((dynamics.neutral(model), np.zeros(model.nv)))
+        elif isinstance(proto, FrameRotationCost):  # log3 is defined at the identity
+            ref = np.eye(3).ravel()
         else:
-            k = _reference_size(layout, proto)
-            ref = np.broadcast_to(term.reference, (S,) + ((3, 3) if k == 9 else (n,))).reshape(S, k)
-            weights = broadcast_weights(term.weights, (S, n))
-        blocks += [ref, weights]
-    return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+            ref = np.zeros(_reference_size(layout, proto))
+        n = _residual_size(layout, proto)
+        starts[term_key(proto)] = (start, len(ref), n)
+        blocks += [ref, np.zeros(n)]
+        weights.append(np.arange(start + len(ref), start + len(ref) + n))
+        start += len(ref) + n
+    neutral = np.concatenate(blocks) if blocks else np.zeros(0)
+    neutral.flags.writeable = False
+    return TermColumns(neutral, starts, np.concatenate(weights + [np.zeros(0, int)]))
+
+
+def term_parameters(layout: Layout, columns: TermColumns, terms, S, f_cols) -> np.ndarray:
+    """``(S, sum term_size)``: each slot's references and weights (``columns``, of
+    :func:`term_columns`) for a group whose stacked ``terms`` (:class:`ocp.costs.CostSum` terms)
+    fill some of the slots; absent slots keep the neutral row. ``f_cols``: the group's force
+    columns in ``f_all``. ``ValueError`` for weights that are negative or not finite."""
+    out = np.empty((S, len(columns.neutral)))
+    out[:] = columns.neutral
+    for term in terms:
+        _fill_term(out, layout, term, *columns.slots[term_key(term)], f_cols)
+    weights = out[:, columns.weights]
+    if not np.all(np.isfinite(weights) & (weights >= 0)):
+        raise ValueError(f"cost weights must be finite and >= 0, got {weights}")
+    return out
+
+
+def _fill_term(out, layout, term, start, k, n, f_cols):
+    """Write the references and weights of ``term`` (stacked over the rows of ``out``) into the
+    columns of its slot (``k`` references, ``n`` residuals) from ``start``."""
+    if isinstance(term, VariableCost) and term.variable == "f":  # only the group's force columns
+        out[:, start + f_cols] = term.reference
+        out[:, start + k + f_cols] = term.weights
+        return
+    if isinstance(term, StateCost):
+        nq = layout.model.nq
+        out[:, start : start + nq] = term.q_ref
+        out[:, start + nq : start + k] = term.v_ref
+    elif isinstance(term, PlaneDistanceCost):
+        out[:, start : start + 3] = np.asarray(term.normal, dtype=float)
+        out[:, start + 3 : start + k] = term.reference
+    elif isinstance(term, FrameRotationCost):
+        out[:, start : start + k] = np.reshape(term.reference, (-1, k))
+    else:
+        out[:, start : start + k] = term.reference
+    out[:, start + k : start + k + n] = term.weights
 
 
 # ----------------------------------------------------------------------------- symbolic pieces

@@ -111,6 +111,25 @@ def test_a_formulation_moved_to_another_problem_solves_it_as_a_fresh_one(task, b
     assert first.ocp is not other  # the first formulation is left as it was
 
 
+def test_a_compiled_formulation_moved_to_other_problems_gives_its_kernels_a_fresh_ones_inputs(task):
+    first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
+    later = build_ocp(task, t0=0.7, q0=task.q0 + 0.01, v0=np.full(6, 0.1))
+    weighed = tuple(  # other weights at each stage
+        replace(s, costs=tuple(replace(c, weights=(2.0 + k) * np.asarray(c.weights)) for c in s.costs))
+        for k, s in enumerate(later.stages)
+    )
+    moved = first.for_problem(replace(later, stages=later.stages[:7]))  # other groups
+    moved = moved.for_problem(replace(later, stages=weighed))  # the groups of the first problem's keys again
+    fresh = Formulation(moved.ocp, "lifted", "compiled", quiet=True)
+    assert moved.stages.maps.keys() == fresh.stages.maps.keys()
+    for k, gm in moved.stages.maps.items():
+        np.testing.assert_array_equal(gm.static, fresh.stages.maps[k].static)
+        np.testing.assert_array_equal(gm.forward, fresh.stages.maps[k].forward)
+        np.testing.assert_array_equal(gm.f_cols, fresh.stages.maps[k].f_cols)
+    np.testing.assert_array_equal(moved.stages._terminal_static, fresh.stages._terminal_static)
+    assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)  # the new data, not stale
+
+
 def test_a_compiled_formulation_refuses_terms_its_kernels_lack(task):
     first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
     ocp = build_ocp(task)

@@ -166,29 +166,29 @@ def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
     match (the last knot, the last knot of ``old``). The contact schedule may differ between
     the horizons (impulse stages move with it). ``shapes``: a dict that keeps the variables'
     shapes of each kind of group across calls (an MPC's updates), or None."""
-    old_rows = _stage_rows(old, it)
+    where = _stage_rows(old)
+    old_shapes = [_shapes(gv) for gv in it.groups]
     old_start = t_old + old.ocp.times()[:-1]
-    by_time = {(kind, round(t, 9)): k for k, (kind, t) in enumerate(zip(_kinds(old), old_start))}
-    last_of = {}
-    for k, kind in enumerate(_kinds(old)):
-        last_of[(kind, _shapes(old_rows[k]))] = k
+    by_time = {(kind, t): k for k, (kind, t) in enumerate(zip(_kinds(old), np.round(old_start, 9).tolist()))}
+    last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
     new_start = t_new + new.ocp.times()
+    new_rounded = np.round(new_start, 9).tolist()  # the start times matched to the nanosecond
     fresh, groups, source = None, [], np.full(new.ocp.K + 1, old.ocp.K)
     for j, group in enumerate(new.groups):
-        shape, rows = _row_shapes(new, group, {} if shapes is None else shapes), []
+        shape, picks = _row_shapes(new, group, {} if shapes is None else shapes), []
         for r, k in enumerate(group.index):
-            match = by_time.get((group.kind, round(new_start[k], 9)))
+            match = by_time.get((group.kind, new_rounded[k]))
             if match is None:  # a stage that starts within one of the previous horizon's
                 match = _containing(old, old_start, group.kind, new_start[k])
-            if match is None or _shapes(old_rows[match]) != shape:
+            if match is None or old_shapes[where[match][0]] != shape:
                 match = last_of.get((group.kind, shape))
             if match is None:  # a stage unlike any of the previous horizon
                 fresh = fresh or new.initial_iterate(_barrier(it))
-                rows.append(tuple(x[r] for x in _group_arrays(fresh.groups[j])))
+                picks.append((fresh.groups[j], r))
                 continue
-            rows.append(old_rows[match])
+            picks.append((it.groups[where[match][0]], where[match][1]))
             source[k] = match
-        groups.append(type(it.groups[0])(*(np.array(x) for x in zip(*rows))))
+        groups.append(_gather(picks))
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
 
 
@@ -215,17 +215,28 @@ def _group_arrays(gv):
     return (gv.u, gv.w, gv.beta, gv.s, gv.z)
 
 
-def _stage_rows(formulation, it):
-    """Per stage of ``formulation``, its ``(u, w, beta, s, z)`` rows in ``it``."""
+def _stage_rows(formulation):
+    """Per stage of ``formulation``, its group's position and its row there."""
     rows = [None] * formulation.ocp.K
-    for group, gv in zip(formulation.groups, it.groups):
+    for g, group in enumerate(formulation.groups):
         for r, k in enumerate(group.index):
-            rows[k] = tuple(x[r] for x in _group_arrays(gv))
+            rows[k] = (g, r)
     return rows
 
 
-def _shapes(row) -> tuple:
-    return tuple(x.shape for x in row)
+def _shapes(gv) -> tuple:
+    """The shapes of the variables ``(u, w, beta, s, z)`` of one stage of the group variables ``gv``."""
+    return tuple(x.shape[1:] for x in _group_arrays(gv))
+
+
+def _gather(picks):
+    """The group variables whose rows are ``picks``, ``(group variables, row)`` each: one
+    gather per variable from a single group's, else row by row."""
+    first = picks[0][0]
+    if all(gv is first for gv, _ in picks):
+        rows = [r for _, r in picks]
+        return type(first)(*(x[rows] for x in _group_arrays(first)))
+    return type(first)(*(np.array([_group_arrays(gv)[i][r] for gv, r in picks]) for i in range(5)))
 
 
 def _row_shapes(formulation, group, cache) -> tuple:
