@@ -97,8 +97,10 @@ def test_the_first_horizon_stands_then_lands_the_first_pair_with_an_impulse(cont
     landing = ocp.stages[first_impulse]
     assert contact_frames(landing) == set(SWINGING)  # LH and RF lift off as they land
     assert {t.name for t in landing.costs} == {"state", "touchdown_LF_FOOT", "touchdown_RH_FOOT"}
-    before = ocp.stages[first_impulse - 1]
-    assert "approach" in {t.name for t in before.costs}  # the stage before a touchdown keeps its velocity
+    approach = [next(t.weights for t in s.costs if t.name == "approach") for s in ocp.stages if s.kind == "contact"]
+    assert np.flatnonzero(approach).tolist() == [21]  # the stage before a touchdown keeps its velocity
+    stances = [frozenset(c.frame for c in g.contacts) for g in ocp.groups() if g.kind == "contact"]
+    assert len(stances) == len(set(stances)) == 3  # one group per stance: all feet, LH and RF, LF and RH
     assert contact_frames(ocp.stages[10]) == {"LH_FOOT", "RF_FOOT"}
     assert {t.name for t in ocp.stages[10].costs} >= {"swing_LF_FOOT", "swing_RH_FOOT", "tangential_force"}
 

@@ -14,7 +14,8 @@ references) into an OCP (:func:`horizon_ocp`), whose stages are those of the gai
 an impulse stage before each stage where feet land, with the landing feet's touchdown position
 cost, and a terminal state cost. Three costs of the MPC's own: ``mpc.approach`` weighs the
 accelerations in the stage before a landing (its explicit Euler step does not see a foot that
-brakes within the stage, so a large acceleration there lands the foot off the plan);
+brakes within the stage, so a large acceleration there lands the foot off the plan; the other
+contact stages carry the term at weight zero, so that a stance's stages form one group);
 ``mpc.tangential_force`` weighs the stance feet's forces along the ground (world x and y): forces
 nearer the vertical, farther inside the cone, where a soft-friction engine such as MuJoCo lets a
 loaded foot creep less; ``mpc.landing_velocity`` weighs the landing feet's horizontal velocity
@@ -176,7 +177,7 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring)."""
     costs, nv = config.costs, model.nv
     w_state, w_impulse = state_weights(costs.state, nv), state_weights(costs.impulse_state, nv)
-    zero_u = np.zeros(nv - 6)
+    zero_u, zero_a = np.zeros(nv - 6), np.zeros(nv)
     depth = config.mpc.footholds.touchdown_depth
     made: dict = {}  # the contacts of each set of footholds, made once: the stances repeat over the stages
 
@@ -202,9 +203,9 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
             StateCost(h.q_ref[j], h.v_ref[j], scale * w_state, "state"),
             VariableCost("u", zero_u, scale * costs.control, "control"),
         )
-        after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
-        if after and config.mpc.approach > 0:
-            terms += (VariableCost("a", np.zeros(nv), config.mpc.approach, "approach"),)
+        if config.mpc.approach > 0:  # on every contact stage, weighted before a landing: one group per stance
+            after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
+            terms += (VariableCost("a", zero_a, config.mpc.approach if after else 0.0, "approach"),)
         if config.mpc.tangential_force > 0 and stance:
             w = np.tile([1.0, 1.0, 0.0], len(stance)) * config.mpc.tangential_force
             terms += (VariableCost("f", np.zeros(3 * len(stance)), w, "tangential_force"),)
