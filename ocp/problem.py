@@ -23,8 +23,10 @@ evaluated together, with their references and targets stacked along a leading ax
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
+import math
 import operator
 from dataclasses import dataclass
 
@@ -57,11 +59,10 @@ class SlidingFriction:
     direction: np.ndarray
 
     def __post_init__(self):
-        d = np.asarray(self.direction, dtype=float)
-        if d.shape[-1:] != (3,) or not np.all(np.abs(np.sqrt(np.sum(d * d, axis=-1)) - 1.0) <= 1e-9):
+        d = np.asarray(self.direction, dtype=float)  # (3,), or stacked (S, 3); checked in floats (an OCP has many)
+        if d.shape[-1:] != (3,) or any(abs(math.hypot(*row) - 1.0) > 1e-9 for row in d.reshape(-1, 3).tolist()):
             raise ValueError(f"sliding friction: the direction must be a unit vector (3,), got {self.direction!r}")
-        mu = np.asarray(self.mu, dtype=float)
-        if not (np.all(np.isfinite(mu)) and np.all(mu >= 0)):
+        if not all(math.isfinite(mu) and mu >= 0 for mu in np.ravel(self.mu).astype(float).tolist()):
             raise ValueError(f"sliding friction: expected mu >= 0, got {self.mu!r}")
         object.__setattr__(self, "direction", d)
 
@@ -277,12 +278,19 @@ def _array_fields(cls) -> tuple:
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _text_fields(cls))
 
 
+def _stacked(first, **fields):
+    """A copy of the frozen dataclass ``first`` with ``fields`` replaced by the stacks of its
+    stages' values, not checked again: each stage's was checked when it was made."""
+    out = copy.copy(first)
+    for name, value in fields.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
 def _stack_term(terms):
     """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
     first = terms[0]
-    return dataclasses.replace(
-        first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))}
-    )
+    return _stacked(first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))})
 
 
 def _stack(values) -> np.ndarray:
@@ -303,8 +311,8 @@ def _stack_contact(contacts):
     if isinstance(first.placement, tuple):
         R = np.stack([np.asarray(c.placement[0], dtype=float) for c in contacts])
         p = np.stack([np.asarray(c.placement[1], dtype=float) for c in contacts])
-        return dataclasses.replace(first, placement=(R, p))
-    return dataclasses.replace(first, placement=np.stack([np.asarray(c.placement, dtype=float) for c in contacts]))
+        return _stacked(first, placement=(R, p))
+    return _stacked(first, placement=np.stack([np.asarray(c.placement, dtype=float) for c in contacts]))
 
 
 def _group(stages, index, key):
@@ -315,10 +323,10 @@ def _group(stages, index, key):
     costs = CostSum(tuple(_stack_term([m.costs[i] for m in members]) for i in range(len(first.costs))))
     dt = np.array([m.dt for m in members]) if first.kind == "contact" else None
     sliding = tuple(
-        SlidingFriction(
-            s.contact,
-            np.array([float(m.sliding[i].mu) for m in members]),
-            np.stack([m.sliding[i].direction for m in members]),
+        _stacked(
+            s,
+            mu=np.array([float(m.sliding[i].mu) for m in members]),
+            direction=np.stack([m.sliding[i].direction for m in members]),
         )
         for i, s in enumerate(first.sliding)
     )

@@ -419,13 +419,17 @@ class Polishing:
         """The sliding friction the OCP models at time ``t``: opposite to the circle's velocity
         (none on a frictionless surface or a circle that does not move; with a soft contact, its
         own regularized Coulomb friction)."""
+        return self.slidings(np.array([t]))[0]
+
+    def slidings(self, times) -> list:
+        """:meth:`sliding` at each of ``times``."""
         s, c = self.config.surface, self.config.circle
         if s.friction == 0 or not s.model_friction or c.radius == 0 or c.angular_velocity == 0 or self.soft:
-            return ()
-        angle = c.start_angle + c.angular_velocity * t
+            return [()] * len(times)
+        angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
         e1, e2 = self.plane.T
-        tangent = np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
-        return (SlidingFriction(0, s.friction, tangent),)
+        tangents = np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
+        return [(SlidingFriction(0, s.friction, tangent),) for tangent in tangents]
 
     def modelled_forces(self, t, measurement) -> list:
         """The forces the OCP's contact model gives for the pad's measured force at time ``t``:
@@ -513,12 +517,12 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None, disturbance=
         ContactStage(
             contacts,
             dt,
-            (state, force, FramePositionCost(TOOL_FRAME, references[k], tool_weights, "tool"), orientation, control)
+            (state, force, FramePositionCost(TOOL_FRAME, reference, tool_weights, "tool"), orientation, control)
             + torque,
-            task.sliding(t0 + k * dt),
+            sliding,
             soft,
         )
-        for k in range(n)
+        for reference, sliding in zip(references, task.slidings(t0 + dt * np.arange(n)))
     )
     terminal = (StateCost(task.q0, zero_v, c.terminal_state * state_weights, "state"),)
     q0 = task.q0 if q0 is None else q0
