@@ -47,8 +47,9 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 @dataclass(frozen=True)
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
-    ``y``, ``rows`` its rows of ``c`` (``None``: all), and ``take`` the flat indices of its
-    blocks of ``H, C, A, G`` in the kernel's (one gather each); ``supports`` the rows and
+    ``y``, ``rows`` its rows of ``c`` (``None``: all), and ``runs`` those columns, rows and its
+    cone rows as runs of consecutive indices (:func:`_runs`: its blocks of ``H, C, A, G`` are
+    copied out of the kernel's a run at a time); ``supports`` the rows and
     columns of its ``H_zw, H_ww, A_w`` that are not zero by structure (for the condensing:
     from the kernels' patterns, with the friction cones' barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
@@ -57,7 +58,7 @@ class GroupMap:
     f_cols: np.ndarray
     y: np.ndarray | None
     rows: np.ndarray | None
-    take: dict
+    runs: dict
     supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
@@ -164,7 +165,8 @@ class CompiledStages:
     def _structure(self, kind, slots):
         """The index maps of a group of ``kind`` whose contacts fill ``slots`` (cached): its force
         columns, its columns ``y`` and rows of the layout's, whether it fills them all, the
-        entries taken from the kernel's outputs, their supports, its cone rows and bounds."""
+        runs of its columns and rows in the kernel's outputs, their supports, its cone rows and
+        bounds."""
         key = (kind, tuple(s.offset for s in slots))
         if key in self._structures:
             return self._structures[key]
@@ -182,15 +184,9 @@ class CompiledStages:
             bounds = bound_rows(lay.limits, nv, nu, len(y))
         else:
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        ny = nf + lay.m
-        take = {
-            "H": (y[:, None] * ny + y).ravel(),
-            "C": (rows[:, None] * ny + y).ravel(),
-            "A": (np.arange(nx)[:, None] * ny + y).ravel(),
-            "G": (cones[:, None] * ny + y).ravel(),
-        }
+        runs = {"y": _runs(y), "rows": _runs(rows), "A": _runs(np.arange(nx)), "G": _runs(cones)}
         supports = self._supports(kind, y, cones, nx + nu)
-        self._structures[key] = (f_cols, y, rows, full, take, supports, cones, bounds)
+        self._structures[key] = (f_cols, y, rows, full, runs, supports, cones, bounds)
         return self._structures[key]
 
     def _plan(self, group) -> GroupPlan:
@@ -219,7 +215,7 @@ class CompiledStages:
     def _map(self, group) -> GroupMap:
         lay, nv, S = self.layout, self.model.nv, group.size
         plan = self._plan(group)
-        f_cols, y, rows, full, take, supports, cones, bounds = plan.structure
+        f_cols, y, rows, full, runs, supports, cones, bounds = plan.structure
         scatter = None
         if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
@@ -240,7 +236,7 @@ class CompiledStages:
             static = terms
         forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
         return GroupMap(
-            f_cols, None if full else y, None if full else rows, take, supports, cones, bounds, static, forward, scatter
+            f_cols, None if full else y, None if full else rows, runs, supports, cones, bounds, static, forward, scatter
         )
 
     def _supports(self, kind, y, cones, nz):
@@ -305,7 +301,8 @@ class CompiledStages:
         else:
             g, c = out[1][:, gm.y], out[3][:, gm.rows]
             H, C, A = (
-                np.take(out[i], gm.take[k], axis=1).reshape(S, -1, len(gm.y)) for i, k in ((2, "H"), (4, "C"), (6, "A"))
+                _gather(out[i].reshape(S, -1, ny), gm.runs[k], gm.runs["y"])
+                for i, k in ((2, "y"), (4, "rows"), (6, "A"))
             )
         if group.kind != "contact":
             g_in, G = np.zeros((S, 0)), np.zeros((S, 0, H.shape[1]))
@@ -316,7 +313,7 @@ class CompiledStages:
             g_in, G = out[7], out[8].reshape(S, -1, ny)
         else:
             g_in = out[7][:, np.concatenate((gm.cones, ROWS * lay.ncones + np.arange(len(gm.bounds))))]
-            G = np.take(out[8], gm.take["G"], axis=1).reshape(S, len(gm.cones), H.shape[1])
+            G = _gather(out[8].reshape(S, -1, ny), gm.runs["G"], gm.runs["y"])
         return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds), gm.supports)
 
     def dynamics(self, group, q, v, torque):
@@ -385,6 +382,25 @@ def _same_target(a, b) -> bool:
 
 
 _NEUTRAL_TARGET = {3: np.zeros(3), 12: np.concatenate((np.eye(3).ravel(), np.zeros(3)))}  # no target: p = 0, R = I
+
+
+def _runs(index) -> tuple:
+    """``index`` as runs of consecutive indices ``((first index, first position, length), ...)``."""
+    if len(index) == 0:
+        return ()
+    breaks = np.flatnonzero(np.diff(index) != 1) + 1
+    starts, ends = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(index)]))
+    return tuple((int(index[a]), int(a), int(b - a)) for a, b in zip(starts, ends))
+
+
+def _gather(block, rows, cols) -> np.ndarray:
+    """``block[:, r][:, :, c]`` for the rows ``r`` and columns ``c`` given as :func:`_runs`: one
+    slice copy per pair of runs (a group's columns are two or three runs of the layout's)."""
+    out = np.empty((len(block), sum(n for _, _, n in rows), sum(n for _, _, n in cols)))
+    for r, i, m in rows:
+        for c, j, n in cols:
+            out[:, i : i + m, j : j + n] = block[:, r : r + m, c : c + n]
+    return out
 
 
 def _rows(row, S) -> np.ndarray:
