@@ -99,11 +99,9 @@ def model_key(model) -> dict:
 def source_digest(*modules) -> str:
     """A hash of the source files of ``modules`` (and of this one and :mod:`dynamics.symbolic`):
     a kernel's key includes the code that writes its equations."""
-    from . import symbolic
-
     h = hashlib.sha256()
-    for module in (sys.modules[__name__], symbolic, *modules):
-        h.update(Path(module.__file__).read_bytes())
+    for path in (__file__, Path(__file__).with_name("symbolic.py"), *(m.__file__ for m in modules)):
+        h.update(Path(path).read_bytes())
     return h.hexdigest()
 
 

@@ -5,9 +5,18 @@ of its angle (SO(2)); the free-flyer root is SE(3), stored ``(x, y, z, qx, qy, q
 and moved in its LOCAL frame: ``integrate(q, v) = M(q) exp6(v)``,
 ``difference(q0, q1) = log6(M(q0)^-1 M(q1))`` (Pinocchio's convention). The SE(3) exponential,
 logarithm and their Jacobians live here and nowhere else.
+
+:func:`integrate` and :func:`difference` run as the loops of ``manifold.c``, the same formulas
+compiled on first use (:func:`dynamics.codegen.compiled_library`), or as their numpy twins
+``_integrate_numpy`` and ``_difference_numpy`` when it cannot be compiled.
 """
 
 from __future__ import annotations
+
+import ctypes
+import weakref
+from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -133,26 +142,102 @@ def random_configuration(model, rng=None, size=None):
     return q[0] if size is None else q.reshape(tuple(np.atleast_1d(size)) + (model.nq,))
 
 
-def _vector_indices(model):
-    """Configuration and velocity indices of the joints that are plain vector spaces."""
-    t = model.tree
-    joints = np.concatenate((t.revolute, t.prismatic))
-    return model.idx_q[joints], model.idx_v[joints]
+class _Layout(NamedTuple):
+    """The joints of a model by kind, as :func:`integrate` and :func:`difference` use them: the q
+    and v indices of the vector joints (``iq, iv``) and of the continuous ones (``cq, cv``), and
+    the same as manifold.c's ``layout`` int array (its header comment)."""
+
+    iq: np.ndarray
+    iv: np.ndarray
+    cq: np.ndarray
+    cv: np.ndarray
+    free_flyer: bool
+    array: np.ndarray
+    address: int
+
+
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # models are immutable: one layout each
+
+
+def _layout(model) -> _Layout:
+    layout = _LAYOUTS.get(model)
+    if layout is None:
+        t = model.tree
+        joints = np.concatenate((t.revolute, t.prismatic))
+        iq, iv, cq, cv = model.idx_q[joints], model.idx_v[joints], t.continuous_q, model.idx_v[t.continuous]
+        array = np.concatenate(([int(t.free_flyer), len(iq), len(cq)], iq, iv, cq, cv)).astype(np.intc)
+        layout = _LAYOUTS[model] = _Layout(iq, iv, cq, cv, t.free_flyer, array, array.ctypes.data)
+    return layout
+
+
+_SOURCE = Path(__file__).with_name("manifold.c")
+_P, _I = ctypes.c_void_p, ctypes.c_int
+_FUNCTIONS = {name: (None, (_I, _I, _I, _P, _P, _P, _P)) for name in ("liftoff_integrate", "liftoff_difference")}
+_LIBRARY: list = []  # the compiled manifold.c once loaded, or None when it cannot be compiled
+
+
+def _library():
+    """The compiled manifold.c (compiled on first use), or ``None``: then numpy computes."""
+    if not _LIBRARY:
+        from .codegen import compiled_library
+
+        _LIBRARY.append(compiled_library(_SOURCE, _FUNCTIONS))
+    return _LIBRARY[0]
+
+
+_FLOAT = np.dtype(float)
+
+
+def _rows(name0, x0, dim0, name1, x1, dim1):
+    """:func:`batch` of two arrays, C-contiguous; float arrays of the right shapes pass as they are."""
+    if (
+        type(x0) is np.ndarray
+        and type(x1) is np.ndarray
+        and x0.dtype == _FLOAT
+        and x1.dtype == _FLOAT
+        and x0.flags.c_contiguous
+        and x1.flags.c_contiguous
+    ):
+        if x0.shape == (dim0,) and x1.shape == (dim1,):
+            return x0, x1, 1, ()
+        if x0.ndim == 2 and x0.shape[1] == dim0 and x1.shape == (len(x0), dim1):
+            return x0, x1, len(x0), x0.shape[:1]
+    (x0, x1), shape = batch((name0, x0, dim0), (name1, x1, dim1))
+    return np.ascontiguousarray(x0), np.ascontiguousarray(x1), len(x0), shape
 
 
 def integrate(model, q, v):
     """``q (+) v``: the configuration reached from ``q`` by moving along ``v`` for unit time."""
-    (q, v), shape = batch(("q", q, model.nq), ("v", v, model.nv))
+    q, v, n, shape = _rows("q", q, model.nq, "v", v, model.nv)
+    library, layout = _library(), _layout(model)
+    if library is None:
+        return unbatch(_integrate_numpy(layout, q.reshape(n, -1), v.reshape(n, -1)), shape)
+    out = np.empty(shape + (model.nq,))
+    library.liftoff_integrate(n, model.nq, model.nv, layout.address, q.ctypes.data, v.ctypes.data, out.ctypes.data)
+    return out
+
+
+def difference(model, q0, q1):
+    """``q1 (-) q0``: the tangent vector ``v`` with ``integrate(q0, v) = q1``."""
+    q0, q1, n, shape = _rows("q0", q0, model.nq, "q1", q1, model.nq)
+    library, layout = _library(), _layout(model)
+    if library is None:
+        return unbatch(_difference_numpy(layout, model.nv, q0.reshape(n, -1), q1.reshape(n, -1)), shape)
+    out = np.empty(shape + (model.nv,))
+    library.liftoff_difference(n, model.nq, model.nv, layout.address, q0.ctypes.data, q1.ctypes.data, out.ctypes.data)
+    return out
+
+
+def _integrate_numpy(layout: _Layout, q, v):
+    """:func:`integrate` of configurations ``(B, nq)`` and velocities ``(B, nv)`` in numpy."""
     out = q.copy()
-    iq, iv = _vector_indices(model)
-    out[:, iq] += v[:, iv]
-    t = model.tree
-    if len(t.continuous):
-        cq, cv = t.continuous_q, model.idx_v[t.continuous]
+    out[:, layout.iq] += v[:, layout.iv]
+    if len(layout.cq):
+        cq, cv = layout.cq, layout.cv
         c, s = q[:, cq], q[:, cq + 1]
         cd, sd = np.cos(v[:, cv]), np.sin(v[:, cv])
         out[:, cq], out[:, cq + 1] = c * cd - s * sd, s * cd + c * sd
-    if t.free_flyer:
+    if layout.free_flyer:
         quat0 = q[:, 3:7].T
         quat_exp, p_exp = exp6(v[:, :6].T)
         quat = quat_multiply(quat0, quat_exp)
@@ -160,23 +245,20 @@ def integrate(model, q, v):
         quat = np.where(np.sum(quat * quat0, axis=0) < 0, -quat, quat)
         out[:, :3] = q[:, :3] + matvec(quat_to_rotation(quat0), p_exp).T
         out[:, 3:7] = quat.T
-    return unbatch(out, shape)
+    return out
 
 
-def difference(model, q0, q1):
-    """``q1 (-) q0``: the tangent vector ``v`` with ``integrate(q0, v) = q1``."""
-    (q0, q1), shape = batch(("q0", q0, model.nq), ("q1", q1, model.nq))
-    out = np.zeros((q0.shape[0], model.nv))
-    iq, iv = _vector_indices(model)
-    out[:, iv] = q1[:, iq] - q0[:, iq]
-    t = model.tree
-    if len(t.continuous):
-        cq, cv = t.continuous_q, model.idx_v[t.continuous]
+def _difference_numpy(layout: _Layout, nv, q0, q1):
+    """:func:`difference` of configurations ``(B, nq)`` in numpy."""
+    out = np.zeros((q0.shape[0], nv))
+    out[:, layout.iv] = q1[:, layout.iq] - q0[:, layout.iq]
+    if len(layout.cq):
+        cq, cv = layout.cq, layout.cv
         c0, s0, c1, s1 = q0[:, cq], q0[:, cq + 1], q1[:, cq], q1[:, cq + 1]
         out[:, cv] = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
-    if t.free_flyer:
+    if layout.free_flyer:
         out[:, :6] = log6(*_relative(q0, q1)).T
-    return unbatch(out, shape)
+    return out
 
 
 def integrate_jacobians(model, q, v):
