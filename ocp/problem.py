@@ -23,7 +23,6 @@ evaluated together, with their references and targets stacked along a leading ax
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import math
@@ -281,9 +280,8 @@ def _array_fields(cls) -> tuple:
 def _stacked(first, **fields):
     """A copy of the frozen dataclass ``first`` with ``fields`` replaced by the stacks of its
     stages' values, not checked again: each stage's was checked when it was made."""
-    out = copy.copy(first)
-    for name, value in fields.items():
-        object.__setattr__(out, name, value)
+    out = object.__new__(type(first))
+    out.__dict__.update(first.__dict__, **fields)
     return out
 
 
