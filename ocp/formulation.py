@@ -35,7 +35,7 @@ import numpy as np
 
 from liftoff import dynamics
 
-from . import condensing, lifted, pdipm
+from . import condensing, interior, lifted, pdipm
 from .backends import BACKENDS, make_stages
 from .lqr import LQR, TerminalLQR
 
@@ -311,30 +311,28 @@ class Formulation:
             check_finite("contact dynamics", group, gv.w)
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1], tau, self._taus(it, idx + 1))
         nz = nx + gv.u.shape[1]
-        r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
-        grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
-        H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
-        stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, ev.c, ev.A, ev.b)
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            condensed, local = self._condense(group, stages, ev.supports), ev.c
-            stationarity = (
-                grad + np.einsum("swy,sw->sy", ev.C, gv.beta) + np.einsum("sxy,sx->sy", ev.A, it.lam[idx + 1])
-            )
+            terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[idx + 1], self.backend)
+            r_p, r_c, stationarity, local = terms.r_p, terms.r_c, terms.stationarity, ev.c
+            squares, violation, l1 = terms.squares, terms.violation, terms.l1
+            stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b)
+            condensed = self._condense(group, stages, ev.supports)
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
-            stages = replace(stages, c=np.zeros_like(ev.c))
+            r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
+            grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
+            H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
+            stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, np.zeros_like(ev.c), ev.A, ev.b)
             condensed, local = self._condense(group, stages, ev.supports), np.zeros((group.size, 0))
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)
             stationarity = np.einsum("syz,sy->sz", Z, grad) + np.einsum("sxz,sx->sz", AB, it.lam[idx + 1])
-        stationarity[:, :nx] -= it.lam[idx]
+            stationarity[:, :nx] -= it.lam[idx]
+            squares, violation, l1 = interior.norms(stationarity, ev.b, local, r_p, r_c, ev.ineq.g)
         b = ev.b
-        squares = sum(float(np.sum(x * x)) for x in (stationarity, b, local, r_p, r_c))
         if not np.isfinite(squares):  # find where (a finite overflow goes on)
             check_finite("state equation", group, b)
             check_finite("KKT residual", group, stationarity, local, r_p, r_c)
-        violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, local, np.minimum(ev.ineq.g, 0.0)))
-        l1 = sum(float(np.sum(np.abs(x))) for x in (b, local, r_p))
         residual = {
             "stationarity": stationarity,
             "state_equation": b,

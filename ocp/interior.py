@@ -1,0 +1,109 @@
+"""The interior-point terms of a lifted group's linearization, in one pass over its stages.
+
+For stages with variables ``y = (dx, du, dw)``, inequalities ``g(y) >= 0``
+(:class:`ocp.inequalities.Inequalities`, Jacobian ``G``) with slacks ``s`` and duals ``z``
+(:mod:`ocp.pdipm`), the local equalities ``c`` (Jacobian ``C``, multipliers ``beta``) and the
+state equation ``b`` (Jacobian ``A``, costate ``lam_next``; ``lam`` the costate of the stage's
+own state):
+
+    r_p = g - s,    r_c = s z - eps,    grad = L_y - G^T z,
+    H <- H + G^T diag(z / s) G,    g_c = grad + G^T ((r_c + z r_p) / s),
+    stationarity = grad + C^T beta + A^T lam_next - (lam, 0),
+
+with ``L_y`` the cost's gradient; ``H`` and ``g_c`` are what the condensing eliminates ``dw``
+from (:mod:`ocp.condensing`). The KKT residual's parts are summed on the way: ``squares`` (of
+the stationarity, ``b``, ``c``, ``r_p``, ``r_c``), the largest ``violation`` (of ``b``, ``c``
+and the inequalities) and the ``l1`` norm of ``(b, c, r_p)``.
+
+:func:`terms` computes them with numpy (the reference) or with ``interior.c`` (the compiled
+backend).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from . import pdipm
+
+
+class Terms(NamedTuple):
+    """The terms of the module docstring, per stage but the three norms."""
+
+    r_p: np.ndarray
+    r_c: np.ndarray
+    H: np.ndarray
+    g: np.ndarray
+    stationarity: np.ndarray
+    squares: float
+    violation: float
+    l1: float
+
+
+def terms(ev, s, z, eps, beta, lam, lam_next, backend="numpy") -> Terms:
+    """The :class:`Terms` of the evaluated stages ``ev`` (:class:`ocp.stages.StageEval`, whose
+    ``H`` receives the inequalities' terms in place) at slacks ``s``, duals ``z``, barrier
+    ``eps``, multipliers ``beta`` and costates ``lam``, ``lam_next``."""
+    library = _library() if backend == "compiled" else None
+    if library is None:
+        return _numpy(ev, s, z, eps, beta, lam, lam_next)
+    return _compiled(library, ev, s, z, eps, beta, lam, lam_next)
+
+
+def _numpy(ev, s, z, eps, beta, lam, lam_next) -> Terms:
+    ineq = ev.ineq
+    r_p, r_c = pdipm.residuals(ineq.g, s, z, eps)
+    grad = ev.g - ineq.transpose_dot(z)
+    H, g = pdipm.condense(ineq, s, z, r_p, r_c, ev.H, grad.copy())
+    stationarity = grad + np.einsum("swy,sw->sy", ev.C, beta) + np.einsum("sxy,sx->sy", ev.A, lam_next)
+    stationarity[:, : lam.shape[1]] -= lam
+    return Terms(r_p, r_c, H, g, stationarity, *norms(stationarity, ev.b, ev.c, r_p, r_c, ineq.g))
+
+
+def norms(stationarity, b, c, r_p, r_c, g) -> tuple:
+    """``(squares, violation, l1)`` of the module docstring, from the residuals and the values
+    ``g`` of the inequalities."""
+    squares = sum(float(np.sum(x * x)) for x in (stationarity, b, c, r_p, r_c))
+    violation = max(float(np.max(np.abs(x), initial=0.0)) for x in (b, c, np.minimum(g, 0.0)))
+    l1 = sum(float(np.sum(np.abs(x))) for x in (b, c, r_p))
+    return squares, violation, l1
+
+
+def _compiled(library, ev, s, z, eps, beta, lam, lam_next) -> Terms:
+    ineq = ev.ineq
+    S, ny = ev.g.shape
+    nx, nw, ng = ev.A.shape[1], ev.C.shape[1], ineq.ng
+    bcol = np.ascontiguousarray(np.argmax(np.abs(ineq.bounds), axis=1), dtype=np.intc)
+    bsign = np.ascontiguousarray(ineq.bounds[np.arange(len(bcol)), bcol])
+    H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)
+    inputs = (ineq.g, ineq.G, s, z, ev.g, ev.c, ev.C, beta, ev.b, ev.A, lam, lam_next)
+    arrays = [np.ascontiguousarray(x, dtype=float) for x in inputs]  # alive through the call
+    inputs = [_ptr(x) for x in arrays]
+    r_p, r_c = np.empty(ineq.g.shape), np.empty(ineq.g.shape)
+    g, stationarity, norms = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
+    status = library.liftoff_interior(
+        S, ny, nx, nw, ng, len(bcol), _ptr(bcol), _ptr(bsign), *inputs[:4], float(eps), *inputs[4:],
+        *map(_ptr, (H, r_p, r_c, g, stationarity, norms)),
+    )  # fmt: skip
+    if status < 0:
+        raise MemoryError("the interior-point terms could not allocate their workspace")
+    squares, violation, l1 = norms.tolist()
+    return Terms(r_p, r_c, H, g, stationarity, squares, violation, l1)
+
+
+def _ptr(x):
+    return x.ctypes.data
+
+
+_SOURCE = Path(__file__).with_name("interior.c")
+_P, _I = ctypes.c_void_p, ctypes.c_int
+_FUNCTIONS = {"liftoff_interior": (_I, (_I,) * 6 + (_P,) * 6 + (ctypes.c_double,) + (_P,) * 14)}
+
+
+def _library():
+    from liftoff.dynamics.codegen import compiled_library
+
+    return compiled_library(_SOURCE, _FUNCTIONS)

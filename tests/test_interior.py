@@ -1,0 +1,87 @@
+"""The interior-point terms of a lifted group (ocp/interior.py): the compiled pass equals the
+numpy reference, and the reference equals the interior point's own arithmetic (ocp/pdipm.py)."""
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from liftoff.ocp import interior, pdipm
+from liftoff.ocp.formulation import Formulation
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    """Each group of the ANYmal trot (friction cones and joint limits) evaluated at a perturbed
+    initial iterate, with random slacks, duals, multipliers and costates."""
+    formulation = Formulation(build_problem(load_config(CONFIGS / "anymal_trot.yaml")), "lifted", "numpy")
+    it = formulation.initial_iterate(0.1)
+    rng = np.random.default_rng(3)
+    out = []
+    for group, gv in zip(formulation.groups, it.groups):
+        idx = group.index
+        q, v = it.q[idx], it.v[idx] + 0.1 * rng.standard_normal(it.v[idx].shape)
+        u, w = gv.u + rng.standard_normal(gv.u.shape), gv.w + rng.standard_normal(gv.w.shape)
+        ev = formulation.stages.evaluate(group, q, v, u, w, it.q[idx + 1], it.v[idx + 1])
+        s, z = rng.uniform(0.1, 2.0, gv.s.shape), rng.uniform(0.1, 2.0, gv.z.shape)
+        beta, lam, lam_next = (rng.standard_normal(x.shape) for x in (gv.beta, it.lam[idx], it.lam[idx + 1]))
+        out.append((ev, s, z, beta, lam, lam_next))
+    return out
+
+
+def _copy(ev):
+    return copy.deepcopy(ev)  # the terms write into H
+
+
+def test_compiled_terms_equal_numpy(evaluated):
+    assert any(ev.ineq.ng and len(ev.ineq.bounds) for ev, *_ in evaluated)  # cones and limits both met
+    for ev, s, z, beta, lam, lam_next in evaluated:
+        reference = interior.terms(_copy(ev), s, z, 0.01, beta, lam, lam_next, "numpy")
+        compiled = interior.terms(_copy(ev), s, z, 0.01, beta, lam, lam_next, "compiled")
+        for name in ("r_p", "r_c", "H", "g", "stationarity"):
+            a, b = getattr(reference, name), getattr(compiled, name)
+            scale = max(1.0, float(np.max(np.abs(a), initial=0.0)))
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * scale, err_msg=name)
+        assert compiled.squares == pytest.approx(reference.squares, rel=1e-12)
+        assert compiled.violation == pytest.approx(reference.violation, rel=1e-12)
+        assert compiled.l1 == pytest.approx(reference.l1, rel=1e-12)
+
+
+def test_numpy_terms_are_the_interior_point_arithmetic(evaluated):
+    """The reference against ocp.pdipm's residuals and condensation, and the stationarity of the
+    lifted Lagrangian written out stage by stage."""
+    ev, s, z, beta, lam, lam_next = next(e for e in evaluated if e[0].ineq.ng)
+    eps, H0 = 0.01, ev.H.copy()
+    t = interior.terms(_copy(ev), s, z, eps, beta, lam, lam_next, "numpy")
+    G = ev.ineq.jacobian()
+    np.testing.assert_array_equal(t.r_p, ev.ineq.g - s)
+    np.testing.assert_array_equal(t.r_c, s * z - eps)
+    for k in range(len(s)):
+        d = z[k] / s[k]
+        np.testing.assert_allclose(t.H[k], H0[k] + G[k].T @ (d[:, None] * G[k]), atol=1e-10)
+        grad = ev.g[k] - G[k].T @ z[k]
+        np.testing.assert_allclose(t.g[k], grad + G[k].T @ ((t.r_c[k] + z[k] * t.r_p[k]) / s[k]), atol=1e-10)
+        st = grad + ev.C[k].T @ beta[k] + ev.A[k].T @ lam_next[k]
+        st[: lam.shape[1]] -= lam[k]
+        np.testing.assert_allclose(t.stationarity[k], st, atol=1e-10)
+    parts = (t.stationarity, ev.b, ev.c, t.r_p, t.r_c)
+    assert t.squares == pytest.approx(sum(float(np.sum(x**2)) for x in parts), rel=1e-12)
+    assert t.violation == max(np.max(np.abs(ev.b)), np.max(np.abs(ev.c)), np.max(-ev.ineq.g), 0.0)
+    assert pdipm.residuals(ev.ineq.g, s, z, eps)[0] is not t.r_p  # fresh arrays, not the inputs
+
+
+def test_violated_inequalities_and_non_finite_residuals(evaluated):
+    ev, s, z, beta, lam, lam_next = next(e for e in evaluated if e[0].ineq.ng)
+    bent = _copy(ev)
+    bent.ineq.g[0, 0] = -1e4  # an inequality violated by more than any equality residual
+    for backend in ("numpy", "compiled"):
+        assert interior.terms(_copy(bent), s, z, 0.01, beta, lam, lam_next, backend).violation == 1e4
+    broken = _copy(ev)
+    broken.b[0, 0] = np.nan
+    for backend in ("numpy", "compiled"):
+        assert not np.isfinite(interior.terms(_copy(broken), s, z, 0.01, beta, lam, lam_next, backend).squares)
