@@ -82,19 +82,30 @@ class Schedule:
         self.table = np.array([[f in p.contact for f in feet] for p in phases for _ in range(p.knots)], dtype=bool)
         self.prefix = sum(p.knots for p in phases[:cycle_start])
         self.cycle = len(self.table) - self.prefix
+        self.waits = {standing: self._waits(standing) for standing in (False, True)}
 
     def stands(self, k) -> np.ndarray:
         """Which feet the schedule holds on the ground at knot ``k``."""
-        if k >= len(self.table):
-            k = self.prefix + (k - self.prefix) % self.cycle
-        return self.table[k]
+        return self.table[self._within(k)]
 
     def next(self, i, k, standing) -> int:
         """The first knot from ``k`` on at which foot ``i`` stands (``standing``) or is in the air."""
-        for j in range(k, k + len(self.table) + self.cycle):
-            if self.stands(j)[i] == standing:
-                return j
-        return NEVER
+        wait = self.waits[standing][i][self._within(k)]
+        return NEVER if wait is None else k + wait
+
+    def _within(self, k) -> int:
+        """The knot of the table that plays at knot ``k``: from the end of the table on, the cycle's."""
+        return k if k < len(self.table) else self.prefix + (k - self.prefix) % self.cycle
+
+    def _waits(self, standing) -> list:
+        """Per foot and knot of the table, the knots from there to the first at which the foot
+        stands (``standing``) or is in the air, None if it never does: the schedule from a knot
+        beyond the table is that of the table's knot that plays there."""
+        span = len(self.table) + self.cycle
+        return [
+            [next((d for d in range(span) if self.stands(k + d)[i] == standing), None) for k in range(len(self.table))]
+            for i in range(self.table.shape[1])
+        ]
 
 
 @dataclass
@@ -135,6 +146,7 @@ class GaitController:
         self.q0, _ = initial_state(config, self.model)
         self.feet, self.dt = tuple(config.contacts.feet), config.gait.dt
         self.schedule = Schedule(config.gait.phases, config.mpc.cycle_start, self.feet)
+        self.commands = np.array([(c.vx, c.vy, c.yaw_rate) for c in config.mpc.command])  # mpc.command's rows
         feet = np.array([dynamics.frame_placement(self.model, self.q0, f)[1] for f in self.feet])
         self.hips = (feet[:, :2] - self.q0[:2]) @ _rotation(_yaw(self.q0))  # under the hips, in the heading frame
         self.ground = float(np.mean(feet[:, 2]))  # the feet's contact frames standing
@@ -194,8 +206,9 @@ class GaitController:
         change = self.schedule.next(i, knot, True)
         return Foot(False, where, change, lift=t, planned=self._when(change, t))
 
-    def _when(self, k, t) -> float:
-        """The time at which knot ``k`` (after the clock's) starts, at the update of time ``t``."""
+    def _when(self, k, t):
+        """The time at which knot ``k`` (after the clock's; or each of the knots ``k``) starts, at
+        the update of time ``t``."""
         return t + k * self.dt - self.clock
 
     def _advance(self, t, q, v):
@@ -251,55 +264,69 @@ class GaitController:
 
     def _plan(self, t, q, v) -> Horizon:
         N = self.config.mpc.horizon
-        times = np.array([t] + [self._when(self.knot + j, t) for j in range(1, N + self.schedule.cycle + 1)])
-        commands = [self.config.mpc.command_at(x) for x in times]
+        times = self._when(self.knot + np.arange(N + self.schedule.cycle + 1), t)
+        times[0] = t
+        commands = self.commands[self.config.mpc.command_index(times)]
         xy, yaw = self._base_path(q, commands, np.diff(times))
         velocity = (_base_rotation(q) @ v[:3])[:2]  # world axes
-        now = _rotation(yaw[0]) @ np.array([commands[0].vx, commands[0].vy])
+        error = velocity - _rotation(yaw[0]) @ commands[0, :2]
         stance = [dict() for _ in range(N)]
         swing = [dict() for _ in range(N)]
         landings = [[] for _ in range(N)]
         for i, (f, st) in enumerate(zip(self.feet, self.feet_state)):
-            standing, anchor, change = st.stance, st.anchor, st.change
-            lift, p_lift, t_land, target = st.lift, st.anchor, 0.0, None
-            if not standing:  # its reference keeps the planned touchdown time: a late foot reaches on down
-                t_land = st.planned
-                target = st.target = self._foothold(i, change - self.knot, xy, yaw, commands, velocity - now)
-            for j in range(N):
-                k = self.knot + j
-                if standing and k >= change:
-                    standing, lift, p_lift = False, times[j], anchor
-                    change = self.schedule.next(i, k, True)
-                    t_land = self._when(change, t)
-                    target = self._foothold(i, change - self.knot, xy, yaw, commands, velocity - now)
-                elif not standing and k >= change:
-                    standing, anchor = True, target
-                    change = self.schedule.next(i, k, False)
-                    landings[j].append(f)
-                if standing:
-                    stance[j][f] = anchor
+            for kind, first, end, where in self._segments(i, st, N, t, times, xy, yaw, commands, error):
+                if kind == "land":
+                    landings[first].append(f)
+                elif kind == "stand":
+                    for j in range(first, end):
+                        stance[j][f] = where
                 else:
-                    swing[j][f] = self._swing(p_lift, target, lift, t_land, times[j])
+                    for j, p in zip(range(first, end), self._swing(*where, times[first:end])):
+                        swing[j][f] = p
         q_ref = np.tile(self.q0, (N + 1, 1))
         q_ref[:, :2] = xy[: N + 1]
-        q_ref[:, 3:7] = [_quaternion(y) for y in yaw[: N + 1]]
+        q_ref[:, 3:5] = 0.0
+        q_ref[:, 5], q_ref[:, 6] = np.sin(0.5 * yaw[: N + 1]), np.cos(0.5 * yaw[: N + 1])
         v_ref = np.zeros((N + 1, self.model.nv))
-        v_ref[:, 0] = [c.vx for c in commands[: N + 1]]
-        v_ref[:, 1] = [c.vy for c in commands[: N + 1]]
-        v_ref[:, 5] = [c.yaw_rate for c in commands[: N + 1]]
+        v_ref[:, [0, 1, 5]] = commands[: N + 1]
         com_now = dynamics.center_of_mass(self.model, q)
         com = np.column_stack((com_now[:2] + xy[:N] - xy[0], np.full(N, self.com_height)))
         dts = tuple(np.diff(times[: N + 1]))
         return Horizon(dts, tuple(stance), tuple(swing), tuple(tuple(x) for x in landings), com, q_ref, v_ref)
 
+    def _segments(self, i, st, N, t, times, xy, yaw, commands, error):
+        """Foot ``i`` (its state ``st``) over the ``N`` stages of the horizon, as runs of stages
+        ``(kind, first, end, where)`` from ``first`` to before ``end``: ``stand`` on ``where`` (its
+        foothold), or ``swing`` with ``where`` the arguments of :meth:`_swing` before the times; and
+        ``("land", j, j, None)`` for a landing at the start of stage ``j``. ``error`` is the
+        measured horizontal base velocity minus the command's."""
+        standing, anchor, change = st.stance, st.anchor, st.change
+        lift, p_lift, t_land, target = st.lift, st.anchor, 0.0, None
+        if not standing:  # its reference keeps the planned touchdown time: a late foot reaches on down
+            t_land = st.planned
+            target = st.target = self._foothold(i, change - self.knot, xy, yaw, commands, error)
+        j = 0
+        while j < N:
+            k = self.knot + j
+            if standing and k >= change:
+                standing, lift, p_lift = False, times[j], anchor
+                change = self.schedule.next(i, k, True)
+                t_land = self._when(change, t)
+                target = self._foothold(i, change - self.knot, xy, yaw, commands, error)
+            elif not standing and k >= change:
+                standing, anchor = True, target
+                change = self.schedule.next(i, k, False)
+                yield "land", j, j, None
+            end = min(max(change - self.knot, j + 1), N)  # the next change, at least a stage on
+            yield ("stand", j, end, anchor) if standing else ("swing", j, end, (p_lift, target, lift, t_land))
+            j = end
+
     def _base_path(self, q, commands, steps):
         """The base's horizontal reference and yaw at each stage start (module docstring), the
-        stages ``steps`` long."""
-        xy, yaw = np.zeros((len(commands), 2)), np.zeros(len(commands))
-        xy[0], yaw[0] = q[:2], self.yaw_ref
-        for j, (c, h) in enumerate(zip(commands[:-1], steps)):
-            xy[j + 1] = xy[j] + h * _rotation(yaw[j]) @ np.array([c.vx, c.vy])
-            yaw[j + 1] = yaw[j] + h * c.yaw_rate
+        stages ``steps`` long under ``commands`` (per stage ``vx, vy, yaw_rate``)."""
+        yaw = np.add.accumulate(np.concatenate(([self.yaw_ref], steps * commands[:-1, 2])))
+        moves = (steps[:, None, None] * _rotation(yaw[:-1]) @ commands[:-1, :2, None])[:, :, 0]
+        xy = np.add.accumulate(np.concatenate((q[None, :2], moves)))
         return xy, yaw
 
     def _foothold(self, i, j, xy, yaw, commands, error) -> np.ndarray:
@@ -308,8 +335,8 @@ class GaitController:
         j = min(j, len(xy) - 1)
         R = _rotation(yaw[j])
         stance = min(self.schedule.next(i, self.knot + j, False) - self.knot - j, self.schedule.cycle)
-        c, hip = commands[j], R @ self.hips[i]
-        hip_velocity = R @ np.array([c.vx, c.vy]) + c.yaw_rate * np.array([-hip[1], hip[0]])
+        (vx, vy, yaw_rate), hip = commands[j], R @ self.hips[i]
+        hip_velocity = R @ np.array([vx, vy]) + yaw_rate * np.array([-hip[1], hip[0]])
         offset = 0.5 * stance * self.dt * hip_velocity + self.gain * error
         reach = np.linalg.norm(offset)
         if reach > self.config.mpc.footholds.max_step:
@@ -317,13 +344,13 @@ class GaitController:
         return np.array([*(xy[j] + hip + offset), self.floor])
 
     def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
-        """The swing reference at time ``t`` (module docstring)."""
+        """The swing reference at time ``t`` (module docstring): ``(3,)``, or ``(n, 3)`` at ``n`` times."""
         fh = self.config.mpc.footholds
-        s = min(max((t - lift) / max(land - lift, 1e-9), 0.0), 1.0)
-        b = 0.5 * (1.0 - np.cos(np.pi * min(s / (1.0 - fh.vertical_landing), 1.0)))
+        s = np.clip((np.asarray(t) - lift) / max(land - lift, 1e-9), 0.0, 1.0)
+        b = 0.5 * (1.0 - np.cos(np.pi * np.minimum(s / (1.0 - fh.vertical_landing), 1.0)))
         depth, height = fh.touchdown_depth, self.config.gait.step_height
-        out = p_lift + b * (p_land - p_lift)
-        out[2] = p_lift[2] + s * (p_land[2] - depth - p_lift[2]) + height * self.profile(s)
+        out = p_lift + b[..., None] * (p_land - p_lift)
+        out[..., 2] = p_lift[2] + s * (p_land[2] - depth - p_lift[2]) + height * self.profile(s)
         return out
 
     def _check_reach(self):
@@ -365,12 +392,9 @@ def _wrap(angle) -> float:
 
 
 def _rotation(yaw) -> np.ndarray:
+    """The planar rotation ``(2, 2)`` of the angle ``yaw``, or ``(n, 2, 2)`` of ``n`` angles."""
     c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, -s], [s, c]])
-
-
-def _quaternion(yaw) -> np.ndarray:
-    return np.array([0.0, 0.0, np.sin(0.5 * yaw), np.cos(0.5 * yaw)])
+    return np.stack((np.stack((c, -s), axis=-1), np.stack((s, c), axis=-1)), axis=-2)
 
 
 def _base_rotation(q) -> np.ndarray:

@@ -111,6 +111,11 @@ class GaitMPCSettings:
         """The command in force at time ``t``."""
         return [c for c in self.command if c.t <= t + 1e-9][-1]
 
+    def command_index(self, times) -> np.ndarray:
+        """The index in ``command`` of the command in force at each of ``times`` (:meth:`command_at`)."""
+        starts = np.array([c.t for c in self.command])
+        return np.searchsorted(starts, np.asarray(times) + 1e-9, side="right") - 1
+
 
 @dataclass(frozen=True, kw_only=True)
 class LeggedPlantSettings(PlantBase):
@@ -175,48 +180,104 @@ class Horizon:
 
 def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring)."""
-    costs, nv = config.costs, model.nv
-    w_state, w_impulse = state_weights(costs.state, nv), state_weights(costs.impulse_state, nv)
-    zero_u, zero_a = np.zeros(nv - 6), np.zeros(nv)
-    depth = config.mpc.footholds.touchdown_depth
-    made: dict = {}  # the contacts of each set of footholds, made once: the stances repeat over the stages
-
-    def contacts(holds):
-        key = tuple((f, tuple(holds[f])) for f in sorted(holds))
-        if key not in made:
-            made[key] = foot_contacts(config, holds)
-        return made[key]
-
+    contacts, terms = _contact_sets(config), _StageTerms(config, model.nv, h)
     stages = []
     for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
-        scale = dt if costs.integrate_dt else 1.0
         if landing:
             held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
-            terms = (StateCost(h.q_ref[j], h.v_ref[j], w_impulse, "state"),) + tuple(
-                FramePositionCost(f, stance[f] - [0, 0, depth], costs.touchdown, f"touchdown_{f}") for f in landing
-            )
-            if config.mpc.landing_velocity > 0:
-                w = config.mpc.landing_velocity * np.array([1.0, 1.0, 0.0])
-                terms += tuple(FrameVelocityCost(f, np.zeros(3), w, f"landing_{f}") for f in landing)
-            stages.append(ImpulseStage(contacts(held), terms))
-        terms = (
-            StateCost(h.q_ref[j], h.v_ref[j], scale * w_state, "state"),
-            VariableCost("u", zero_u, scale * costs.control, "control"),
-        )
-        if config.mpc.approach > 0:  # on every contact stage, weighted before a landing: one group per stance
-            after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
-            terms += (VariableCost("a", zero_a, config.mpc.approach if after else 0.0, "approach"),)
-        if config.mpc.tangential_force > 0 and stance:
-            w = np.tile([1.0, 1.0, 0.0], len(stance)) * config.mpc.tangential_force
-            terms += (VariableCost("f", np.zeros(3 * len(stance)), w, "tangential_force"),)
+            stages.append(ImpulseStage(contacts(held), terms.impulse(j, stance, landing)))
+        after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
+        stages.append(ContactStage(contacts(stance), dt, terms.contact(j, dt, stance, swing, after)))
+    terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
+    return _ocp(config, model, q, v, stages, terminal)
+
+
+def _contact_sets(config):
+    """``contacts(holds)``: the contacts of the feet in ``holds`` ``{foot: foothold}``
+    (:func:`foot_contacts`), made once per set of footholds, the stances repeating over the
+    stages: found by the footholds' arrays (those of one horizon, alive while it is built), else
+    by their values."""
+    by_value, by_array = {}, {}
+
+    def contacts(holds):
+        arrays = tuple((f, id(p)) for f, p in holds.items())
+        if arrays not in by_array:
+            key = tuple((f, tuple(holds[f])) for f in sorted(holds))
+            if key not in by_value:
+                by_value[key] = foot_contacts(config, holds)
+            by_array[arrays] = by_value[key]
+        return by_array[arrays]
+
+    return contacts
+
+
+class _StageTerms:
+    """The cost terms of the stages of the horizon ``h`` (module docstring); the terms several
+    stages have alike (the control's, the accelerations', the tangential forces', the landing
+    velocities') are made once and shared, cost terms being immutable."""
+
+    def __init__(self, config: GaitMPCConfig, nv, h: Horizon):
+        self.config, self.costs, self.mpc, self.h = config, config.costs, config.mpc, h
+        self.w_state, self.w_impulse = state_weights(self.costs.state, nv), state_weights(self.costs.impulse_state, nv)
+        self.zero_u, self.zero_a = np.zeros(nv - 6), np.zeros(nv)
+        self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
+        self.scaled, self.approaches, self.forces, self.landing = {}, {}, {}, {}
+
+    def contact(self, j, dt, stance, swing, after) -> tuple:
+        """The terms of contact stage ``j``, ``dt`` long, with the feet of ``stance`` on the ground,
+        those of ``swing`` in the air, before the landings ``after``."""
+        costs, mpc, h = self.costs, self.mpc, self.h
+        scale = dt if costs.integrate_dt else 1.0
+        w_state, control = self._scaled(scale)
+        terms = (StateCost(h.q_ref[j], h.v_ref[j], w_state, "state"), control)
+        if mpc.approach > 0:  # on every contact stage, weighted before a landing: one group per stance
+            terms += (self._approach(bool(after)),)
+        if mpc.tangential_force > 0 and stance:
+            terms += (self._tangential_force(len(stance)),)
         kind = "swing" if swing else "stance"
         if kind in costs.swing_foot_phases:
             terms += tuple(FramePositionCost(f, p, scale * costs.swing_foot, f"swing_{f}") for f, p in swing.items())
         if kind in costs.com_phases:
             terms += (CenterOfMassCost(h.com[j], scale * costs.com, "com"),)
-        stages.append(ContactStage(contacts(stance), dt, terms))
-    terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(costs.terminal_state, nv), "state"),)
-    return _ocp(config, model, q, v, stages, terminal)
+        return terms
+
+    def impulse(self, j, stance, landing) -> tuple:
+        """The terms of the impulse stage before contact stage ``j``, where the feet ``landing`` land."""
+        h = self.h
+        terms = (StateCost(h.q_ref[j], h.v_ref[j], self.w_impulse, "state"),) + tuple(
+            FramePositionCost(f, stance[f] - self.lowered, self.costs.touchdown, f"touchdown_{f}") for f in landing
+        )
+        if self.mpc.landing_velocity > 0:
+            terms += tuple(self._landing_velocity(f) for f in landing)
+        return terms
+
+    def _scaled(self, scale) -> tuple:
+        """The state weights and the control term of the contact stages whose costs ``scale`` weighs."""
+        if scale not in self.scaled:
+            control = VariableCost("u", self.zero_u, scale * self.costs.control, "control")
+            self.scaled[scale] = (scale * self.w_state, control)
+        return self.scaled[scale]
+
+    def _approach(self, landing: bool) -> VariableCost:
+        """The accelerations' term of a contact stage, weighted before a ``landing`` only."""
+        if landing not in self.approaches:
+            weight = self.mpc.approach if landing else 0.0
+            self.approaches[landing] = VariableCost("a", self.zero_a, weight, "approach")
+        return self.approaches[landing]
+
+    def _tangential_force(self, n) -> VariableCost:
+        """The forces' term along the ground of ``n`` feet on it."""
+        if n not in self.forces:
+            w = np.tile([1.0, 1.0, 0.0], n) * self.mpc.tangential_force
+            self.forces[n] = VariableCost("f", np.zeros(3 * n), w, "tangential_force")
+        return self.forces[n]
+
+    def _landing_velocity(self, foot) -> FrameVelocityCost:
+        """The horizontal velocity's term of ``foot`` landing."""
+        if foot not in self.landing:
+            w = self.mpc.landing_velocity * np.array([1.0, 1.0, 0.0])
+            self.landing[foot] = FrameVelocityCost(foot, np.zeros(3), w, f"landing_{foot}")
+        return self.landing[foot]
 
 
 def layout_ocp(config: GaitMPCConfig, model, q0) -> OCP:
