@@ -200,43 +200,43 @@ class Formulation:
           reference's z axis for a rotated contact, :func:`_weight_share`); the
           non-lifted formulation takes ``(a, f)`` from the dynamics at ``u = 0`` instead, a
           falling robot whose forces violate their cones (the slacks start from those)."""
-        model, K, nv = self.model, self.ocp.K, self.model.nv
-        q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
-        gravity = dynamics.generalized_gravity(model, self.ocp.q0)
-        filtered = self.ocp.torque_filter is not None
-        groups = []
-        for group in self.groups:
-            m = sum(c.dim for c in group.contacts)
-            if group.kind == "contact" and self.init == "zero_torque" and self.name == "nonlifted":
-                S = group.size  # every stage: the Baumgarte targets differ
-                qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
-                taus = self._tau0(S)
-                w = self.stages.dynamics(group, qs, vs, taus if filtered else u)  # the cones start violated
-                g = self.stages.inequalities(group, qs, vs, u, w[:, nv:], taus).g
-                s, z = pdipm.initial_slack_and_dual(g, eps)
-                groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
-                continue
-            elif group.kind == "contact" and self.init == "zero_torque":
-                u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
-                offset = nv
-                for c in group.contacts:
-                    _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
-                    offset += c.dim
-            elif group.kind == "contact":
-                contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
-                J = dynamics.contact_jacobian(model, q0, contacts) if contacts else np.zeros((1, 0, nv))
-                static = np.concatenate((self.S[None], np.swapaxes(J, 1, 2)), axis=2)
-                x = np.linalg.pinv(static[0]) @ gravity  # minimum-norm least squares
-                u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
-            else:
-                u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
-            g = self.stages.inequalities(group, q0, v0, u, w[:, nv:], self._tau0(1)).g
-            s, z = pdipm.initial_slack_and_dual(g, eps)
-            u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
-            groups.append(GroupVariables(u, w, np.zeros_like(w), s, z))
-        q, v = np.repeat(q0, K + 1, axis=0), np.repeat(v0, K + 1, axis=0)
+        K = self.ocp.K
+        groups = tuple(self.initial_variables(group, eps) for group in self.groups)
+        q, v = np.repeat(self.ocp.q0[None], K + 1, axis=0), np.repeat(self.ocp.v0[None], K + 1, axis=0)
         tau = np.repeat(self.ocp.tau0[None], K + 1, axis=0)  # (K+1, 0) without a filter
-        return Iterate(q, v, np.zeros((K + 1, self.ocp.nx)), tuple(groups), tau)
+        return Iterate(q, v, np.zeros((K + 1, self.ocp.nx)), groups, tau)
+
+    def initial_variables(self, group, eps) -> GroupVariables:
+        """The variables of ``group`` in :meth:`initial_iterate`."""
+        model, nv = self.model, self.model.nv
+        q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
+        m = sum(c.dim for c in group.contacts)
+        if group.kind == "contact" and self.init == "zero_torque" and self.name == "nonlifted":
+            S = group.size  # every stage: the Baumgarte targets differ
+            qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
+            taus = self._tau0(S)
+            w = self.stages.dynamics(group, qs, vs, u if taus is None else taus)  # the cones start violated
+            g = self.stages.inequalities(group, qs, vs, u, w[:, nv:], taus).g
+            s, z = pdipm.initial_slack_and_dual(g, eps)
+            return GroupVariables(u, w, np.zeros_like(w), s, z)
+        if group.kind == "contact" and self.init == "zero_torque":
+            u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
+            offset = nv
+            for c in group.contacts:
+                _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
+                offset += c.dim
+        elif group.kind == "contact":
+            contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
+            J = dynamics.contact_jacobian(model, q0, contacts) if contacts else np.zeros((1, 0, nv))
+            static = np.concatenate((self.S[None], np.swapaxes(J, 1, 2)), axis=2)
+            x = np.linalg.pinv(static[0]) @ dynamics.generalized_gravity(model, self.ocp.q0)  # least-norm squares
+            u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
+        else:
+            u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
+        g = self.stages.inequalities(group, q0, v0, u, w[:, nv:], self._tau0(1)).g
+        s, z = pdipm.initial_slack_and_dual(g, eps)
+        u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
+        return GroupVariables(u, w, np.zeros_like(w), s, z)
 
     def _tau0(self, n):
         """The initial torque state repeated ``n`` times, or None without a torque filter."""

@@ -173,7 +173,7 @@ def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
     last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
     new_start = t_new + new.ocp.times()
     new_rounded = np.round(new_start, 9).tolist()  # the start times matched to the nanosecond
-    fresh, groups, source = None, [], np.full(new.ocp.K + 1, old.ocp.K)
+    fresh, groups, source = {}, [], np.full(new.ocp.K + 1, old.ocp.K)  # fresh: new's initial variables by group
     for j, group in enumerate(new.groups):
         shape, picks = _row_shapes(new, group, {} if shapes is None else shapes), []
         for r, k in enumerate(group.index):
@@ -183,8 +183,9 @@ def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
             if match is None or old_shapes[where[match][0]] != shape:
                 match = last_of.get((group.kind, shape))
             if match is None:  # a stage unlike any of the previous horizon
-                fresh = fresh or new.initial_iterate(_barrier(it))
-                picks.append((fresh.groups[j], r))
+                if j not in fresh:
+                    fresh[j] = new.initial_variables(group, _barrier(it))
+                picks.append((fresh[j], r))
                 continue
             picks.append((it.groups[where[match][0]], where[match][1]))
             source[k] = match
