@@ -177,11 +177,17 @@ _LIBRARY: list = []  # the compiled manifold.c once loaded, or None when it cann
 
 
 def _library():
-    """The compiled manifold.c (compiled on first use), or ``None``: then numpy computes."""
+    """The compiled manifold.c (compiled on first use), or ``None``: then numpy computes (without
+    a word when there is no C compiler: whoever asks for the compiled backend is told)."""
     if not _LIBRARY:
-        from .codegen import compiled_library
+        from .codegen import CompileError, compiled_library, compiler
 
-        _LIBRARY.append(compiled_library(_SOURCE, _FUNCTIONS))
+        try:
+            compiler()
+        except CompileError:
+            _LIBRARY.append(None)
+        else:
+            _LIBRARY.append(compiled_library(_SOURCE, _FUNCTIONS))
     return _LIBRARY[0]
 
 
