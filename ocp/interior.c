@@ -19,69 +19,95 @@
 #include <math.h>
 #include <stdlib.h>
 
+#pragma GCC optimize("fp-contract=off")
+
 int liftoff_interior(int S, int ny, int nx, int nw, int ng, int nb, const int *bcol, const double *bsign,
                      const double *g, const double *G, const double *s, const double *z, double eps,
                      const double *gy, const double *c, const double *C, const double *beta, const double *b,
                      const double *A, const double *lam, const double *lam_next, double *H, double *r_p, double *r_c,
                      double *gc, double *st, double *norms) {
     const int ni = ng + nb;
-    int *cols = malloc(sizeof(int) * (ny > 0 ? ny : 1));
-    if (!cols) return -1;
+    /* work: the columns G touches, whether each is one, G^T z and G^T w (then the bound rows'), the gram */
+    int *used = malloc(sizeof(int) * 2 * (ny > 0 ? ny : 1)), *mark = used + (ny > 0 ? ny : 1);
+    double *work = malloc(sizeof(double) * (4 * ny + ny * ny + 1));
+    if (!used || !work) {
+        free(used), free(work);
+        return -1;
+    }
+    double *tz = work, *tw = tz + ny, *bz = tw + ny, *bd = bz + ny, *gram = bd + ny;
     double squares = 0.0, violation = 0.0, l1 = 0.0;
     for (int k = 0; k < S; ++k) {
         const double *gk = g + (size_t)k * ni, *sk = s + (size_t)k * ni, *zk = z + (size_t)k * ni;
         const double *Gk = G + (size_t)k * ng * ny, *Ck = C + (size_t)k * nw * ny, *Ak = A + (size_t)k * nx * ny;
-        const double *ck = c + (size_t)k * nw, *bk = b + (size_t)k * nx;
+        const double *ck = c + (size_t)k * nw, *bk = b + (size_t)k * nx, *gyk = gy + (size_t)k * ny;
         double *rp = r_p + (size_t)k * ni, *rc = r_c + (size_t)k * ni, *Hk = H + (size_t)k * ny * ny;
         double *gck = gc + (size_t)k * ny, *stk = st + (size_t)k * ny;
-        for (int j = 0; j < ny; ++j) stk[j] = gy[(size_t)k * ny + j], gck[j] = 0.0;
         for (int i = 0; i < ni; ++i) {
             rp[i] = gk[i] - sk[i];
             rc[i] = sk[i] * zk[i] - eps;
             squares += rp[i] * rp[i] + rc[i] * rc[i];
             l1 += fabs(rp[i]);
             if (-gk[i] > violation) violation = -gk[i];
-            const double d = zk[i] / sk[i], w = (rc[i] + zk[i] * rp[i]) / sk[i];
-            if (i >= ng) { /* a bound row: one column */
-                const int j = bcol[i - ng];
-                stk[j] -= bsign[i - ng] * zk[i];
-                gck[j] += bsign[i - ng] * w;
-                Hk[(size_t)j * ny + j] += d;
-                continue;
-            }
-            const double *Gi = Gk + (size_t)i * ny;
-            int n = 0;
+        }
+        /* the columns the cone rows touch, their gram, G^T z and G^T w, summed row after row */
+        int nu = 0;
+        for (int j = 0; j < ny; ++j) mark[j] = 0, tz[j] = tw[j] = bz[j] = bd[j] = 0.0;
+        for (int i = 0; i < ng; ++i)
             for (int j = 0; j < ny; ++j)
-                if (Gi[j] != 0.0) cols[n++] = j;
-            for (int a = 0; a < n; ++a) {
-                const int ja = cols[a];
-                stk[ja] -= Gi[ja] * zk[i];
-                gck[ja] += Gi[ja] * w;
+                if (Gk[(size_t)i * ny + j] != 0.0 && !mark[j]) mark[j] = 1, used[nu++] = j;
+        for (int a = 0; a < nu; ++a)
+            for (int e = 0; e < nu; ++e) gram[(size_t)used[a] * ny + used[e]] = 0.0;
+        for (int i = 0; i < ng; ++i) {
+            const double *Gi = Gk + (size_t)i * ny, d = zk[i] / sk[i], w = (rc[i] + zk[i] * rp[i]) / sk[i];
+            for (int a = 0; a < nu; ++a) {
+                const int ja = used[a];
+                if (Gi[ja] == 0.0) continue;
+                tz[ja] += Gi[ja] * zk[i];
+                tw[ja] += Gi[ja] * w;
                 const double da = Gi[ja] * d;
-                for (int e = 0; e < n; ++e) Hk[(size_t)ja * ny + cols[e]] += da * Gi[cols[e]];
+                for (int e = 0; e < nu; ++e) gram[(size_t)ja * ny + used[e]] += da * Gi[used[e]];
             }
         }
-        for (int j = 0; j < ny; ++j) gck[j] += stk[j]; /* gc = grad + G^T w */
+        for (int a = 0; a < nu; ++a)
+            for (int e = 0; e < nu; ++e) Hk[(size_t)used[a] * ny + used[e]] += gram[(size_t)used[a] * ny + used[e]];
+        /* the bound rows: one column each */
+        double *bw = gram; /* their (r_c + z r_p) / s, summed per column (the gram is added) */
+        for (int j = 0; j < ny; ++j) bw[j] = 0.0;
+        for (int i = ng; i < ni; ++i) {
+            const int j = bcol[i - ng];
+            const double sign = bsign[i - ng];
+            bz[j] += sign * zk[i];
+            bw[j] += sign * ((rc[i] + zk[i] * rp[i]) / sk[i]);
+            bd[j] += zk[i] / sk[i];
+        }
+        /* grad = gy - G^T z, gc = grad + G^T w, st = grad + C^T beta + A^T lam_next - (lam, 0) */
+        for (int j = 0; j < ny; ++j) {
+            Hk[(size_t)j * ny + j] += bd[j];
+            stk[j] = gyk[j] - (tz[j] + bz[j]);
+            gck[j] = stk[j] + (tw[j] + bw[j]);
+            tz[j] = tw[j] = 0.0; /* C^T beta and A^T lam_next */
+        }
         for (int r = 0; r < nw; ++r) {
-            const double m = beta[(size_t)k * nw + r];
-            const double *Cr = Ck + (size_t)r * ny;
-            for (int j = 0; j < ny; ++j) stk[j] += Cr[j] * m;
+            const double m = beta[(size_t)k * nw + r], *Cr = Ck + (size_t)r * ny;
+            for (int j = 0; j < ny; ++j) tz[j] += Cr[j] * m;
             squares += ck[r] * ck[r];
             l1 += fabs(ck[r]);
             if (fabs(ck[r]) > violation) violation = fabs(ck[r]);
         }
         for (int r = 0; r < nx; ++r) {
-            const double m = lam_next[(size_t)k * nx + r];
-            const double *Ar = Ak + (size_t)r * ny;
-            for (int j = 0; j < ny; ++j) stk[j] += Ar[j] * m;
-            stk[r] -= lam[(size_t)k * nx + r];
+            const double m = lam_next[(size_t)k * nx + r], *Ar = Ak + (size_t)r * ny;
+            for (int j = 0; j < ny; ++j) tw[j] += Ar[j] * m;
             squares += bk[r] * bk[r];
             l1 += fabs(bk[r]);
             if (fabs(bk[r]) > violation) violation = fabs(bk[r]);
         }
-        for (int j = 0; j < ny; ++j) squares += stk[j] * stk[j];
+        for (int j = 0; j < ny; ++j) {
+            stk[j] = stk[j] + tz[j] + tw[j];
+            if (j < nx) stk[j] -= lam[(size_t)k * nx + j];
+            squares += stk[j] * stk[j];
+        }
     }
-    free(cols);
+    free(used), free(work);
     norms[0] = squares, norms[1] = violation, norms[2] = l1;
     return 0;
 }
