@@ -14,7 +14,9 @@
  *   st = grad + C^T beta + A^T lam_next,  st[:nx] -= lam,
  *   norms = (|st|^2 + |b|^2 + |c|^2 + |r_p|^2 + |r_c|^2,  max(|b|, |c|, -g, 0),  |b|_1 + |c|_1 + |r_p|_1).
  *
- * The products with G skip its zeros (a friction cone touches a few columns of y).
+ * The products with G skip its zeros (a friction cone touches a few columns of y). The sums run
+ * in the reference's order (G^T z, G^T w and the barrier Hessian formed apart, then added) and
+ * without fused multiply-adds, so that a solve at its roundoff floor takes the reference's steps.
  */
 #include <math.h>
 #include <stdlib.h>
