@@ -32,7 +32,8 @@ def test_the_wheel_holds_every_subpackage_and_solves_outside_the_source_tree(tmp
     }
     for package in packages:
         assert f"liftoff/{package.as_posix()}/__init__.py" in names
-    sources = [p.relative_to(ROOT).as_posix() for top in ("ocp", "solvers") for p in (ROOT / top).glob("*.c")]
+    layers = ("dynamics", "ocp", "solvers")
+    sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("*.c")]
     assert sources and all(f"liftoff/{s}" in names for s in sources)
 
     site = tmp_path / "site"
