@@ -81,16 +81,16 @@ def _compiled(library, ev, s, z, eps, beta, lam, lam_next) -> Terms:
     H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)
     inputs = (ineq.g, ineq.G, s, z, ev.g, ev.c, ev.C, beta, ev.b, ev.A, lam, lam_next)
     arrays = [np.ascontiguousarray(x, dtype=float) for x in inputs]  # alive through the call
-    inputs = [_ptr(x) for x in arrays]
+    pointers = [_ptr(x) for x in arrays]
     r_p, r_c = np.empty(ineq.g.shape), np.empty(ineq.g.shape)
-    g, stationarity, norms = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
+    g, stationarity, sums = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
     status = library.liftoff_interior(
-        S, ny, nx, nw, ng, len(bcol), _ptr(bcol), _ptr(bsign), *inputs[:4], float(eps), *inputs[4:],
-        *map(_ptr, (H, r_p, r_c, g, stationarity, norms)),
+        S, ny, nx, nw, ng, len(bcol), _ptr(bcol), _ptr(bsign), *pointers[:4], float(eps), *pointers[4:],
+        *map(_ptr, (H, r_p, r_c, g, stationarity, sums)),
     )  # fmt: skip
     if status < 0:
         raise MemoryError("the interior-point terms could not allocate their workspace")
-    squares, violation, l1 = norms.tolist()
+    squares, violation, l1 = sums.tolist()
     return Terms(r_p, r_c, H, g, stationarity, squares, violation, l1)
 
 
