@@ -153,6 +153,49 @@ def test_standing_feet_carry_the_weight_and_report_where():
         assert np.linalg.norm(reading.position[:2] - p[:2]) < 0.03 and reading.depth < 0.01  # the sphere and the leg
 
 
+def reading_by_contact(plant, geoms):
+    """One named contact's reading summed contact by contact over MuJoCo's list: the force on
+    ``geoms`` from the ground, its normal-weighted contact point and material-point velocity, the
+    deepest penetration (the oracle of the plant's vectorized sums)."""
+    m, d = plant.mj, plant.data
+    force, moment, sliding, weight, depth = np.zeros(3), np.zeros(3), np.zeros(3), 0.0, 0.0
+    for i in range(d.ncon):
+        c = d.contact[i]
+        g1, g2 = int(c.geom1), int(c.geom2)
+        if g1 not in plant.surfaces or g2 not in geoms:  # the generated models list the ground first
+            assert g1 not in geoms
+            continue
+        wrench, twist = np.zeros(6), np.zeros(6)
+        mujoco.mj_contactForce(m, d, i, wrench)
+        mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_GEOM, g2, twist, 0)
+        normal = abs(wrench[0])
+        force += c.frame.reshape(3, 3).T @ wrench[:3]
+        moment += normal * c.pos
+        sliding += normal * (twist[3:] + np.cross(twist[:3], c.pos - d.geom_xpos[g2]))
+        weight, depth = weight + normal, max(depth, -float(c.dist))
+    return force, moment / weight, sliding / weight, depth
+
+
+def test_the_readings_sum_mujocos_contacts_of_each_foot():
+    model, q0, feet, robot = standing_anymal()
+    contacts = {f: (f, mm.body_geoms(robot, f)) for f in feet}
+    plant = MujocoPlant(robot, contacts)
+    v0 = np.zeros(model.nv)
+    v0[:2] = (0.8, -0.5)  # the feet slide
+    measurement = plant.reset(q0, v0)
+    for k in range(30):
+        measurement = plant.step(k * plant.dt, 80 * (q0[7:] - measurement.q[7:]) - 2 * measurement.v[6:])
+        for foot, reading in measurement.contacts.items():
+            if not reading.active:
+                continue
+            force, position, velocity, depth = reading_by_contact(plant, set(contacts[foot][1]))
+            np.testing.assert_allclose(reading.force, force, rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(reading.position, position, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(reading.velocity, velocity, rtol=1e-12, atol=1e-12)
+            assert reading.depth == pytest.approx(depth, rel=1e-12)
+    assert np.linalg.norm(measurement.contacts["LF_FOOT"].velocity[:2]) > 0.05  # sliding readings were compared
+
+
 def test_a_foot_in_the_air_reports_its_frame_after_the_step():
     model, q0, feet, robot = standing_anymal()
     plant = MujocoPlant(robot, {f: (f, mm.body_geoms(robot, f)) for f in feet})

@@ -44,7 +44,6 @@ from pathlib import Path
 
 import numpy as np
 
-from liftoff import dynamics
 from liftoff.dynamics.robots import mesh_path, robot_urdf
 
 READABLE_MESHES = (".stl", ".obj", ".msh")
@@ -126,7 +125,7 @@ class MujocoRobot:
         if self.free:
             quat = q[3:7] / np.linalg.norm(q[3:7])
             qpos[3:7] = (quat[3], quat[0], quat[1], quat[2])
-            qvel[:3] = _rotation(quat) @ v[:3]
+            qvel[:3] = _rotation(qpos[3:7]) @ v[:3]
         return qpos, qvel
 
     def from_mujoco(self, qpos, qvel, qacc=None) -> tuple:
@@ -137,7 +136,7 @@ class MujocoRobot:
             return (q, v) if qacc is None else (q, v, np.array(qacc[self.dof_index], dtype=float))
         w, x, y, z = qpos[3:7]
         q[3:7] = (x, y, z, w)
-        R = _rotation(q[3:7])
+        R = _rotation(qpos[3:7])
         v[:3] = R.T @ qvel[:3]
         if qacc is None:
             return q, v
@@ -165,8 +164,11 @@ def lowest_point(robot: MujocoRobot, q, geoms) -> float:
     return float(min(data.geom_xpos[g, 2] - robot.mj.geom_rbound[g] for g in geoms))
 
 
-def _rotation(quat_xyzw) -> np.ndarray:
-    return dynamics.spatial.quat_to_rotation(np.asarray(quat_xyzw, dtype=float)[:, None])[:, :, 0]
+def _rotation(quat_wxyz) -> np.ndarray:
+    """The rotation matrix of MuJoCo's unit quaternion ``(w, x, y, z)`` (MuJoCo's conversion)."""
+    R = np.empty(9)
+    import_mujoco().mju_quat2Mat(R, np.asarray(quat_wxyz, dtype=float))
+    return R.reshape(3, 3)
 
 
 def repair_inertias(root) -> list:

@@ -45,6 +45,11 @@ class MujocoPlant:
         self._frames = {name: self._placement_in_body(frame) for name, (frame, _) in self.contacts.items()}
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
+        self._is_surface = np.zeros(self.mj.ngeom, dtype=bool)
+        self._is_surface[list(self.surfaces)] = True
+        self._owners = np.zeros((len(self.contacts), self.mj.ngeom))  # contact name x geom: 1 where it is part of it
+        for k, (_, geoms) in enumerate(self.contacts.values()):
+            self._owners[k, list(geoms)] = 1.0
         self._push_bodies = {}
         for push in disturbances.pushes:
             self._push_bodies[push.frame] = self._body_of(push.frame)
@@ -89,41 +94,43 @@ class MujocoPlant:
         m, d = self.mj, self.data
         q, v = self.robot.from_mujoco(d.qpos, d.qvel)
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
-        force = {name: np.zeros(3) for name in self.contacts}
-        moment = {name: np.zeros(3) for name in self.contacts}
-        sliding = {name: np.zeros(3) for name in self.contacts}
-        weight = dict.fromkeys(self.contacts, 0.0)
-        depth = dict.fromkeys(self.contacts, 0.0)
-        wrench, twist = np.zeros(6), np.zeros(6)
-        for i in range(d.ncon):
-            contact = d.contact[i]
-            g1, g2 = int(contact.geom1), int(contact.geom2)
-            if (g1 in self.surfaces) == (g2 in self.surfaces):
-                continue
-            robot_geom, sign = (g2, 1.0) if g1 in self.surfaces else (g1, -1.0)
-            for name, (_, geoms) in self.contacts.items():
-                if robot_geom not in geoms:
-                    continue
-                self.mujoco.mj_contactForce(m, d, i, wrench)
-                frame = contact.frame.reshape(3, 3)  # rows: the normal (geom1 to geom2), then the tangents
-                f = sign * frame.T @ wrench[:3]  # on geom2 when the surface is geom1
-                force[name] += f
-                normal = abs(wrench[0])
-                moment[name] += normal * np.asarray(contact.pos)
-                self.mujoco.mj_objectVelocity(m, d, self.mujoco.mjtObj.mjOBJ_GEOM, robot_geom, twist, 0)
-                sliding[name] += normal * (twist[3:] + np.cross(twist[:3], contact.pos - d.geom_xpos[robot_geom]))
-                weight[name] += normal
-                depth[name] = max(depth[name], -float(contact.dist))
+        force, moment, sliding, weight, depth = self._contact_sums()
         readings, placed = {}, False
-        for name in self.contacts:
-            touching = weight[name] > 0
+        for k, name in enumerate(self.contacts):
+            touching = bool(weight[k] > 0)
             if touching:
-                position, velocity = moment[name] / weight[name], sliding[name] / weight[name]
+                position, velocity = moment[k] / weight[k], sliding[k] / weight[k]
             else:  # the frame's origin at the state after the step (mj_step left the kinematics of its start)
                 if not placed:
                     self.mujoco.mj_kinematics(m, d)
                     placed = True
                 body, p = self._frames[name]
                 position, velocity = d.xpos[body] + d.xmat[body].reshape(3, 3) @ p, np.zeros(3)
-            readings[name] = ContactReading(touching, force[name], position, depth[name], velocity)
+            readings[name] = ContactReading(touching, force[k], position, float(depth[k]), velocity)
         return Measurement(q, v, tau, readings)
+
+    def _contact_sums(self) -> tuple:
+        """Per named contact (rows in ``contact_names`` order), over MuJoCo's contacts between
+        its geoms and a surface: the force on the robot, the sums of the contact points and of
+        the robot's material points' velocities there weighted by the normal force, the normal
+        force, and the deepest penetration."""
+        m, d, n = self.mj, self.data, len(self.contacts)
+        on1 = self._is_surface[d.contact.geom1]
+        robot_geom = np.where(on1, d.contact.geom2, d.contact.geom1)
+        owners = self._owners[:, robot_geom] * (on1 != self._is_surface[d.contact.geom2])  # (names, MuJoCo's)
+        read = np.flatnonzero(owners.any(axis=0))
+        if len(read) == 0:
+            return np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), np.zeros(n)
+        owners, robot_geom = owners[:, read], robot_geom[read]
+        wrench, twist = np.zeros((len(read), 6)), np.zeros((len(read), 6))
+        for j, i in enumerate(read):
+            self.mujoco.mj_contactForce(m, d, i, wrench[j])
+            self.mujoco.mj_objectVelocity(m, d, self.mujoco.mjtObj.mjOBJ_GEOM, robot_geom[j], twist[j], 0)
+        frame = d.contact.frame[read].reshape(-1, 3, 3)  # rows: the normal (geom1 to geom2), then the tangents
+        sign = np.where(on1[read], 1.0, -1.0)[:, None]  # the force is on geom2: on the robot when geom1 is the surface
+        force = sign * np.einsum("cji,cj->ci", frame, wrench[:, :3])
+        pos, normal = d.contact.pos[read], np.abs(wrench[:, :1])
+        arm = (pos - d.geom_xpos[robot_geom]).T
+        point = twist[:, 3:] + dynamics.spatial.cross(twist[:, :3].T, arm).T  # the material point's velocity
+        depth = np.max(owners * -d.contact.dist[read], axis=1, initial=0.0)
+        return owners @ force, owners @ (normal * pos), owners @ (normal * point), owners @ normal[:, 0], depth
