@@ -275,6 +275,7 @@ def document(**mpc):
         ({"command": [{"t": 0.0, "speed": 0.3}]}, "mpc.command[0]", "unknown key 'speed'"),
         ({"footholds": {"vertical_landing": 0.6}}, "mpc.footholds.vertical_landing", "0.5"),
         ({"landing_velocity": -1.0}, "mpc.landing_velocity", "a number >= 0"),
+        ({"scheme": "sqp"}, "mpc.scheme", "expected newton or rti, got 'sqp'"),
     ],
 )
 def test_mpc_settings_errors_name_the_key(change, path, message):

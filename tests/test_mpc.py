@@ -22,7 +22,7 @@ from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.mpc.plants.ideal import IdealPlant
 from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
-from liftoff.problems.tasks.config import parse_config
+from liftoff.problems.tasks.config import MPC_SCHEMES, parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import RiccatiError
@@ -260,6 +260,54 @@ def test_updates_give_compiled_policies_and_account_for_their_time(task):
     assert tuple(first.parts) == ("build", "solve", "policy") and all(tuple(u.parts) == PARTS for u in updates)
     for tick in mpc.ticks:
         assert sum(tick.parts.values()) == pytest.approx(tick.seconds, abs=1e-12) and min(tick.parts.values()) >= 0
+
+
+def test_rti_with_one_more_iteration_gives_the_newton_schemes_policy(task):
+    """The real-time iteration's policy comes from its last linearization: with ``n + 1``
+    iterations it is the Newton scheme's with ``n`` (the same linearization points)."""
+    build = lambda t, q, v, tau: build_ocp(task, t, q, v, tau)  # noqa: E731
+    newton = MPC(build, backend="numpy", first_iterations=2).start(0.0, task.q0, task.v0, task.u_pressing)
+    rti = MPC(build, backend="numpy", first_iterations=3, scheme="rti").start(0.0, task.q0, task.v0, task.u_pressing)
+    for name in ("q_plan", "v_plan", "tau_plan", "u", "K"):
+        np.testing.assert_allclose(getattr(rti, name), getattr(newton, name), rtol=1e-12, atol=1e-12)
+
+
+def test_an_rti_update_linearizes_once_and_its_step_warm_starts_the_next(task, monkeypatch):
+    """One linearization and one Riccati recursion per update; the policy at the measured state
+    is the first control of the Newton step from the warm start; the next update starts from
+    that step."""
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), backend="numpy", first_iterations=3, scheme="rti")
+    mpc.start(0.0, task.q0, task.v0, task.u_pressing)
+    calls = {"linearize": [], "riccati": 0}
+    linearize, riccati = Formulation.linearize, controller.riccati
+
+    def counted_linearize(self, it, eps):
+        calls["linearize"].append(it)
+        return linearize(self, it, eps)
+
+    def counted_riccati(*args):
+        calls["riccati"] += 1
+        return riccati(*args)
+
+    monkeypatch.setattr(Formulation, "linearize", counted_linearize)
+    monkeypatch.setattr(controller, "riccati", counted_riccati)
+    q, v = task.q0 + 0.002, np.full(6, 0.01)
+    policy = mpc.update(0.01, q, v, task.u_pressing)
+    assert len(calls["linearize"]) == 1 and calls["riccati"] == 1
+    start, f = calls["linearize"][0], mpc.formulation
+    lin, _ = linearize(f, start, mpc.options.barrier)
+    sol = riccati(lin.lqr, lin.terminal, lin.dx0, "numpy")
+    np.testing.assert_allclose(policy(0.01, q, v, task.u_pressing), start.groups[0].u[0] + sol.du[0], atol=1e-9)
+    d = f.direction(start, lin, sol)
+    stepped = f.step(start, d, *f.max_steps(start, d))
+    np.testing.assert_allclose(mpc.result.iterate.q, stepped.q, atol=1e-12)
+    np.testing.assert_allclose(mpc.result.iterate.groups[0].u, stepped.groups[0].u, atol=1e-12)
+    assert mpc.ticks[-1].iterations == 1
+    mpc.update(0.02, q, v, task.u_pressing)
+    assert calls["linearize"][1].q[0] == pytest.approx(stepped.q[1], abs=1e-12)  # the step, moved one stage on
+    with pytest.raises(ValueError, match="unknown MPC scheme 'sqp'"):
+        MPC(lambda t, q, v, tau: None, scheme="sqp")
+    assert controller.SCHEMES == MPC_SCHEMES  # what the configurations accept
 
 
 def test_a_policy_that_cannot_be_compiled_runs_in_numpy(task, monkeypatch, capsys):

@@ -60,6 +60,7 @@ def table():
         ({"costs": {"position_weights": [1, 2]}}, "costs.position_weights", "6 weights"),
         ({"task": "sanding"}, "task", "expected polishing"),
         ({"surface": {"force": -30}}, "surface.force", "a number > 0"),
+        ({"mpc": {"scheme": "rtl"}}, "mpc.scheme", "expected newton or rti, got 'rtl'"),
     ],
 )
 def test_configuration_errors_name_the_key(data, path, message):

@@ -1,14 +1,16 @@
 """``liftoff bench mpc``: how fast the MPC loops run, on one core.
 
 Each task (:data:`TASKS`: the polishing MPC on the horizontal table, the ANYmal trot) runs its
-closed loop from its configuration for ``duration`` simulated seconds, one task after the other
-in this process with BLAS on one thread, against the MuJoCo plant (or the configuration's
-``plant``). Reported per task, the first solve left out:
+closed loop from its configuration for ``duration`` simulated seconds in each MPC scheme
+(:data:`SCHEMES`, :mod:`problems.mpc.controller`: the configurations' ``newton``, and the
+real-time iteration ``rti``), one run after the other in this process with BLAS on one thread,
+against the MuJoCo plant (or the configuration's ``plant``). Reported per run, the first solve
+left out:
 
 - the updates' CPU time: median, 95th percentile and maximum, the median of each of their steps
   (:data:`problems.mpc.controller.PARTS`: building the horizon's OCP, regrouping its stages for
-  the kernels, matching the warm start, the Newton iterations, the policy's gains) and the
-  Newton iterations per update;
+  the kernels, matching the warm start, the Newton iterations, the policy's gains and, in
+  ``rti``, the step that warm-starts the next update) and the Newton steps per update;
 - the policy's time per call between updates, the plant's per step;
 - the real-time factors of the loop (simulated time over the wall time of updates, policy and
   plant) and of the controller alone, against the update rate the task asks for.
@@ -29,10 +31,12 @@ from .common import one_blas_thread
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 TASKS = {"polishing": "polishing_horizontal.yaml", "trot": "anymal_trot_mpc.yaml"}
+SCHEMES = ("newton", "rti")
 
 
-def run_task(name: str, duration: float, engine=None) -> dict:
-    """The speed of the closed loop of task ``name`` (module docstring) over ``duration`` seconds."""
+def run_task(name: str, duration: float, engine=None, scheme=None) -> dict:
+    """The speed of the closed loop of task ``name`` (module docstring) over ``duration``
+    seconds, in the MPC ``scheme`` (default: the configuration's)."""
     from dataclasses import replace
 
     from liftoff.problems.mpc.controller import PARTS
@@ -45,6 +49,8 @@ def run_task(name: str, duration: float, engine=None) -> dict:
     config = load_config(path, task.schema)
     if engine is not None:
         config = replace(config, plant=replace(config.plant, engine=engine))
+    if scheme is not None:
+        config = replace(config, mpc=replace(config.mpc, scheme=scheme))
     run = task.run(config, duration, quiet=True)
     ticks = run.log.ticks[1:]
     measures = timing(run.log, run.log.end_time)
@@ -53,6 +59,7 @@ def run_task(name: str, duration: float, engine=None) -> dict:
         "task": name,
         "config": f"configs/{TASKS[name]}",
         "plant": config.plant.engine,
+        "scheme": config.mpc.scheme,
         "status": run.log.status,
         "simulated_s": run.log.end_time,
         "period_ms": 1e3 * config.mpc.period,
@@ -63,15 +70,17 @@ def run_task(name: str, duration: float, engine=None) -> dict:
     }
 
 
-def mpc_benchmark(tasks=tuple(TASKS), duration=2.0, engine=None, progress=None) -> dict:
-    """The speed of each task's loop (module docstring), on one BLAS thread."""
+def mpc_benchmark(tasks=tuple(TASKS), duration=2.0, engine=None, progress=None, schemes=SCHEMES) -> dict:
+    """The speed of each task's loop in each scheme (module docstring), on one BLAS thread."""
     say = progress or (lambda line: None)
     results = []
     with one_blas_thread():
         for name in tasks:
-            result = run_task(name, duration, engine)
-            say(f"{name}: update median {result['tick_ms_median']:.2f} ms, policy {result['policy_us_median']:.1f} µs")
-            results.append(result)
+            for scheme in schemes:
+                result = run_task(name, duration, engine, scheme)
+                median, policy = result["tick_ms_median"], result["policy_us_median"]
+                say(f"{name}, {scheme}: update median {median:.2f} ms, policy {policy:.1f} µs")
+                results.append(result)
     return {"duration_s": duration, "tasks": results}
 
 
@@ -80,13 +89,13 @@ def format_table(result: dict) -> str:
     lines = [
         f"MPC loops, {result['duration_s']:g} s simulated each, one BLAS thread (CPU time of the updates):",
         "",
-        "| task | plant | updates | iterations | update median | p95 | max | period | policy | plant step "
+        "| task | scheme | plant | updates | iterations | update median | p95 | max | period | policy | plant step "
         "| real-time factor | controller only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["tasks"]:
         lines.append(
-            f"| {r['task']} | {r['plant']} | {r['updates']} | {r['iterations_per_update']:.1f} "
+            f"| {r['task']} | {r['scheme']} | {r['plant']} | {r['updates']} | {r['iterations_per_update']:.1f} "
             f"| {r['tick_ms_median']:.2f} ms | {r['tick_ms_p95']:.2f} ms | {r['tick_ms_max']:.2f} ms "
             f"| {r['period_ms']:g} ms | {r['policy_us_median']:.1f} µs | {r['plant_ms_per_step']:.3f} ms "
             f"| {r['real_time_factor']:.2f} | {r['controller_real_time_factor']:.2f} |"
@@ -94,11 +103,12 @@ def format_table(result: dict) -> str:
     parts = [r for r in result["tasks"] if r["update_parts_ms_median"]]
     if parts:
         names = list(parts[0]["update_parts_ms_median"])
-        lines += ["", "Where an update goes (medians, ms):", "", "| task | " + " | ".join(names) + " |"]
-        lines.append("|---|" + "---|" * len(names))
+        lines += ["", "Where an update goes (medians, ms):", "", "| task | scheme | " + " | ".join(names) + " |"]
+        lines.append("|---|---|" + "---|" * len(names))
         for r in parts:
             cells = " | ".join(f"{r['update_parts_ms_median'][n]:.2f}" for n in names)
-            lines.append(f"| {r['task']} | {cells} |")
+            lines.append(f"| {r['task']} | {r['scheme']} | {cells} |")
     failed = [r for r in result["tasks"] if r["status"] != "completed"]
-    lines += [f"\n{r['task']}: the loop ended early ({r['status']} at {r['simulated_s']:.2f} s)" for r in failed]
+    for r in failed:
+        lines.append(f"\n{r['task']}, {r['scheme']}: the loop ended early ({r['status']} at {r['simulated_s']:.2f} s)")
     return "\n".join(lines)

@@ -211,6 +211,13 @@ def _mpc_parser(benches) -> None:
     )
     p.add_argument("--task", nargs="+", choices=("polishing", "trot"), help="tasks (default: both)")
     p.add_argument("--plant", choices=("mujoco", "liftoff"), help="the plant (default: each configuration's)")
+    p.add_argument(
+        "--scheme",
+        nargs="+",
+        choices=("newton", "rti"),
+        help="MPC schemes: the policy from a linearization after the update's Newton iteration (newton), or from its "
+        "one linearization (rti, the real-time iteration); default: both",
+    )
     p.add_argument("--duration", type=positive_float, default=2.0, metavar="S", help="simulated seconds (default 2)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -488,8 +495,10 @@ def mpc(args) -> int:
     from liftoff.problems.bench.common import BenchError, stderr_progress
 
     tasks = tuple(dict.fromkeys(args.task)) if args.task else tuple(bench.TASKS)
+    schemes = tuple(dict.fromkeys(args.scheme)) if args.scheme else bench.SCHEMES
+    progress = None if args.quiet else stderr_progress
     try:
-        result = bench.mpc_benchmark(tasks, args.duration, args.plant, None if args.quiet else stderr_progress)
+        result = bench.mpc_benchmark(tasks, args.duration, args.plant, progress, schemes)
     except BenchError as err:
         return error(str(err), RUN_ERROR)
     return _report(result, bench.format_table, args)

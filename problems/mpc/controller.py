@@ -5,13 +5,22 @@ starts at time ``t`` from the measured state; ``tau`` the measured torques of an
 torque filter, else None) and one formulation of its OCPs, whose kernels are built
 once (:meth:`ocp.formulation.Formulation.for_problem`). Each update builds the horizon's OCP,
 warm-starts from the previous solution moved to the new horizon (:func:`warm_start`), runs
-at most ``iterations`` Newton iterations of the interior point (:func:`solvers.ipm.solve`),
-and returns a :class:`Policy` for the plant until the next update (compiled with the
-compiled backend).
+Newton iterations of the interior point (:func:`solvers.ipm.solve`), and returns a
+:class:`Policy` for the plant until the next update (compiled with the compiled backend).
 
 The policy (:class:`.policy.Policy`) is the first-order expansion of the solution in the
-initial state, from the Riccati gains at the final iterate. Each update is recorded as a
-:class:`Tick` (wall time, iterations, KKT error, status).
+initial state around the last linearization point ``x_lin``: ``u = u_lin + k_0 + K_0 (x -
+x_lin(t))`` from the Riccati recursion there (at the measured state, the first control of the
+Newton step). The ``scheme`` decides where that point is (:data:`SCHEMES`):
+
+- ``newton``: ``iterations`` Newton steps, then a linearization and a Riccati recursion at
+  the final iterate for the policy: ``iterations + 1`` of each per update;
+- ``rti``: the real-time iteration (Diehl, Bock and Schloeder 2005; acados' ``SQP_RTI``):
+  ``iterations`` linearizations and Riccati recursions, the last one's solution the policy,
+  its step taken only to warm-start the next update. With one iteration, an update costs one
+  linearization and one Riccati recursion.
+
+Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
 
 from __future__ import annotations
@@ -45,15 +54,17 @@ class Tick:
 
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
+SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
 
 
 class MPC:
     """Receding-horizon control of the OCPs of ``build`` (module docstring) in the formulation
     ``formulation`` evaluated by ``backend``; ``options`` of the interior point (its
     ``max_iterations`` is replaced: ``first_iterations`` for the first solve, ``iterations``
-    per update); ``on_tick(tick)`` sees every update. ``layout``: an OCP with every contact
-    and cost term the horizons will have (the kernels are built for it once; default: the first
-    horizon's), e.g. a stage with every foot of a legged robot on the ground."""
+    per update); ``scheme``: one of :data:`SCHEMES`; ``on_tick(tick)`` sees every update.
+    ``layout``: an OCP with every contact and cost term the horizons will have (the kernels are
+    built for it once; default: the first horizon's), e.g. a stage with every foot of a legged
+    robot on the ground."""
 
     def __init__(
         self,
@@ -66,7 +77,10 @@ class MPC:
         on_tick=None,
         quiet=False,
         layout=None,
+        scheme="newton",
     ):
+        if scheme not in SCHEMES:
+            raise ValueError(f"unknown MPC scheme {scheme!r}; expected one of {SCHEMES}")
         if not (isinstance(iterations, int) and iterations >= 1):
             raise ValueError(f"iterations per update must be an integer >= 1, got {iterations!r}")
         if not (isinstance(first_iterations, int) and first_iterations >= 1):
@@ -74,7 +88,7 @@ class MPC:
         self.build, self.options = build, options
         self.iterations, self.first_iterations = iterations, first_iterations
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
-        self.layout = layout
+        self.layout, self.scheme = layout, scheme
         self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
         self._shapes: dict = {}  # the variables' shapes of each kind of stage group (warm_start's cache)
         self.ticks: list = []
@@ -82,10 +96,14 @@ class MPC:
     @classmethod
     def of_config(cls, build, config, formulation=None, quiet=False, layout=None) -> MPC:
         """The MPC of a task configuration: its ``solver`` section (``formulation`` overrides
-        its formulation) and its ``mpc`` section's ``iterations`` and ``first_iterations``."""
+        its formulation) and its ``mpc`` section's ``iterations``, ``first_iterations`` and
+        ``scheme``."""
         s, m = config.solver, config.mpc
         name = formulation or s.formulation
-        return cls(build, name, s.backend, s.options(), m.iterations, m.first_iterations, quiet=quiet, layout=layout)
+        return cls(
+            build, name, s.backend, s.options(), m.iterations, m.first_iterations, quiet=quiet, layout=layout,
+            scheme=m.scheme,
+        )  # fmt: skip
 
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
@@ -124,28 +142,33 @@ class MPC:
     def _solve(self, t, stamps, start, iterations) -> Policy:
         """Solve from ``start`` and make the policy; ``stamps``: the CPU times at the update's
         start and after each of its steps so far."""
-        options = replace(self.options, max_iterations=iterations)
+        rti = self.scheme == "rti"
+        options = replace(self.options, max_iterations=iterations - 1 if rti else iterations)
         self.result = result = solve(self.formulation, options, warm_start=start)
         stamps.append(time.process_time())
         self.t = t
         if result.linearization is None or not np.isfinite(result.kkt_error):
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
-        lin = result.linearization
+        lin, f = result.linearization, self.formulation
         try:
-            sol = riccati(lin.lqr, lin.terminal, lin.dx0, self.formulation.backend)
+            sol = riccati(lin.lqr, lin.terminal, lin.dx0, f.backend)
         except RiccatiError as e:  # the policy's gains at the last iterate do not exist
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {e}") from None
         it = result.iterate
+        if rti:  # the step warm-starts the next update
+            d = f.direction(it, lin, sol)
+            stepped = f.step(it, d, *f.max_steps(it, d))
+            self.result = replace(result, iterate=stepped, iterations=result.iterations + 1, linearization=None)
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
-        dt = self.formulation.ocp.stages[0].dt
+        dt = f.ocp.stages[0].dt
         plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())
-        policy = Policy(self.formulation.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
+        policy = Policy(f.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
         if self.policy_kernel is not None:
             policy = self.policy_kernel.bind(policy)
         stamps.append(time.process_time())
         names = PARTS if len(stamps) == len(PARTS) + 1 else ("build", "solve", "policy")
         parts = dict(zip(names, np.diff(stamps).tolist()))
-        tick = Tick(t, stamps[-1] - stamps[0], result.iterations, result.kkt_error, result.status, parts)
+        tick = Tick(t, stamps[-1] - stamps[0], self.result.iterations, result.kkt_error, result.status, parts)
         self.ticks.append(tick)
         if self.on_tick is not None:
             self.on_tick(tick)

@@ -58,6 +58,7 @@ ENGINES = ("mujoco", "liftoff")
 SWING_PROFILES = ("parabola", "triangle")
 COM_REFERENCES = ("standing", "feet")
 PHASE_KINDS = ("stance", "swing", "rising", "falling", "landed")  # problems.tasks.gaits.phase_kind
+MPC_SCHEMES = ("newton", "rti")  # problems.mpc.controller.SCHEMES
 RELATIVE_TOL = 1e-9  # a phase duration must be this close (relative) to a multiple of gait.dt
 
 

@@ -34,7 +34,17 @@ import numpy as np
 from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameVelocityCost, StateCost, VariableCost
 from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
 
-from .config import GaitConfig, PlantBase, at_least, at_most, check, convert_fields, no_duplicates, one_of
+from .config import (
+    MPC_SCHEMES,
+    GaitConfig,
+    PlantBase,
+    at_least,
+    at_most,
+    check,
+    convert_fields,
+    no_duplicates,
+    one_of,
+)
 from .gaits import foot_contacts, state_weights
 
 
@@ -81,6 +91,7 @@ class GaitMPCSettings:
     period: float = 0.02  # in (0, 1]: time between MPC updates (s), a multiple of gait.dt
     iterations: int = 1  # in [1, 100]: Newton iterations per update
     first_iterations: int = 10  # in [1, 1e4]: Newton iterations of the first solve
+    scheme: str = "newton"  # newton | rti: the policy from a linearization after the iterations, or from the last one
     duration: float = 5.0  # in (0, 1e3]: simulated time (s)
     cycle_start: int = 1  # in [0, 1e3]: the first phase of the repeated cycle (those before it are played once)
     command: tuple[Command, ...] = (Command(),)  # the command schedule, in time order, the first at t = 0
@@ -93,6 +104,7 @@ class GaitMPCSettings:
         convert_fields(self)
         at_least(self, ("period", "duration"), 0, strict=True)
         at_least(self, ("horizon", "iterations", "first_iterations"), 1)
+        one_of(self.scheme, MPC_SCHEMES, "scheme")
         at_least(self, ("cycle_start",), 0)
         at_most(self, ("period",), 1.0)
         at_most(self, ("duration",), 1e3)

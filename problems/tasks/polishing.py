@@ -71,6 +71,7 @@ from liftoff.ocp.problem import OCP, ContactStage, SlidingFriction
 
 from .config import (
     LIMITS,
+    MPC_SCHEMES,
     ConfigError,
     JointFriction,
     PlantBase,
@@ -254,12 +255,14 @@ class MPCSettings:
     period: float = 0.01  # in (0, 1]: time between MPC updates (s), a multiple of dt
     iterations: int = 1  # in [1, 100]: Newton iterations per update
     first_iterations: int = 100  # in [1, 1e4]: Newton iterations of the first solve
+    scheme: str = "newton"  # newton | rti: the policy from a linearization after the iterations, or from the last one
     duration: float = 10.0  # in (0, 1e4]: simulated time (s)
 
     def __post_init__(self):
         convert_fields(self)
         at_least(self, ("dt", "period", "duration"), 0, strict=True)
         at_least(self, ("horizon", "iterations", "first_iterations"), 1)
+        one_of(self.scheme, MPC_SCHEMES, "scheme")
         at_most(self, ("dt", "period"), 1.0)
         at_most(self, ("duration",), 1e4)
         at_most(self, ("horizon", "first_iterations"), 10_000)
