@@ -12,7 +12,9 @@ break down (a singular contact system), or when an MPC update fails; or the stat
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,44 +97,64 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
     log = Log(tuple(plant.contact_names))
     measurement = plant.reset(q0, v0, tau0)
     policy = mpc.start(0.0, measurement.q, measurement.v, measurement.tau)  # not counted in the controller's time
+    with np.errstate(all="ignore"), _collector_frozen():  # a plant that blows up is a status, not a flood of warnings
+        return _run(log, mpc, policy, plant, model, measurement, duration, period, progress, stop, observe)
+
+
+def _run(log, mpc, policy, plant, model, measurement, duration, period, progress, stop, observe) -> Log:
+    """The loop of :func:`closed_loop` after the MPC's start."""
+    steps = int(round(period / plant.dt))
     updates = int(round(duration / period))
-    with np.errstate(all="ignore"):  # a plant that blows up is a status, not a flood of warnings
-        for k in range(updates):
-            for j in range(steps):
-                t = (k * steps + j) * plant.dt
-                begin = time.perf_counter()
-                u = policy(t, measurement.q, measurement.v, measurement.tau)
-                middle = time.perf_counter()
-                try:
-                    after = plant.step(t, u)
-                except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
-                    return _ended(log, mpc, "diverged", t, f"the plant failed at t = {t:.3f} s: {e}")
-                log.plant_seconds += time.perf_counter() - middle
-                log.control_seconds += middle - begin
-                log.policy_seconds.append(middle - begin)
-                log.record(t, measurement, u, after.contacts)
-                if observe is not None:
-                    observe(t, measurement, u, after)
-                measurement = after
-                why = diverged(model, measurement)
-                status = ("diverged", why) if why else (None, "")
-                if status[0] is None and stop is not None:
-                    status = (stop(measurement), "")
-                if status[0] is not None:
-                    return _ended(log, mpc, status[0], t + plant.dt, status[1])
-            t = (k + 1) * period
-            if k + 1 < updates:  # no update after the last period
-                begin = time.perf_counter()
-                try:
-                    policy = mpc.update(t, measurement.q, measurement.v, measurement.tau)
-                except MPCError as e:
-                    return _ended(log, mpc, "diverged", t, str(e))
-                log.control_seconds += time.perf_counter() - begin
-            if progress is not None:
-                progress(t)
+    for k in range(updates):
+        for j in range(steps):
+            t = (k * steps + j) * plant.dt
+            begin = time.perf_counter()
+            u = policy(t, measurement.q, measurement.v, measurement.tau)
+            middle = time.perf_counter()
+            try:
+                after = plant.step(t, u)
+            except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
+                return _ended(log, mpc, "diverged", t, f"the plant failed at t = {t:.3f} s: {e}")
+            log.plant_seconds += time.perf_counter() - middle
+            log.control_seconds += middle - begin
+            log.policy_seconds.append(middle - begin)
+            log.record(t, measurement, u, after.contacts)
+            if observe is not None:
+                observe(t, measurement, u, after)
+            measurement = after
+            why = diverged(model, measurement)
+            status = ("diverged", why) if why else (None, "")
+            if status[0] is None and stop is not None:
+                status = (stop(measurement), "")
+            if status[0] is not None:
+                return _ended(log, mpc, status[0], t + plant.dt, status[1])
+        t = (k + 1) * period
+        if k + 1 < updates:  # no update after the last period
+            begin = time.perf_counter()
+            try:
+                policy = mpc.update(t, measurement.q, measurement.v, measurement.tau)
+            except MPCError as e:
+                return _ended(log, mpc, "diverged", t, str(e))
+            log.control_seconds += time.perf_counter() - begin
+        if progress is not None:
+            progress(t)
     return _ended(log, mpc, "completed", updates * period, "")
 
 
 def _ended(log, mpc, status, t, message) -> Log:
     log.ticks, log.status, log.end_time, log.message = list(mpc.ticks), status, float(t), message
     return log
+
+
+@contextmanager
+def _collector_frozen():
+    """Python's cyclic garbage collector leaves out the objects that exist now (the models, the
+    kernels, the first solve): its full collections, which scan every tracked object, would
+    otherwise stop an update for tens of milliseconds now and then. Collected and frozen on
+    entry, unfrozen on exit."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
