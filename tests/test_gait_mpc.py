@@ -19,6 +19,7 @@ from liftoff.ocp.problem import term_key
 from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
+from liftoff.problems.mpc.feet import FeetKinematics
 from liftoff.problems.mpc.gait_run import command_tracking, measures, run
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement
@@ -65,6 +66,25 @@ def step_to(controller, t_end, touching=FEET, q=None, period=0.005):
         t = round(t + period, 9)
         ocp = controller(t, q, v)
     return ocp
+
+
+def test_the_compiled_feet_kinematics_are_the_reference(controller_model):
+    """Feet positions and world velocities and the centre of mass from one compiled call equal
+    dynamics' functions (which Pinocchio checks) at random states; the numpy backend runs those."""
+    kinematics = FeetKinematics(controller_model, FEET)
+    assert kinematics.kernel is not None
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        q = np.concatenate((rng.normal(size=3), rng.normal(size=4), rng.uniform(-1, 1, 12)))
+        q[3:7] /= np.linalg.norm(q[3:7])
+        v = rng.normal(size=controller_model.nv)
+        positions, velocities, com = kinematics(q, v)
+        for i, foot in enumerate(FEET):
+            np.testing.assert_allclose(positions[i], dynamics.frame_placement(controller_model, q, foot)[1], atol=1e-12)
+            world = dynamics.frame_velocity(controller_model, q, v, foot, "LOCAL_WORLD_ALIGNED")[:3]
+            np.testing.assert_allclose(velocities[i], world, atol=1e-12)
+        np.testing.assert_allclose(com, dynamics.center_of_mass(controller_model, q), atol=1e-12)
+    assert FeetKinematics(controller_model, FEET, backend="numpy").kernel is None
 
 
 def contact_frames(stage) -> set:

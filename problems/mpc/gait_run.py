@@ -152,7 +152,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     """Run the gait MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``) with
     ``pushes`` (:class:`problems.mpc.disturbances.Push`) and the plant's scaled bodies' mass and
     inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
-    controller = GaitController(config)
+    controller = GaitController(config, quiet=quiet)
     mpc = MPC.of_config(controller, config, formulation, quiet, layout=controller.layout)
     plant, ground = make_plant(config, controller, pushes, mass_scale)
     duration = config.mpc.duration if duration is None else duration

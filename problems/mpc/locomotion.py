@@ -62,10 +62,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from liftoff import dynamics
-from liftoff.dynamics.kinematics import frame_positions
 from liftoff.problems.tasks.config import ConfigError
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, horizon_ocp, layout_ocp
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
+
+from .feet import FeetKinematics
 
 GRAVITY = 9.81
 TOUCH_S = 0.005  # a foot whose contact the plant reported this recently touches
@@ -139,13 +140,16 @@ class Touchdown:
 
 class GaitController:
     """The MPC's problem builder for the gait MPC ``config`` (module docstring); ``model`` the
-    controller's (default: the configuration's robot with its joint friction)."""
+    controller's (default: the configuration's robot with its joint friction). The feet's
+    kinematics at each update run in the configuration's ``solver.backend``
+    (:class:`.feet.FeetKinematics`; ``quiet``: no message while compiling)."""
 
-    def __init__(self, config: GaitMPCConfig, model=None):
+    def __init__(self, config: GaitMPCConfig, model=None, quiet=False):
         self.config, self.model = config, model if model is not None else legged_model(config)
         self.q0, _ = initial_state(config, self.model)
         self.feet, self.dt = tuple(config.contacts.feet), config.gait.dt
         self.schedule = Schedule(config.gait.phases, config.mpc.cycle_start, self.feet)
+        self.kinematics = FeetKinematics(self.model, self.feet, config.solver.backend, quiet)
         self.commands = np.array([(c.vx, c.vy, c.yaw_rate) for c in config.mpc.command])  # mpc.command's rows
         feet = np.array([dynamics.frame_placement(self.model, self.q0, f)[1] for f in self.feet])
         self.hips = (feet[:, :2] - self.q0[:2]) @ _rotation(_yaw(self.q0))  # under the hips, in the heading frame
@@ -185,15 +189,15 @@ class GaitController:
 
     def __call__(self, t, q, v, tau=None):
         """The OCP of the horizon from time ``t`` and the measured state ``(q, v)``."""
+        positions, velocities, com = self.kinematics(q, v)
         if self.clock is None:
-            self._start(t, q)
+            self._start(t, q, positions)
         else:
-            self._advance(t, q, v)
-        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v))
+            self._advance(t, q, positions, velocities)
+        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com))
 
-    def _start(self, t, q):
+    def _start(self, t, q, positions):
         self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t
-        positions = self._positions(q)
         stands = self.schedule.stands(0)
         self.feet_state = []
         for i, f in enumerate(self.feet):
@@ -211,7 +215,9 @@ class GaitController:
         the update of time ``t``."""
         return t + k * self.dt - self.clock
 
-    def _advance(self, t, q, v):
+    def _advance(self, t, q, positions, velocities):
+        """Move the schedule and the feet to the update at ``t`` (module docstring), the feet at
+        ``positions`` moving at ``velocities``."""
         fh = self.config.mpc.footholds
         period = self.config.mpc.period
         cmd = self.config.mpc.command_at(self.t)
@@ -219,7 +225,6 @@ class GaitController:
         lead = _wrap(self.yaw_ref - _yaw(q))
         self.yaw_ref -= lead - np.clip(lead, -YAW_LEAD, YAW_LEAD)
         self.t = t
-        positions = self._positions(q)
         touching = [self.last_contact[f] >= t - TOUCH_S for f in self.feet]
         clock = self.clock + period
         knot = _floor(clock / self.dt)
@@ -230,7 +235,7 @@ class GaitController:
             if not st.stance
             and not touches
             and t - st.planned < fh.late - 1e-9
-            and (st.change <= knot or (st.change == knot + 1 and self._short(q, v, i, positions[i], first)))
+            and (st.change <= knot or (st.change == knot + 1 and self._short(positions[i], velocities[i], first)))
         ]
         if waiting:  # the schedule holds for the late feet, their touchdowns a full stage on
             clock, knot = self.clock, self.knot
@@ -247,22 +252,18 @@ class GaitController:
             elif not st.stance and knot >= st.change:  # waited long enough: stands where it was to land
                 self._land(st, i, knot, np.array([*st.target[:2], self.floor]))
 
-    def _short(self, q, v, i, where, h) -> bool:
-        """Whether foot ``i``, at ``where``, stops short of the ground at the end of the first
-        stage (of length ``h``) as the stages' explicit Euler step moves it (by its velocity now):
+    def _short(self, where, velocity, h) -> bool:
+        """Whether a foot at ``where`` stops short of the ground at the end of the first stage
+        (of length ``h``) as the stages' explicit Euler step moves it (by its ``velocity`` now):
         its touchdown then needs a stage more, for the torques of the swing stage before it to
         move it (they do not move it within their own stage)."""
-        fall = dynamics.frame_velocity(self.model, q, v, self.feet[i], "LOCAL_WORLD_ALIGNED")[2]
-        return where[2] + h * fall - self.floor > LAND_TOLERANCE
+        return where[2] + h * velocity[2] - self.floor > LAND_TOLERANCE
 
     def _land(self, st, i, knot, where):
         st.stance, st.anchor = True, where
         st.change = self.schedule.next(i, max(knot, st.change), False)
 
-    def _positions(self, q) -> np.ndarray:
-        return frame_positions(self.model, q, self.feet)
-
-    def _plan(self, t, q, v) -> Horizon:
+    def _plan(self, t, q, v, com_now) -> Horizon:
         N = self.config.mpc.horizon
         times = self._when(self.knot + np.arange(N + self.schedule.cycle + 1), t)
         times[0] = t
@@ -289,7 +290,6 @@ class GaitController:
         q_ref[:, 5], q_ref[:, 6] = np.sin(0.5 * yaw[: N + 1]), np.cos(0.5 * yaw[: N + 1])
         v_ref = np.zeros((N + 1, self.model.nv))
         v_ref[:, [0, 1, 5]] = commands[: N + 1]
-        com_now = dynamics.center_of_mass(self.model, q)
         com = np.column_stack((com_now[:2] + xy[:N] - xy[0], np.full(N, self.com_height)))
         dts = tuple(np.diff(times[: N + 1]))
         return Horizon(dts, tuple(stance), tuple(swing), tuple(tuple(x) for x in landings), com, q_ref, v_ref)
