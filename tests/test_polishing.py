@@ -15,6 +15,7 @@ import yaml
 from liftoff import dynamics
 from liftoff.ocp.formulation import Formulation
 from liftoff.problems.cli import main
+from liftoff.problems.mpc import results
 from liftoff.problems.mpc.disturbances import Push
 from liftoff.problems.mpc.polishing_run import FORCE_BAND_N, measures, run
 from liftoff.problems.tasks.config import ConfigError, ProblemError, parse_config
@@ -230,9 +231,11 @@ def test_the_mpc_tracks_the_force_and_the_circle_on_mujoco():
 
 
 @pytest.mark.parametrize(
-    "argv, engine", [([], "mujoco"), (["--plant", "liftoff"], "liftoff")], ids=["default plant", "--plant liftoff"]
+    "argv, engine, scheme",
+    [([], "mujoco", "newton"), (["--plant", "liftoff"], "liftoff", "newton"), (["--scheme", "rti"], "mujoco", "rti")],
+    ids=["default plant", "--plant liftoff", "--scheme rti"],
 )
-def test_liftoff_mpc_writes_the_results_and_prints_the_measures(tmp_path, capsys, argv, engine):
+def test_liftoff_mpc_writes_the_results_and_prints_the_measures(tmp_path, capsys, argv, engine, scheme):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump({**SHORT, "mpc": {"horizon": 20, "duration": 0.3}}), encoding="utf-8")
     assert main(["mpc", str(path), "--out", str(tmp_path / "out"), "--json", *argv]) == 0
@@ -243,6 +246,7 @@ def test_liftoff_mpc_writes_the_results_and_prints_the_measures(tmp_path, capsys
     assert all(k in m for k in keys) and m["status"] == "completed"
     assert m["plant"]["engine"] == engine
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["force.png", "path.png", "run.npz", "ticks.png"]
+    assert results.load(tmp_path / "out" / "run.npz")["config"]["mpc"]["scheme"] == scheme
 
 
 @pytest.mark.parametrize(

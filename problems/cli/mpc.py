@@ -33,6 +33,12 @@ def add_parser(commands) -> None:
     )
     p.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
     p.add_argument(
+        "--scheme",
+        choices=("newton", "rti"),
+        help="override mpc.scheme: the policy from a linearization after the update's iterations (newton), or from "
+        "the last one (rti, the real-time iteration)",
+    )
+    p.add_argument(
         "--plant",
         choices=("mujoco", "liftoff"),
         help="override plant.engine: MuJoCo, or liftoff's (plant.contact: rigid_bilateral, its idealized plant, by "
@@ -77,6 +83,7 @@ def run(args) -> int:
                 progress,
                 quiet,
                 args.plant,
+                args.scheme,
             )
     except MPCError as e:
         return error(str(e), RUN_ERROR)

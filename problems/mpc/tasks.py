@@ -82,16 +82,19 @@ def run_file(
     progress=None,
     quiet=False,
     engine=None,
+    scheme=None,
 ):
     """Run the MPC of the configuration file ``path`` (:class:`.disturbances.Push` ``pushes``, the
     plant's scaled bodies times ``mass_scale``, ``formulation`` and ``duration`` overriding the
-    file's, and ``engine`` its ``plant.engine``) and write its results file and figures to
-    ``out_dir`` (default ``results/NAME_mpc``), checked before the run. ``progress(t, duration)``
-    follows the simulated time."""
+    file's, ``engine`` its ``plant.engine`` and ``scheme`` its ``mpc.scheme``) and write its
+    results file and figures to ``out_dir`` (default ``results/NAME_mpc``), checked before the
+    run. ``progress(t, duration)`` follows the simulated time."""
     task = task_of_file(path)
     config = load_config(path, task.schema)
     if engine is not None:
         config = replace(config, plant=replace(config.plant, engine=engine))
+    if scheme is not None:
+        config = replace(config, mpc=replace(config.mpc, scheme=scheme))
     out_dir = Path(out_dir or Path("results") / f"{config.name}_mpc")
     target = check_output(out_dir / "run.npz")  # before the run, not after
     duration = config.mpc.duration if duration is None else duration
