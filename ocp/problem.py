@@ -61,7 +61,8 @@ class SlidingFriction:
         d = np.asarray(self.direction, dtype=float)  # (3,), or stacked (S, 3); checked in floats (an OCP has many)
         if d.shape[-1:] != (3,) or any(abs(math.hypot(*row) - 1.0) > 1e-9 for row in d.reshape(-1, 3).tolist()):
             raise ValueError(f"sliding friction: the direction must be a unit vector (3,), got {self.direction!r}")
-        if not all(math.isfinite(mu) and mu >= 0 for mu in np.ravel(self.mu).astype(float).tolist()):
+        mus = (self.mu,) if isinstance(self.mu, (int, float)) else np.ravel(self.mu).astype(float).tolist()
+        if not all(math.isfinite(mu) and mu >= 0 for mu in mus):
             raise ValueError(f"sliding friction: expected mu >= 0, got {self.mu!r}")
         object.__setattr__(self, "direction", d)
 
@@ -137,7 +138,7 @@ class OCP:
         for k, stage in enumerate(self.stages):
             if not isinstance(stage, (ContactStage, ImpulseStage)):
                 raise TypeError(f"stage {k}: expected ContactStage or ImpulseStage, got {type(stage).__name__}")
-            if stage.kind == "contact" and not (np.isfinite(stage.dt) and stage.dt > 0):
+            if stage.kind == "contact" and not (math.isfinite(stage.dt) and stage.dt > 0):
                 raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
             if stage.kind == "impulse" and not stage.contacts:
                 raise ValueError(f"stage {k}: an impulse stage needs contacts")
@@ -192,13 +193,14 @@ class OCP:
     def groups(self) -> tuple:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
         keys: dict = {}
+        known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
         for k, stage in enumerate(self.stages):
-            keys.setdefault(_stage_key(stage), []).append(k)
+            keys.setdefault(_stage_key(stage, known), []).append(k)
         return tuple(_group(self.stages, np.array(index), key) for key, index in keys.items())
 
     def stage_groups(self) -> tuple:
         """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""
-        return tuple(_group(self.stages, np.array([k]), _stage_key(s)) for k, s in enumerate(self.stages))
+        return tuple(_group(self.stages, np.array([k]), _stage_key(s, {})) for k, s in enumerate(self.stages))
 
     def terminal(self) -> CostSum:
         return CostSum(tuple(_stack_term([t]) for t in self.terminal_costs))
@@ -233,16 +235,20 @@ def _vector(x, n, name):
     return x
 
 
-def _stage_key(stage) -> tuple:
+def _stage_key(stage, known: dict) -> tuple:
     """What stages must share to be evaluated together: their kind, contacts (gains and whether
-    they have targets), cost terms, sliding contacts and soft contacts."""
-    return (
-        stage.kind,
-        tuple(map(_contact_key, stage.contacts)),
-        tuple(map(term_key, stage.costs)),
-        tuple(s.contact for s in stage.sliding),
-        stage.soft,
-    )
+    they have targets), cost terms, sliding contacts and soft contacts. ``known``: the keys of
+    contact tuples and terms already computed, by ``id`` (alive as long as the stages are)."""
+    contacts = known.get(id(stage.contacts))
+    if contacts is None:
+        contacts = known[id(stage.contacts)] = tuple(map(_contact_key, stage.contacts))
+    terms = []
+    for term in stage.costs:
+        key = known.get(id(term))
+        if key is None:
+            key = known[id(term)] = term_key(term)
+        terms.append(key)
+    return (stage.kind, contacts, tuple(terms), tuple(s.contact for s in stage.sliding), stage.soft)
 
 
 def _contact_key(c):
@@ -288,7 +294,16 @@ def _stacked(first, **fields):
 def _stack_term(terms):
     """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
     first = terms[0]
+    if all(t is first for t in terms):  # a term every stage shares: its arrays repeated
+        fields = {name: _repeat(getattr(first, name), len(terms)) for name in _array_fields(type(first))}
+        return _stacked(first, **fields)
     return _stacked(first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))})
+
+
+def _repeat(value, n) -> np.ndarray:
+    """``value`` (made at least 1D) repeated along a new leading axis of ``n``: :func:`_stack`
+    of ``n`` copies."""
+    return np.repeat(np.atleast_1d(np.asarray(value, dtype=float))[None], n, axis=0)
 
 
 def _stack(values) -> np.ndarray:
