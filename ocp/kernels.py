@@ -125,7 +125,7 @@ class CompiledStages:
     def _set_problem(self, ocp, groups):
         """The inputs of ``ocp``'s ``groups`` (its data: references, targets, time steps)."""
         self.ocp = ocp
-        self._reference = NumpyStages(ocp)  # for the one-off inequalities of the initial iterate
+        self._numpy = None  # the reference backend of ocp, made on first use (:attr:`_reference`)
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
         self._terminal_static = sym.term_parameters(  # the terms unstacked: their arrays fill one row
             self.layout, self._term_columns["terminal"], ocp.terminal_costs, 1, np.zeros(0, int)
@@ -261,6 +261,14 @@ class CompiledStages:
         )
 
     # ------------------------------------------------------------------ evaluation
+
+    @property
+    def _reference(self) -> NumpyStages:
+        """The numpy backend of this problem: the one-off inequalities of an initial iterate, the
+        cones of a contact listed twice."""
+        if self._numpy is None:
+            self._numpy = NumpyStages(self.ocp)
+        return self._numpy
 
     def inequalities(self, group, q, v, u, f, tau=None):
         return self._reference.inequalities(group, q, v, u, f, tau)
