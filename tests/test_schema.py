@@ -54,6 +54,7 @@ def test_the_polishing_schema_rejects_what_its_loader_rejects(capsys):
         {"task": "polishing", "surface": {"normal": "up"}},
         {"task": "polishing", "surface": {"normal": [0, 1]}},
         {"task": "polishing", "plant": {"engine": "bullet"}},
+        {"task": "polishing", "mpc": {"scheme": "sqp"}},
         {"task": "polishing", "x": 1},
     )
     for bad in bad_cases:
@@ -67,6 +68,7 @@ def test_the_polishing_schema_rejects_what_its_loader_rejects(capsys):
         ("gait.dt", [0.02]),  # wrong type
         ("robot", "anymall"),  # unknown robot
         ("solver.backend", "gpu"),  # unknown backend
+        ("solver.barrier_update", "mehrotra"),  # unknown barrier strategy
         ("limits", ["forces"]),  # unknown limit
         ("gait.horizon", DELETE),  # required key
         ("gait.phases", [{"contact": ["LF_FOOT"], "knots": "two"}]),  # wrong item type

@@ -40,6 +40,9 @@ ENUMS = {  # (section, field): the allowed names
     ("ContactModel", "law"): dynamics.soft_contact.LAWS,
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
+    ("Solver", "barrier_update"): cfg.BARRIER_UPDATES,
+    ("GaitMPCSettings", "scheme"): cfg.MPC_SCHEMES,
+    ("MPCSettings", "scheme"): cfg.MPC_SCHEMES,
 }
 NUMBER = {"anyOf": [{"type": "number"}, {"type": "string", "pattern": r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"}]}
 
