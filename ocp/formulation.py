@@ -146,6 +146,7 @@ class Formulation:
         self.backend = self.stages.name
         self._redundant = {}  # contact set -> redundant (shared with for_problem's copies)
         self._flags = self._redundant_groups()
+        self._statics = None  # the static start's terms at q0 (:meth:`_static_terms`), made on first use
 
     def for_problem(self, ocp) -> Formulation:
         """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
@@ -166,6 +167,7 @@ class Formulation:
         new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
         new.stages = self.stages.for_problem(ocp, groups)
         new._flags = new._redundant_groups()
+        new._statics = None
         return new
 
     # ------------------------------------------------------------------ sizes and start
@@ -226,10 +228,8 @@ class Formulation:
                 _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
                 offset += c.dim
         elif group.kind == "contact":
-            contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)  # J only
-            J = dynamics.contact_jacobian(model, q0, contacts) if contacts else np.zeros((1, 0, nv))
-            static = np.concatenate((self.S[None], np.swapaxes(J, 1, 2)), axis=2)
-            x = np.linalg.pinv(static[0]) @ dynamics.generalized_gravity(model, self.ocp.q0)  # least-norm squares
+            gravity, J = self._static_terms(group)
+            x = np.linalg.pinv(np.concatenate((self.S, J.T), axis=1)) @ gravity  # least-norm squares
             u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
         else:
             u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
@@ -237,6 +237,27 @@ class Formulation:
         s, z = pdipm.initial_slack_and_dual(g, eps)
         u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
         return GroupVariables(u, w, np.zeros_like(w), s, z)
+
+    def _static_terms(self, group) -> tuple:
+        """The generalized gravity at ``q0`` and the contact Jacobian ``(m, nv)`` of ``group``'s
+        contacts there: the static start's equation ``S u + J^T f = g(q0)``. One Jacobian of
+        every contact of the formulation's groups is made on first use, and its rows shared."""
+        if self._statics is None:
+            union = {}
+            for g in self.groups:
+                for c in g.contacts:
+                    union.setdefault(_slot_key(c), replace(c, placement=None, kp=0.0, kd=0.0))  # J only
+            J = dynamics.contact_jacobian(self.model, self.ocp.q0[None], tuple(union.values()))[0] if union else None
+            rows, offset = {}, 0
+            for key, c in union.items():
+                rows[key], offset = J[offset : offset + c.dim], offset + c.dim
+            self._statics = (dynamics.generalized_gravity(self.model, self.ocp.q0), rows)
+        gravity, rows = self._statics
+        keys = [_slot_key(c) for c in group.contacts]
+        if any(key not in rows for key in keys):  # a group of another problem's contacts
+            contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)
+            return gravity, dynamics.contact_jacobian(self.model, self.ocp.q0[None], contacts)[0]
+        return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, self.model.nv))])
 
     def _tau0(self, n):
         """The initial torque state repeated ``n`` times, or None without a torque filter."""
