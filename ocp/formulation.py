@@ -242,22 +242,15 @@ class Formulation:
         """The generalized gravity at ``q0`` and the contact Jacobian ``(m, nv)`` of ``group``'s
         contacts there: the static start's equation ``S u + J^T f = g(q0)``. One Jacobian of
         every contact of the formulation's groups is made on first use, and its rows shared."""
+        model, q0 = self.model, self.ocp.q0
         if self._statics is None:
-            union = {}
-            for g in self.groups:
-                for c in g.contacts:
-                    union.setdefault(_slot_key(c), replace(c, placement=None, kp=0.0, kd=0.0))  # J only
-            J = dynamics.contact_jacobian(self.model, self.ocp.q0[None], tuple(union.values()))[0] if union else None
-            rows, offset = {}, 0
-            for key, c in union.items():
-                rows[key], offset = J[offset : offset + c.dim], offset + c.dim
-            self._statics = (dynamics.generalized_gravity(self.model, self.ocp.q0), rows)
+            every = [c for g in self.groups for c in g.contacts]
+            self._statics = (dynamics.generalized_gravity(model, q0), _jacobian_rows(model, q0, every))
         gravity, rows = self._statics
         keys = [_slot_key(c) for c in group.contacts]
         if any(key not in rows for key in keys):  # a group of another problem's contacts
-            contacts = tuple(replace(c, placement=None, kp=0.0, kd=0.0) for c in group.contacts)
-            return gravity, dynamics.contact_jacobian(self.model, self.ocp.q0[None], contacts)[0]
-        return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, self.model.nv))])
+            rows.update(_jacobian_rows(model, q0, group.contacts))
+        return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, model.nv))])
 
     def _tau0(self, n):
         """The initial torque state repeated ``n`` times, or None without a torque filter."""
@@ -494,17 +487,25 @@ def _slot_key(c):
 RANK_RTOL = 1e-9
 
 
+def _jacobian_rows(model, q, contacts) -> dict:
+    """``{slot key: rows (dim, nv)}``: the Jacobian at ``q`` of each distinct contact of
+    ``contacts`` (by :func:`_slot_key`; gains and targets aside), from one call for them all."""
+    union = {}
+    for c in contacts:
+        union.setdefault(_slot_key(c), replace(c, placement=None, kp=0.0, kd=0.0))  # J only
+    if not union:
+        return {}
+    J = dynamics.contact_jacobian(model, q[None], tuple(union.values()))[0]
+    rows, offset = {}, 0
+    for key, c in union.items():
+        rows[key], offset = J[offset : offset + c.dim], offset + c.dim
+    return rows
+
+
 def _redundant_sets(model, q, sets) -> dict:
     """``{key: redundant}`` for contact sets ``{key: contacts}``: a contact listed twice, or a
     Jacobian at ``q`` with fewer independent rows than rows (one Jacobian of all their contacts)."""
-    union = {}
-    for key, contacts in sets.items():
-        for k, c in zip(key, contacts):
-            union.setdefault(k, replace(c, placement=None, kp=0.0, kd=0.0))
-    rows, offset = {}, 0
-    for k, c in union.items():
-        rows[k], offset = np.arange(offset, offset + c.dim), offset + c.dim
-    J = dynamics.contact_jacobian(model, q[None], tuple(union.values()))[0] if union else None
+    rows = _jacobian_rows(model, q, [c for contacts in sets.values() for c in contacts])
     flags = {}
     for key in sets:
         if not key:
@@ -512,7 +513,7 @@ def _redundant_sets(model, q, sets) -> dict:
         elif len(set(key)) < len(key):
             flags[key] = True
         else:
-            Jk = J[np.concatenate([rows[k] for k in key])]
+            Jk = np.concatenate([rows[k] for k in key])
             sigma = np.linalg.svd(Jk, compute_uv=False)
             flags[key] = bool(Jk.shape[0] > Jk.shape[1] or sigma[-1] <= RANK_RTOL * sigma[0])
     return flags
