@@ -15,6 +15,8 @@ import pytest
 import yaml
 
 from liftoff import dynamics
+from liftoff.dynamics import codegen
+from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.problem import term_key
 from liftoff.problems import viewer
 from liftoff.problems.bench import legged
@@ -85,6 +87,21 @@ def test_the_compiled_feet_kinematics_are_the_reference(controller_model):
             np.testing.assert_allclose(velocities[i], world, atol=1e-12)
         np.testing.assert_allclose(com, dynamics.center_of_mass(controller_model, q), atol=1e-12)
     assert FeetKinematics(controller_model, FEET, backend="numpy").kernel is None
+
+
+def test_feet_kinematics_without_a_compiler_run_in_numpy_with_one_warning(controller_model, monkeypatch, capsys):
+    def no_compiler(*args, **kwargs):
+        raise CompileError("no C compiler")
+
+    q, v = GaitController(trot_config(), controller_model).q0, np.full(controller_model.nv, 0.1)
+    capsys.readouterr()
+    monkeypatch.setattr(codegen, "load", no_compiler)
+    kinematics = FeetKinematics(controller_model, FEET)
+    for got, expected in zip(kinematics(q, v), kinematics.reference(q, v)):
+        np.testing.assert_array_equal(got, expected)
+    err = capsys.readouterr().err
+    assert kinematics.kernel is None and err.count("\n") == 1
+    assert "no C compiler; the feet's kinematics run in numpy" in err
 
 
 def contact_frames(stage) -> set:
