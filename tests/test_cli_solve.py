@@ -231,6 +231,8 @@ def test_missing_file_exits_2(tmp_path, capsys):
         ),
         (["mpc", "{config}", "--mass-scale", "0.01"], "argument --mass-scale: expected a number in [0.1, 10]"),
         (["mpc", "{config}", "--mass-scale", "nan"], "argument --mass-scale: expected a number in [0.1, 10]"),
+        (["mpc", "{config}", "--scheme", "sqp"], "argument --scheme: invalid choice: 'sqp'"),
+        (["bench", "mpc", "--scheme", "rtl"], "argument --scheme: invalid choice: 'rtl'"),
         ([], "the following arguments are required: COMMAND (see liftoff --help)"),
     ],
 )
