@@ -4,6 +4,9 @@ A kernel is a CasADi :class:`casadi.Function` of one flat input and flat outputs
 (CasADi's code generator) gets a loop over a batch appended, ``liftoff_batch(n, in, out)``,
 which evaluates the function on ``n`` contiguous rows of ``in`` into ``n`` rows of each
 output buffer; :class:`Kernel` calls it through ctypes with numpy buffers, one call per batch.
+A kernel writes each output whole (zeros included), or, built ``sparse``, only the entries that
+are not zero by structure (its ``patterns``): a stage's derivatives are mostly zeros (ANYmal's
+contact stage: 6% of its Hessian), which the sparse kernel neither computes nor writes.
 :func:`load_library` compiles a C file of the project (loops over stacked arrays) the same way.
 
 The shared library is cached in ``$LIFTOFF_CACHE`` (default ``$XDG_CACHE_HOME/liftoff`` or
@@ -155,8 +158,10 @@ int liftoff_batch(long n, const casadi_real* in, casadi_real** out) {{
 
 class Kernel:
     """A compiled batch kernel: ``kernel(x (S, n_in))`` is the list of its outputs, each
-    ``(S, size)`` and contiguous; ``patterns[j]`` are the entries of output ``j`` that are not
-    zero by structure (the others are zero whatever the input)."""
+    ``(S, sizes[j])`` and contiguous; ``patterns[j]`` are the entries of output ``j`` (of
+    ``numel[j]``) that are not zero by structure (the others are zero whatever the input). A
+    sparse kernel's outputs are those entries only (``sizes[j] = len(patterns[j])``, in their
+    order); a dense one's all of them (``sizes == numel``)."""
 
     def __init__(self, path: Path, lib: ctypes.CDLL, name: str):
         self.path, self.name = path, name
@@ -166,8 +171,9 @@ class Kernel:
         self.sizes = tuple(lib.liftoff_sizes(2 + j) for j in range(lib.liftoff_sizes(1)))
         self._lib, self._batch = lib, lib.liftoff_batch
         self._pointers = ctypes.c_void_p * len(self.sizes)
-        lib.liftoff_pattern.restype = ctypes.c_long
+        lib.liftoff_pattern.restype = lib.liftoff_numel.restype = ctypes.c_long
         lib.liftoff_pattern.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_long)))
+        self.numel = tuple(lib.liftoff_numel(j) for j in range(len(self.sizes)))
         self.patterns = []
         for j in range(len(self.sizes)):
             indices = ctypes.POINTER(ctypes.c_long)()
@@ -203,29 +209,33 @@ class Kernel:
 
 class Interpreted:
     """A kernel function run by CasADi's SX virtual machine instead of compiled: the same call
-    as :class:`Kernel`, without a compiler, slowly (for checking the equations)."""
+    as :class:`Kernel` (``sparse``: of a sparse kernel), without a compiler, slowly (for
+    checking the equations)."""
 
-    def __init__(self, function: ca.Function, name: str):
+    def __init__(self, function: ca.Function, name: str, sparse=False):
         self.function, self.name = function, name
         self.n_in = function.numel_in(0)
-        self.sizes = tuple(function.numel_out(j) for j in range(function.n_out()))
+        self.numel = tuple(function.numel_out(j) for j in range(function.n_out()))
         x = ca.SX.sym("x", self.n_in)
         self.patterns = [
             np.array(ca.sparsify(ca.vec(o)).sparsity().row(), dtype=int)
             for o in function.call([ca.reshape(x, function.size_in(0))])
         ]
+        self._kept = self.patterns if sparse else [slice(None)] * len(self.numel)  # the entries a call returns
+        self.sizes = tuple(map(len, self.patterns)) if sparse else self.numel
 
     def __call__(self, x):
         rows = [self.function.call([row]) for row in np.asarray(x, dtype=float)]
         return [
-            np.array([np.asarray(ca.densify(r[j])).ravel() for r in rows]).reshape(len(rows), n)
-            for j, n in enumerate(self.sizes)
+            np.array([np.asarray(ca.densify(r[j])).ravel(order="F")[p] for r in rows]).reshape(len(rows), n)
+            for j, (n, p) in enumerate(zip(self.sizes, self._kept))
         ]
 
 
-def load(name: str, key: dict, build, quiet=False) -> Kernel:
+def load(name: str, key: dict, build, quiet=False, sparse=False) -> Kernel:
     """The kernel ``name`` of ``key`` from the cache, built if missing: ``build()`` returns the
-    :class:`casadi.Function` (one input; its outputs are flattened column by column). Says on
+    :class:`casadi.Function` (one input; its outputs are flattened column by column); ``sparse``:
+    its outputs are their structural nonzeros (:class:`Kernel`). Says on
     stderr when it compiles, unless ``quiet``. The optimized build of this processor when the
     cache holds it; else the quick build, and the optimized one starts in the background (module
     docstring), unless ``LIFTOFF_OPTIMIZE=0``."""
@@ -238,15 +248,15 @@ def load(name: str, key: dict, build, quiet=False) -> Kernel:
                 function = build()
                 if function.n_in() != 1:
                     raise ValueError("a kernel function has one input")
-                generated.update(
-                    code=_casadi_source(function, name, folder), what=f"{function.n_instructions()} instructions"
-                )
+                code = _casadi_source(function, name, folder, sparse)
+                generated.update(code=code, what=f"{function.n_instructions()} instructions")
             out = Path(folder) / f"liftoff_{name}.c"
             out.write_text(generated["code"] + _KEY.format(digest=digest))
             return out, generated["what"]
 
         return write
 
+    key = {**key, "sparse": True} if sparse else key
     optimized = None
     if os.environ.get("LIFTOFF_OPTIMIZE") != "0":
         optimized = _digest({"key": key, "flags": OPTIMIZED_FLAGS, "cpu": _cpu()}, cc)
@@ -418,14 +428,14 @@ def _loaded(path, digest):
         return None
 
 
-def _casadi_source(function, name, folder) -> str:
+def _casadi_source(function, name, folder, sparse=False) -> str:
     """The C code of a kernel but its key: CasADi's code of ``function`` (generated in
-    ``folder``) and the batch loop."""
+    ``folder``; ``sparse``: its outputs' structural nonzeros only) and the batch loop."""
     cname = f"liftoff_{name}"
     x = ca.SX.sym("x", function.numel_in(0))
-    outputs = function.call([ca.reshape(x, function.size_in(0))])
-    patterns = [ca.sparsify(ca.vec(o)).sparsity().row() for o in outputs]
-    function = ca.Function(cname, [x], [ca.densify(ca.vec(o)) for o in outputs], {"cse": True})
+    outputs = [ca.sparsify(ca.vec(o)) for o in function.call([ca.reshape(x, function.size_in(0))])]
+    patterns, numel = [o.sparsity().row() for o in outputs], [o.numel() for o in outputs]
+    function = ca.Function(cname, [x], outputs if sparse else [ca.densify(o) for o in outputs], {"cse": True})
     gen = ca.CodeGenerator(f"{cname}.c", {"with_header": False, "casadi_real": "double", "casadi_int": "long long int"})
     gen.add(function)
     gen.generate(str(folder) + os.sep)
@@ -434,12 +444,12 @@ def _casadi_source(function, name, folder) -> str:
         map(str, [function.nnz_in(0), function.n_out()] + [function.nnz_out(j) for j in range(function.n_out())])
     )
     code = (Path(folder) / f"{cname}.c").read_text()
-    return code + _WRAPPER.format(name=cname, sizes=counts, **sizes) + _patterns(patterns)
+    return code + _WRAPPER.format(name=cname, sizes=counts, **sizes) + _patterns(patterns, numel)
 
 
-def _patterns(patterns) -> str:
-    """C arrays of the structural nonzeros of each output and ``liftoff_pattern(j, &indices)``,
-    which returns their number."""
+def _patterns(patterns, numel) -> str:
+    """C arrays of the structural nonzeros of each output, ``liftoff_pattern(j, &indices)``, which
+    returns their number, and ``liftoff_numel(j)``, the output's size with its zeros."""
     arrays = [
         f"static const long liftoff_nz{j}[] = {{{', '.join(map(str, p)) or '0'}}};" for j, p in enumerate(patterns)
     ]
@@ -451,6 +461,8 @@ def _patterns(patterns) -> str:
 static const long* const liftoff_nz[] = {{{table}}};
 static const long liftoff_nnz[] = {{{counts}}};
 long liftoff_pattern(int j, const long** indices) {{ *indices = liftoff_nz[j]; return liftoff_nnz[j]; }}
+static const long liftoff_numels[] = {{{", ".join(map(str, numel))}}};
+long liftoff_numel(int j) {{ return liftoff_numels[j]; }}
 """
     )
 

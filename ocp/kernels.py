@@ -8,10 +8,11 @@ between iterations (time steps, Baumgarte gains and targets, cost references and
 and the rows and columns of the group's contacts within the layout's; what the groups of one
 key share (:class:`GroupPlan`: the slots, the index maps, the constant rows of the inputs) is
 made once for every problem of the kernels (an MPC loop's horizons). An evaluation stacks
-the variables with those inputs, calls the kernel on all the group's stages, and reads the
-group's rows and columns out of its output: the same :class:`ocp.stages.StageEval` as the
-numpy reference. The non-lifted ``w`` solves the KKT system of the forward (impulse)
-dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
+the variables with those inputs, calls the kernel on all the group's stages, and scatters the
+structural nonzeros it returns (the stage kernels are sparse, :mod:`dynamics.codegen`) into the
+group's rows and columns (``scatter.c``, or numpy without a compiler): the same
+:class:`ocp.stages.StageEval` as the numpy reference. The non-lifted ``w`` solves the KKT system
+of the forward (impulse) dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
 
 A contact listed twice in a stage (redundant contacts) fills its slot twice: the kernel sees
 the sum of the two forces (``J^T f_1 + J^T f_2``, the only way they enter the equations), the
@@ -26,8 +27,10 @@ solution of its singular KKT system, the limit of the numpy backend's proximal i
 from __future__ import annotations
 
 import copy
+import ctypes
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -45,20 +48,31 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 
 
 @dataclass(frozen=True)
+class Blocks:
+    """Where a group's blocks come from in its kind's sparse kernel: one block per output, of
+    ``shapes[b]`` per stage (``sizes[b]`` entries, ``nnz[b]`` in the kernel's output); its
+    ``counts[b]`` entries that are not zero by structure, the next ones of ``dst_index`` (in the
+    block) and ``src_index`` (in the output)."""
+
+    shapes: tuple
+    sizes: np.ndarray
+    nnz: np.ndarray
+    counts: np.ndarray
+    src_index: np.ndarray
+    dst_index: np.ndarray
+
+
+@dataclass(frozen=True)
 class GroupMap:
-    """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``y`` its columns of
-    ``y``, ``rows`` its rows of ``c`` (``None``: all), and ``runs`` those columns, rows and its
-    cone rows as runs of consecutive indices (:func:`_runs`: its blocks of ``H, C, A, G`` are
-    copied out of the kernel's a run at a time); ``supports`` the rows and
+    """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``blocks`` where its
+    rows and columns of the kernel's outputs are (:class:`Blocks`); ``supports`` the rows and
     columns of its ``H_zw, H_ww, A_w`` that are not zero by structure (for the condensing:
     from the kernels' patterns, with the friction cones' barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
     the forward kernel's ``forward (S, .)``."""
 
     f_cols: np.ndarray
-    y: np.ndarray | None
-    rows: np.ndarray | None
-    runs: dict
+    blocks: Blocks
     supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
@@ -107,13 +121,13 @@ class CompiledStages:
         for kind in KINDS:
             if kind not in kinds:
                 continue
-            name = f"{kind}_{self.model.name}"
+            name, sparse = f"{kind}_{self.model.name}", kind in ("contact", "impulse")
             if compile:
                 self.kernels[kind] = codegen.load(
-                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout), quiet
+                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout), quiet, sparse
                 )
             else:
-                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name)
+                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name, sparse)
         compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
         self._term_columns = {kind: sym.term_columns(self.layout, terms) for kind, terms in self._slot_terms().items()}
@@ -164,9 +178,8 @@ class CompiledStages:
 
     def _structure(self, kind, slots):
         """The index maps of a group of ``kind`` whose contacts fill ``slots`` (cached): its force
-        columns, its columns ``y`` and rows of the layout's, whether it fills them all, the
-        runs of its columns and rows in the kernel's outputs, their supports, its cone rows and
-        bounds."""
+        columns, its :class:`Blocks` in the kernel's outputs, the supports of its columns, its
+        cone rows and bounds."""
         key = (kind, tuple(s.offset for s in slots))
         if key in self._structures:
             return self._structures[key]
@@ -177,17 +190,43 @@ class CompiledStages:
         nf = nx + nu + nv  # the first force column of y
         y = np.concatenate((np.arange(nf), nf + f_cols))
         rows = np.concatenate((np.arange(nv), nv + f_cols))
-        full = len(f_cols) == lay.m and np.array_equal(f_cols, np.arange(lay.m))
         if kind == "contact":
             cones = [s.cone for s in slots if s.cone is not None]
             cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
             bounds = bound_rows(lay.limits, nv, nu, len(y))
         else:
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        runs = {"y": _runs(y), "rows": _runs(rows), "A": _runs(np.arange(nx)), "G": _runs(cones)}
         supports = self._supports(kind, y, cones, nx + nu)
-        self._structures[key] = (f_cols, y, rows, full, runs, supports, cones, bounds)
+        self._structures[key] = (f_cols, self._blocks(kind, y, rows, cones), supports, cones, bounds)
         return self._structures[key]
+
+    def _blocks(self, kind, y, rows, cones) -> Blocks:
+        """The :class:`Blocks` of a group of ``kind`` with the columns ``y`` and rows ``rows`` of
+        the layout's and the cone rows ``cones``: its cost, ``g, H, c, C, b, A`` and, at contact
+        stages, the values of its inequalities (cones, then every bound row) and the cones' ``G``."""
+        kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
+        every, ny = np.arange(nx), kernel.numel[1]
+        # (rows, columns) of each output, a matrix of the layout's ny columns; None: a vector
+        selections = [(None, [0]), (None, y), (y, y), (None, rows), (rows, y), (None, every), (every, y)]
+        if kind == "contact":
+            inequalities = np.concatenate((cones, np.arange(ROWS * self.layout.ncones, kernel.numel[7])))
+            selections += [(None, inequalities), (cones, y)]
+        shapes, src, dst = [], [], []
+        for j, (r, c) in enumerate(selections):
+            width = kernel.numel[j] if r is None else ny
+            index = _selection(kernel.patterns[j], kernel.numel[j], [0] if r is None else r, c, width)
+            shapes.append((len(c),) if r is None else (len(r), len(c)))
+            src.append(index[0])
+            dst.append(index[1])
+        intc = lambda x: np.ascontiguousarray(x, dtype=np.intc)  # noqa: E731
+        return Blocks(
+            tuple(shapes),
+            intc([int(np.prod(s)) for s in shapes]),
+            intc(kernel.sizes[: len(shapes)]),
+            intc(list(map(len, src))),
+            intc(np.concatenate(src)),
+            intc(np.concatenate(dst)),
+        )
 
     def _plan(self, group) -> GroupPlan:
         """The :class:`GroupPlan` of the groups of ``group``'s key (made once, after
@@ -215,7 +254,7 @@ class CompiledStages:
     def _map(self, group) -> GroupMap:
         lay, nv, S = self.layout, self.model.nv, group.size
         plan = self._plan(group)
-        f_cols, y, rows, full, runs, supports, cones, bounds = plan.structure
+        f_cols, blocks, supports, cones, bounds = plan.structure
         scatter = None
         if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
@@ -235,9 +274,7 @@ class CompiledStages:
         else:
             static = terms
         forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
-        return GroupMap(
-            f_cols, None if full else y, None if full else rows, runs, supports, cones, bounds, static, forward, scatter
-        )
+        return GroupMap(f_cols, blocks, supports, cones, bounds, static, forward, scatter)
 
     def _supports(self, kind, y, cones, nz):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
@@ -245,12 +282,12 @@ class CompiledStages:
         ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
         outputs and the columns its cone rows touch (their barrier terms join ``H``)."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
-        n = int(round(np.sqrt(kernel.sizes[2])))  # y of the layout
+        n = kernel.numel[1]  # y of the layout
         H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
         H[kernel.patterns[2]], A[kernel.patterns[6]] = True, True
         H, A = H.reshape(n, n)[np.ix_(y, y)], A.reshape(nx, n)[:, y]
         if kind == "contact" and len(cones):
-            G = np.zeros(kernel.sizes[8], dtype=bool)
+            G = np.zeros(kernel.numel[8], dtype=bool)
             G[kernel.patterns[8]] = True
             touched = np.flatnonzero(G.reshape(-1, n)[np.ix_(cones, y)].any(axis=0))
             H[np.ix_(touched, touched)] = True
@@ -288,41 +325,17 @@ class CompiledStages:
         else:
             f_all = w[:, nv:] @ gm.scatter
         taus = (np.zeros((S, 0)),) * 2 if tau is None else (tau, tau_next)
-        if group.kind == "contact":
-            x = np.concatenate((q, v, w[:, :nv], f_all, u, q_next, v_next, *taus, gm.static), axis=1)
-            nu = lay.nu
-        else:
-            x = np.concatenate((q, v, w[:, :nv], f_all, q_next, v_next, *taus, gm.static), axis=1)
-            nu = 0
-        nx = 2 * nv + lay.ntau
-        nw, ny = nv + lay.m, nx + nu + nv + lay.m
-        out = self._call(group.kind, x)
-        cost, b = out[0][:, 0], out[5]
-        if gm.y is None:
-            g, H, c, C, A = (
-                out[1],
-                out[2].reshape(S, ny, ny),
-                out[3],
-                out[4].reshape(S, nw, ny),
-                out[6].reshape(S, nx, ny),
-            )
-        else:
-            g, c = out[1][:, gm.y], out[3][:, gm.rows]
-            H, C, A = (
-                _gather(out[i].reshape(S, -1, ny), gm.runs[k], gm.runs["y"])
-                for i, k in ((2, "y"), (4, "rows"), (6, "A"))
-            )
+        control = (u,) if group.kind == "contact" else ()
+        x = np.concatenate((q, v, w[:, :nv], f_all, *control, q_next, v_next, *taus, gm.static), axis=1)
+        cost, g, H, c, C, b, A, *inequalities = _scatter(self._call(group.kind, x), gm.blocks, S)
+        cost = cost[:, 0]
         if group.kind != "contact":
-            g_in, G = np.zeros((S, 0)), np.zeros((S, 0, H.shape[1]))
+            ineq = Inequalities(np.zeros((S, 0)), np.zeros((S, 0, H.shape[1])), gm.bounds)
         elif gm.scatter is not None:  # a cone per copy of a contact listed twice, on its own force
             ineq = self._reference.inequalities(group, q, v, u, w[:, nv:], tau)
-            return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports)
-        elif gm.y is None and len(gm.cones) == ROWS * lay.ncones:
-            g_in, G = out[7], out[8].reshape(S, -1, ny)
         else:
-            g_in = out[7][:, np.concatenate((gm.cones, ROWS * lay.ncones + np.arange(len(gm.bounds))))]
-            G = _gather(out[8].reshape(S, -1, ny), gm.runs["G"], gm.runs["y"])
-        return StageEval(cost, H, g, c, C, b, A, Inequalities(g_in, G, gm.bounds), gm.supports)
+            ineq = Inequalities(*inequalities, gm.bounds)
+        return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports)
 
     def dynamics(self, group, q, v, torque):
         """``w`` of the forward (impulse) dynamics under the actuated joints' ``torque``: the
@@ -392,23 +405,47 @@ def _same_target(a, b) -> bool:
 _NEUTRAL_TARGET = {3: np.zeros(3), 12: np.concatenate((np.eye(3).ravel(), np.zeros(3)))}  # no target: p = 0, R = I
 
 
-def _runs(index) -> tuple:
-    """``index`` as runs of consecutive indices ``((first index, first position, length), ...)``."""
-    if len(index) == 0:
-        return ()
-    breaks = np.flatnonzero(np.diff(index) != 1) + 1
-    starts, ends = np.concatenate(([0], breaks)), np.concatenate((breaks, [len(index)]))
-    return tuple((int(index[a]), int(a), int(b - a)) for a, b in zip(starts, ends))
+def _selection(pattern, numel, rows, cols, width) -> tuple:
+    """``(src, dst)``: the entries ``dst`` of the block ``output[rows][:, cols]`` of a kernel's
+    output (``numel`` entries, rows of ``width``, row-major) that are among its structural
+    nonzeros ``pattern``, and their positions ``src`` in it. A row or column listed twice (a
+    contact listed twice) is read twice."""
+    position = np.full(numel, -1)
+    position[pattern] = np.arange(len(pattern))
+    src = position[(np.asarray(rows)[:, None] * width + np.asarray(cols)[None, :]).ravel()]
+    dst = np.flatnonzero(src >= 0)
+    return src[dst], dst
 
 
-def _gather(block, rows, cols) -> np.ndarray:
-    """``block[:, r][:, :, c]`` for the rows ``r`` and columns ``c`` given as :func:`_runs`: one
-    slice copy per pair of runs (a group's columns are two or three runs of the layout's)."""
-    out = np.empty((len(block), sum(n for _, _, n in rows), sum(n for _, _, n in cols)))
-    for r, i, m in rows:
-        for c, j, n in cols:
-            out[:, i : i + m, j : j + n] = block[:, r : r + m, c : c + n]
-    return out
+def _scatter(outputs, blocks: Blocks, S) -> list:
+    """The blocks of :class:`Blocks` ``(S, *shape)`` from a sparse kernel's ``outputs`` (module
+    docstring): ``scatter.c``, or numpy without a compiler."""
+    dense = [np.empty((S, *shape)) for shape in blocks.shapes]
+    library = _library()
+    if library is not None:
+        n = len(dense)
+        library.liftoff_scatter(
+            S, n, *(x.ctypes.data for x in (blocks.nnz, blocks.sizes, blocks.counts)),
+            (ctypes.c_void_p * n)(*(x.ctypes.data for x in outputs[:n])),
+            (ctypes.c_void_p * n)(*(x.ctypes.data for x in dense)),
+            blocks.src_index.ctypes.data, blocks.dst_index.ctypes.data,
+        )  # fmt: skip
+        return dense
+    end = np.cumsum(blocks.counts)
+    for out, block, src, dst in zip(outputs, dense, np.split(blocks.src_index, end), np.split(blocks.dst_index, end)):
+        flat = block.reshape(S, -1)
+        flat[:] = 0.0
+        flat[:, dst] = out[:, src]
+    return dense
+
+
+_SOURCE = Path(__file__).with_name("scatter.c")
+_P, _I = ctypes.c_void_p, ctypes.c_int
+_FUNCTIONS = {"liftoff_scatter": (None, (_I, _I) + (_P,) * 7)}
+
+
+def _library():
+    return codegen.compiled_library(_SOURCE, _FUNCTIONS)
 
 
 def _rows(row, S) -> np.ndarray:

@@ -71,6 +71,20 @@ def test_a_kernel_knows_its_structural_zeros(cache):
     np.testing.assert_array_equal(kernel(np.array([[2.0, 3.0]]))[0], [[2.0, 0.0, 6.0, 0.0]])
 
 
+def test_a_sparse_kernel_writes_its_structural_nonzeros_only(cache):
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("sparse", [x], [ca.vertcat(x[0], 0, x[1] * x[0], 0), ca.SX.zeros(3)])
+    rows = np.array([[2.0, 3.0], [-1.0, 4.0]])
+    sparse = codegen.load("sparse", {}, lambda: f, quiet=True, sparse=True)
+    for kernel in (sparse, codegen.Interpreted(f, "f", sparse=True)):
+        assert kernel.sizes == (2, 0) and kernel.numel == (4, 3)
+        values, empty = kernel(rows)
+        np.testing.assert_array_equal(values, [[2.0, 6.0], [-1.0, -4.0]])
+        assert empty.shape == (2, 0)
+    dense = codegen.load("sparse", {}, lambda: f, quiet=True)
+    assert dense.sizes == dense.numel == (4, 3) and dense.path != sparse.path
+
+
 def test_another_key_is_another_kernel(cache):
     a = codegen.load("small", {"case": 1}, small_function, quiet=True)
     b = codegen.load("small", {"case": 2}, small_function, quiet=True)

@@ -252,3 +252,37 @@ def test_trot_solve_is_the_same_with_both_backends(trot, formulation):
     assert abs(compiled.cost - numpy_.cost) <= 1e-8 * abs(numpy_.cost)
     kkt_c, kkt_n = (np.array([h.kkt_error for h in r.history]) for r in (compiled, numpy_))
     np.testing.assert_allclose(kkt_c, kkt_n, rtol=1e-5, atol=1e-6)  # 1e-6: the KKT roundoff floor of ANYmal gaits
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_groups_blocks_are_the_kernels_nonzeros_at_its_rows_and_columns(compiled, monkeypatch):
+    """A 4 x 6 output and a vector of 5, their nonzeros scattered into a group's rows and
+    columns (one read twice, as for a contact listed twice), by scatter.c and by numpy."""
+    from liftoff.ocp import kernels
+
+    if not compiled:
+        monkeypatch.setattr(kernels, "_library", lambda: None)
+    rng = np.random.default_rng(4)
+    patterns = (np.array([0, 3, 7, 8, 11, 14, 19, 23]), np.array([1, 4]))
+    rows, cols, picks = [2, 0, 2], [5, 1, 3, 1], [4, 0, 1]
+    selections = (
+        kernels._selection(patterns[0], 24, rows, cols, 6),
+        kernels._selection(patterns[1], 5, [0], picks, 5),
+    )
+    blocks = kernels.Blocks(
+        ((3, 4), (3,)),
+        np.array([12, 3], dtype=np.intc),
+        np.array([8, 2], dtype=np.intc),
+        np.array([len(s[0]) for s in selections], dtype=np.intc),
+        np.concatenate([s[0] for s in selections]).astype(np.intc),
+        np.concatenate([s[1] for s in selections]).astype(np.intc),
+    )
+    values = [rng.standard_normal((5, 8)), rng.standard_normal((5, 2))]
+    matrix, vector = kernels._scatter(values, blocks, 5)
+    for s in range(5):
+        dense = np.zeros(24)
+        dense[patterns[0]] = values[0][s]
+        np.testing.assert_array_equal(matrix[s], dense.reshape(4, 6)[np.ix_(rows, cols)])
+        dense = np.zeros(5)
+        dense[patterns[1]] = values[1][s]
+        np.testing.assert_array_equal(vector[s], dense[picks])
