@@ -56,6 +56,8 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from .memory import address
+
 # kernels are long straight-line functions: -O1 compiles them 5x faster than -O2, and the dominator optimizations
 # are superlinear in their length (a 100k-instruction kernel: 59 s with, 10 s without)
 FLAGS = ("-O1", "-fno-tree-dominator-opts", "-fPIC", "-shared")
@@ -185,7 +187,7 @@ class Kernel:
         if x.ndim != 2 or x.shape[1] != self.n_in:
             raise ValueError(f"kernel {self.name}: expected input of shape (S, {self.n_in}), got {x.shape}")
         outs = [np.empty((x.shape[0], n)) for n in self.sizes]
-        if self._batch(x.shape[0], x.ctypes.data, self._pointers(*(o.ctypes.data for o in outs))):
+        if self._batch(x.shape[0], address(x), self._pointers(*map(address, outs))):
             raise FloatingPointError(f"kernel {self.name} failed")
         return outs
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .batch import batch, unbatch
+from .memory import address
 from .spatial import eye, matmul, matvec, quat_conjugate, quat_multiply, quat_to_rotation, skew, transpose
 
 _SMALL = 1e-4  # below this rotation angle, Taylor series replace the closed forms
@@ -219,7 +220,7 @@ def integrate(model, q, v):
     if library is None:
         return unbatch(_integrate_numpy(layout, q.reshape(n, -1), v.reshape(n, -1)), shape)
     out = np.empty(shape + (model.nq,))
-    library.liftoff_integrate(n, model.nq, model.nv, layout.address, q.ctypes.data, v.ctypes.data, out.ctypes.data)
+    library.liftoff_integrate(n, model.nq, model.nv, layout.address, *map(address, (q, v, out)))
     return out
 
 
@@ -230,7 +231,7 @@ def difference(model, q0, q1):
     if library is None:
         return unbatch(_difference_numpy(layout, model.nv, q0.reshape(n, -1), q1.reshape(n, -1)), shape)
     out = np.empty(shape + (model.nv,))
-    library.liftoff_difference(n, model.nq, model.nv, layout.address, q0.ctypes.data, q1.ctypes.data, out.ctypes.data)
+    library.liftoff_difference(n, model.nq, model.nv, layout.address, *map(address, (q0, q1, out)))
     return out
 
 

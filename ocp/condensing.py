@@ -51,6 +51,8 @@ from pathlib import Path
 
 import numpy as np
 
+from liftoff.dynamics.memory import address as _ptr
+
 from .lqr import StageLQR
 
 
@@ -214,10 +216,6 @@ def _library():
     from liftoff.dynamics.codegen import compiled_library
 
     return compiled_library(_SOURCE, _FUNCTIONS, blas=("dgemm",))
-
-
-def _ptr(x):
-    return x.ctypes.data
 
 
 def _condense_compiled(library, st: LiftedStages, supports) -> Condensed:

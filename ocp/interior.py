@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from liftoff.dynamics.memory import address as _ptr
+
 from . import pdipm
 
 
@@ -92,10 +94,6 @@ def _compiled(library, ev, s, z, eps, beta, lam, lam_next) -> Terms:
         raise MemoryError("the interior-point terms could not allocate their workspace")
     squares, violation, l1 = sums.tolist()
     return Terms(r_p, r_c, H, g, stationarity, squares, violation, l1)
-
-
-def _ptr(x):
-    return x.ctypes.data
 
 
 _SOURCE = Path(__file__).with_name("interior.c")

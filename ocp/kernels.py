@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.dynamics import codegen
+from liftoff.dynamics.memory import address
 
 from . import symbolic_stages as sym
 from .condensing import compile_condensing
@@ -425,10 +426,10 @@ def _scatter(outputs, blocks: Blocks, S) -> list:
     if library is not None:
         n = len(dense)
         library.liftoff_scatter(
-            S, n, *(x.ctypes.data for x in (blocks.nnz, blocks.sizes, blocks.counts)),
-            (ctypes.c_void_p * n)(*(x.ctypes.data for x in outputs[:n])),
-            (ctypes.c_void_p * n)(*(x.ctypes.data for x in dense)),
-            blocks.src_index.ctypes.data, blocks.dst_index.ctypes.data,
+            S, n, *map(address, (blocks.nnz, blocks.sizes, blocks.counts)),
+            (ctypes.c_void_p * n)(*map(address, outputs[:n])),
+            (ctypes.c_void_p * n)(*map(address, dense)),
+            address(blocks.src_index), address(blocks.dst_index),
         )  # fmt: skip
         return dense
     end = np.cumsum(blocks.counts)

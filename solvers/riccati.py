@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from liftoff.dynamics.memory import address
 from liftoff.ocp.lqr import LQR, TerminalLQR
 
 BACKENDS = ("compiled", "numpy")
@@ -131,7 +132,7 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     P, p, K, k = np.empty((N + 1, nx, nx)), np.empty((N + 1, nx)), np.empty((N, nm, nx)), np.empty((N, nm))
     dx, du, lam = np.empty((N + 1, nx)), np.empty((N, nm)), np.empty((N + 1, nx))
     outputs = (P, p, K, k, dx, du, lam)
-    status = library.liftoff_riccati(N, nx, nm, nu.ctypes.data, *(x.ctypes.data for x in inputs + list(outputs)))
+    status = library.liftoff_riccati(N, nx, nm, address(nu), *map(address, inputs + list(outputs)))
     if status < 0:
         raise MemoryError("the Riccati recursion could not allocate its workspace")
     if status > 0:

@@ -1,9 +1,29 @@
-"""Opting in to keeping freed memory (glibc only)."""
+"""Opting in to keeping freed memory (glibc only), and the addresses of arrays."""
 
 import platform
 
+import numpy as np
+import pytest
+
 from liftoff import dynamics
+from liftoff.dynamics.memory import address
 
 
 def test_retain_freed_memory_reports_whether_it_applied():
     assert dynamics.retain_freed_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x,
+        lambda x: x[1:],  # a view
+        lambda x: x[:, ::2],  # not contiguous: ctypes' address of its first element
+        lambda x: np.broadcast_to(x[0], (3, 6)),  # read-only
+        lambda x: x[:0],  # empty
+        lambda x: np.arange(5, dtype=np.intc),
+    ],
+)
+def test_an_arrays_address_is_that_of_its_data(make):
+    x = make(np.zeros((4, 6)))
+    assert address(x) == x.__array_interface__["data"][0]
