@@ -7,7 +7,10 @@
  * ar, ac (rows and columns of A_w).
  * condense: Cw = C[:, :, nz:] = P^T L U (partial pivoting), [T t] = -Cw^-1 [C_z c],
  *   Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T (symmetrized), l = g_z + H_zw t + T^T (g_w + H_ww t),
- *   [Ac Bc] = A_z + A_w T, bc = b + A_w t. Returns 0, or s + 1 if Cw is singular at stage s.
+ *   [Ac Bc] = A_z + A_w T, bc = b + A_w t, written into stage index[s] of the LQR of ocp/lqr.py
+ *   (Ac (., nx, nx), Bc (., nx, nm), bc, Q as Qxx (., nx, nx), Qxu (., nx, nm), Quu (., nm, nm),
+ *   l as lx, lu (., nm); a stage's nu <= nm controls are the leading columns).
+ *   Returns 0, or s + 1 if Cw is singular at stage s.
  * expand: dw = T z + t, beta = -Cw^-T (H_wy y + g_w + A_w^T lam) with y = (z, dw).
  *
  * T^T H_ww T is a product of scipy's BLAS (dgemm, whose address liftoff_set_blas receives once
@@ -35,7 +38,7 @@ static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda
 }
 
 /* In-place LU of the n x n matrix M with row pivots; 0 if singular. */
-static int lu(int n, double *M, int *piv) {
+static int lu_factor(int n, double *M, int *piv) {
     for (int k = 0; k < n; ++k) {
         int p = k;
         double best = fabs(M[k * n + k]);
@@ -59,7 +62,7 @@ static int lu(int n, double *M, int *piv) {
     return 1;
 }
 
-/* X <- M^-1 X for X (n, m) with M = P^T L U from lu(). */
+/* X <- M^-1 X for X (n, m) with M = P^T L U from lu_factor(). */
 static void lu_solve(int n, int m, const double *M, const int *piv, double *X) {
     for (int k = 0; k < n; ++k)
         if (piv[k] != k)
@@ -85,7 +88,7 @@ static void lu_solve(int n, int m, const double *M, const int *piv, double *X) {
     }
 }
 
-/* x <- M^-T x for M = P^T L U from lu(). */
+/* x <- M^-T x for M = P^T L U from lu_factor(). */
 static void lu_solve_transposed(int n, const double *M, const int *piv, double *x) {
     for (int i = 0; i < n; ++i) {
         double s = x[i];
@@ -107,24 +110,26 @@ static void lu_solve_transposed(int n, const double *M, const int *piv, double *
 
 int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const double *g, const double *C, const double *c,
                      const double *A, const double *b, int nzw, const int *zw, int nww, const int *ww, int nar,
-                     const int *ar, int nac, const int *ac, double *LU, int *piv, double *T, double *t, double *Ac,
-                     double *Bc, double *bc, double *Q, double *l) {
+                     const int *ar, int nac, const int *ac, double *LU, int *piv, double *T, double *t,
+                     const int *index, int nm, double *Ac, double *Bc, double *bc, double *Qxx, double *Qxu,
+                     double *Quu, double *lx, double *lu) {
     const int nz = nx + nu, ny = nz + nw, m = nz + 1;
-    double *X = malloc(sizeof(double) * (nw * m + 2 * nw * nz + nw + nw * nw));
+    double *X = malloc(sizeof(double) * (nw * m + 2 * nw * nz + nw + nw * nw + nz * nz + nz));
     if (!X) return -1;
-    double *HT = X + nw * m, *gw = HT + nw * nz, *Tw = gw + nw, *Hw = Tw + nw * nz;
+    double *HT = X + nw * m, *gw = HT + nw * nz, *Tw = gw + nw, *Hw = Tw + nw * nz, *Qs = Hw + nw * nw;
+    double *ls = Qs + nz * nz;
     for (int s = 0; s < S; ++s) {
         const double *Hs = H + (size_t)s * ny * ny, *gs = g + (size_t)s * ny, *Cs = C + (size_t)s * nw * ny;
         const double *As = A + (size_t)s * nx * ny;
         double *M = LU + (size_t)s * nw * nw, *Ts = T + (size_t)s * nw * nz, *ts = t + (size_t)s * nw;
-        double *Qs = Q + (size_t)s * nz * nz, *ls = l + (size_t)s * nz;
         int *ps = piv + (size_t)s * nw;
+        const size_t k = (size_t)index[s];
         for (int i = 0; i < nw; ++i) {
             memcpy(M + i * nw, Cs + i * ny + nz, sizeof(double) * nw);
             memcpy(X + i * m, Cs + i * ny, sizeof(double) * nz);
             X[i * m + nz] = c[(size_t)s * nw + i];
         }
-        if (!lu(nw, M, ps)) {
+        if (!lu_factor(nw, M, ps)) {
             free(X);
             return s + 1;
         }
@@ -174,11 +179,18 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                 Qs[i * nz + j] = v;
                 Qs[j * nz + i] = v;
             }
+        for (int i = 0; i < nx; ++i) {
+            memcpy(Qxx + k * nx * nx + i * nx, Qs + i * nz, sizeof(double) * nx);
+            memcpy(Qxu + k * nx * nm + i * nm, Qs + i * nz + nx, sizeof(double) * nu);
+        }
+        for (int i = 0; i < nu; ++i) memcpy(Quu + k * nm * nm + i * nm, Qs + (nx + i) * nz + nx, sizeof(double) * nu);
+        memcpy(lx + k * nx, ls, sizeof(double) * nx);
+        memcpy(lu + k * nm, ls + nx, sizeof(double) * nu);
         /* [Ac Bc] = A_z + A_w T, bc = b + A_w t */
-        double *Acs = Ac + (size_t)s * nx * nx, *Bcs = Bc + (size_t)s * nx * nu, *bcs = bc + (size_t)s * nx;
+        double *Acs = Ac + k * nx * nx, *Bcs = Bc + k * nx * nm, *bcs = bc + k * nx;
         for (int i = 0; i < nx; ++i) {
             memcpy(Acs + i * nx, As + i * ny, sizeof(double) * nx);
-            memcpy(Bcs + i * nu, As + i * ny + nx, sizeof(double) * nu);
+            memcpy(Bcs + i * nm, As + i * ny + nx, sizeof(double) * nu);
             bcs[i] = b[(size_t)s * nx + i];
         }
         for (int r = 0; r < nar; ++r) {
@@ -188,7 +200,7 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                 if (f == 0.0) continue;
                 const double *Tr = Ts + ac[e] * nz;
                 for (int j = 0; j < nx; ++j) Acs[i * nx + j] += f * Tr[j];
-                for (int j = 0; j < nu; ++j) Bcs[i * nu + j] += f * Tr[nx + j];
+                for (int j = 0; j < nu; ++j) Bcs[i * nm + j] += f * Tr[nx + j];
                 bcs[i] += f * ts[ac[e]];
             }
         }

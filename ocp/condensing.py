@@ -15,7 +15,9 @@ cost ``1/2 y^T H y + g^T y`` with ``y = (dx, du, dw)``. Eliminating
     H_wy y + g_w + Cw^T beta + Aw^T lam_{i+1} = 0
 
 for the Lagrangian ``cost + beta^T (C y + c) + lam_{i+1}^T (A y + b - dx_{i+1})``.
-All functions take arrays with a leading axis over the stages of one kind. With
+All functions take arrays with a leading axis over the stages of one kind. The condensed blocks
+are written into an :class:`ocp.lqr.LQR`, the whole problem's when the caller passes it with the
+stages' indices (``into``), else one of the stages alone. With
 ``backend="compiled"``, :func:`condense` and :func:`expand` run the same equations as C loops
 over the stages (``condensing.c``, ``T^T H_ww T`` by scipy's BLAS), which keep the LU factors of
 ``Cw`` for the expansion.
@@ -53,7 +55,7 @@ import numpy as np
 
 from liftoff.dynamics.memory import address as _ptr
 
-from .lqr import StageLQR
+from .lqr import LQR, StageLQR
 
 
 @dataclass(frozen=True)
@@ -78,21 +80,45 @@ class LiftedStages:
 
 @dataclass(frozen=True)
 class Condensed:
-    """The eliminated stages: ``dw = T [dx; du] + t`` and the condensed LQR blocks."""
+    """The eliminated stages: ``dw = T [dx; du] + t``, and the condensed LQR blocks, the stages
+    ``index`` of ``lqr`` (copies read out: ``A (S, nx, nx)``, ``B (S, nx, nu)``, ``b (S, nx)``,
+    ``Q (S, nx + nu, nx + nu)``, ``l (S, nx + nu)``)."""
 
     T: np.ndarray  # (S, nw, nx + nu)
     t: np.ndarray  # (S, nw)
-    A: np.ndarray  # (S, nx, nx)
-    B: np.ndarray  # (S, nx, nu)
-    b: np.ndarray  # (S, nx)
-    Q: np.ndarray  # (S, nx + nu, nx + nu)
-    l: np.ndarray  # (S, nx + nu)
+    lqr: LQR
+    index: np.ndarray
     factors: tuple | None = None  # LU factors and pivots of Cw (compiled condensing)
     pinv: np.ndarray | None = None  # (S, nw, nw) the pseudo-inverse of Cw (redundant stages)
 
+    @property
+    def _nu(self) -> int:
+        return self.T.shape[2] - self.lqr.A.shape[1]
+
+    @property
+    def A(self) -> np.ndarray:
+        return self.lqr.A[self.index]
+
+    @property
+    def B(self) -> np.ndarray:
+        return self.lqr.B[self.index, :, : self._nu]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.lqr.b[self.index]
+
+    @property
+    def Q(self) -> np.ndarray:
+        lqr, i, nu = self.lqr, self.index, self._nu
+        Qxu = lqr.Qxu[i, :, :nu]
+        return np.block([[lqr.Qxx[i], Qxu], [np.swapaxes(Qxu, 1, 2), lqr.Quu[i, :nu, :nu]]])
+
+    @property
+    def l(self) -> np.ndarray:  # noqa: E743
+        return np.concatenate((self.lqr.lx[self.index], self.lqr.lu[self.index, : self._nu]), axis=1)
+
     def stage(self, s: int, nx: int) -> StageLQR:
-        Q, l = self.Q[s], self.l[s]
-        return StageLQR(self.A[s], self.B[s], self.b[s], Q[:nx, :nx], Q[:nx, nx:], Q[nx:, nx:], l[:nx], l[nx:])
+        return self.lqr.stage(int(self.index[s]))
 
 
 def _support(X, axis):
@@ -101,9 +127,10 @@ def _support(X, axis):
     return np.flatnonzero(np.any(X != 0, axis=(0, 3 - axis)))
 
 
-def eliminate(H, g, A, b, nz, T, t) -> Condensed:
+def eliminate(H, g, A, b, nz, T, t, into=None) -> Condensed:
     """Substitute ``dw = T z + t`` (``z = (dx, du)``, the first ``nz`` entries of ``y``) into the
-    cost ``H, g`` and state equation ``A, b``. The non-lifted formulation calls it with the
+    cost ``H, g`` and state equation ``A, b``, the blocks written into ``into`` (``(lqr,
+    index)``, module docstring). The non-lifted formulation calls it with the
     derivatives of the constrained dynamics as ``T`` and ``t = 0``.
 
     With ``y = (z, dw)`` the products are taken by blocks, ``Q = H_zz + H_zw T + (H_zw T)^T +
@@ -129,23 +156,34 @@ def eliminate(H, g, A, b, nz, T, t) -> Condensed:
         A_full[:, rows] += As @ T[:, cols]
         b[:, rows] += np.einsum("sxw,sw->sx", As, t[:, cols])
     nx = A.shape[1]
-    return Condensed(T, t, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
+    lqr, index = _target(into, len(H), nx, nz - nx)
+    lqr.set_joint(index, A_full[:, :, :nx], A_full[:, :, nx:], b, 0.5 * (Q + np.swapaxes(Q, 1, 2)), l)
+    return Condensed(T, t, lqr, index)
 
 
-def condense(stages: LiftedStages, backend="numpy", supports=None, redundant=False, lifted=True) -> Condensed:
-    """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``).
+def _target(into, S, nx, nu) -> tuple:
+    """``(lqr, index)``: ``into``, or an LQR of the ``S`` stages alone."""
+    return (LQR.zeros(S, nx, nu), np.arange(S)) if into is None else into
+
+
+def condense(
+    stages: LiftedStages, backend="numpy", supports=None, redundant=False, lifted=True, into=None
+) -> Condensed:
+    """Eliminate ``dw`` from cost and state equation (one batched solve with ``Cw``), the blocks
+    written into ``into``: ``(lqr, index)``, an :class:`ocp.lqr.LQR` and the stages' indices in it
+    (None: an LQR of these stages alone).
     ``supports``: ``(zw, ww, ar, ac)``, the columns of ``H_zw``, the rows and columns of
     ``H_ww``, the rows and columns of ``A_w`` that may be nonzero (by default found from the
     values). ``redundant``: the stages have redundant contacts, ``Cw`` is singular
     (:func:`condense_redundant`, with ``lifted``)."""
     if redundant:
-        return condense_redundant(stages, lifted)
+        return condense_redundant(stages, lifted, into)
     nz = stages.nx + stages.nu
     library = _library() if backend == "compiled" else None
     if library is not None:
-        return _condense_compiled(library, stages, supports)
+        return _condense_compiled(library, stages, supports, into)
     Tt = -np.linalg.solve(stages.C[:, :, nz:], np.concatenate((stages.C[:, :, :nz], stages.c[..., None]), axis=2))
-    return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz])
+    return eliminate(stages.H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz], into)
 
 
 #: Singular values of ``Cw`` below this fraction of its largest are its null space (measured on
@@ -153,7 +191,7 @@ def condense(stages: LiftedStages, backend="numpy", supports=None, redundant=Fal
 RANK_RTOL = 1e-10
 
 
-def condense_redundant(stages: LiftedStages, lifted=True) -> Condensed:
+def condense_redundant(stages: LiftedStages, lifted=True, into=None) -> Condensed:
     """:func:`condense` for stages whose ``Cw`` may be singular (module docstring): ``dw`` the
     least-norm solution of the local equalities, plus, when ``lifted``, the step along the null
     space of ``Cw`` that minimizes the stage's cost. The pseudo-inverse is kept for
@@ -177,7 +215,7 @@ def condense_redundant(stages: LiftedStages, lifted=True) -> Condensed:
         P = N @ Kp @ np.swapaxes(N, 1, 2)  # N (N^T H_ww N)^+ N^T
         Hw = np.concatenate((H[:, nz:, :nz], stages.g[:, nz:, None]), axis=2)
         Tt = Tt - P @ (Hw + Hww @ Tt)
-    return replace(eliminate(H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz]), pinv=pinv)
+    return replace(eliminate(H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz], into), pinv=pinv)
 
 
 def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
@@ -199,7 +237,7 @@ def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
 
 _P, _I = ctypes.c_void_p, ctypes.c_int
 _FUNCTIONS = {
-    "liftoff_condense": (_I, (_I,) * 4 + (_P,) * 6 + (_I, _P) * 4 + (_P,) * 9),
+    "liftoff_condense": (_I, (_I,) * 4 + (_P,) * 6 + (_I, _P) * 4 + (_P,) * 5 + (_I,) + (_P,) * 8),
     "liftoff_expand": (None, (_I,) * 4 + (_P,) * 11),
 }
 
@@ -218,7 +256,7 @@ def _library():
     return compiled_library(_SOURCE, _FUNCTIONS, blas=("dgemm",))
 
 
-def _condense_compiled(library, st: LiftedStages, supports) -> Condensed:
+def _condense_compiled(library, st: LiftedStages, supports, into) -> Condensed:
     S, nx, nu, nw = len(st.H), st.nx, st.nu, st.nw
     nz = nx + nu
     H, g, C, c, A, b = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.C, st.c, st.A, st.b))
@@ -230,19 +268,21 @@ def _condense_compiled(library, st: LiftedStages, supports) -> Condensed:
             _support(A[:, :, nz:], 2),
         )
     supports = [np.ascontiguousarray(x, dtype=np.intc) for x in supports]
-    LU, piv = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc)
-    T, t, Ac, Bc, bc, Q, l = (
-        np.empty(shape) for shape in ((S, nw, nz), (S, nw), (S, nx, nx), (S, nx, nu), (S, nx), (S, nz, nz), (S, nz))
-    )
+    LU, piv, T, t = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc), np.empty((S, nw, nz)), np.empty((S, nw))
+    lqr, index = _target(into, S, nx, nu)
+    lqr.nu[index] = nu
+    rows = np.ascontiguousarray(index, dtype=np.intc)
     args = [x for sup in supports for x in (len(sup), _ptr(sup))]
+    blocks = (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu)
     status = library.liftoff_condense(
-        S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, Ac, Bc, bc, Q, l))
-    )
+        S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, rows)), lqr.B.shape[2],
+        *map(_ptr, blocks),
+    )  # fmt: skip
     if status < 0:
         raise MemoryError("condensing could not allocate its workspace")
     if status > 0:
         raise np.linalg.LinAlgError(f"the local equalities are singular (Cw) at stage {status - 1} of a group")
-    return Condensed(T, t, Ac, Bc, bc, Q, l, (LU, piv))
+    return Condensed(T, t, lqr, index, (LU, piv))
 
 
 def _expand_compiled(library, st: LiftedStages, cond: Condensed, z, lam_next):

@@ -288,8 +288,7 @@ class Formulation:
         lqr, steps, groups = LQR.zeros(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
-            gv, step, condensed, terms = self._linearize_group(group, gv, it, eps)
-            lqr.set_joint(group.index, condensed.A, condensed.B, condensed.b, condensed.Q, condensed.l)
+            gv, step, terms = self._linearize_group(group, gv, it, eps, lqr)
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
@@ -315,9 +314,10 @@ class Formulation:
         )
         return lin, replace(it, groups=tuple(groups))
 
-    def _linearize_group(self, group, gv, it, eps):
-        """One group's condensed blocks, its step data and ``(squared KKT residual, cost,
-        max constraint violation, l1 norm of the equality residuals)``."""
+    def _linearize_group(self, group, gv, it, eps, lqr):
+        """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
+        ``w`` refreshed), its step data and ``(squared KKT residual, cost, max constraint
+        violation, l1 norm of the equality residuals)``."""
         nx, idx = self.ocp.nx, group.index
         q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
         if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
@@ -330,13 +330,13 @@ class Formulation:
             r_p, r_c, stationarity, local = terms.r_p, terms.r_c, terms.stationarity, ev.c
             squares, violation, l1 = terms.squares, terms.violation, terms.l1
             stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b)
-            condensed = self._condense(group, stages, ev.supports)
+            condensed = self._condense(group, stages, ev.supports, lqr)
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
             r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
             grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
             H, g = pdipm.condense(ev.ineq, gv.s, gv.z, r_p, r_c, ev.H, grad.copy())  # into the evaluation's H
             stages = condensing.LiftedStages(nx, nz - nx, H, g, ev.C, np.zeros_like(ev.c), ev.A, ev.b)
-            condensed, local = self._condense(group, stages, ev.supports), np.zeros((group.size, 0))
+            condensed, local = self._condense(group, stages, ev.supports, lqr), np.zeros((group.size, 0))
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)
@@ -355,7 +355,7 @@ class Formulation:
             "complementarity": r_c,
         }
         terms = (squares, float(np.sum(ev.cost)), violation, l1)
-        return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), condensed, terms
+        return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), terms
 
     def redundant(self, group) -> bool:
         """Whether ``group``'s contacts are redundant: the same contact listed twice, or a
@@ -376,15 +376,15 @@ class Formulation:
             self._redundant.update(_redundant_sets(self.model, self.ocp.q0, new))
         return {i: self._redundant[key] for i, key in keys.items()}
 
-    def _condense(self, group, stages, supports):
-        lifted = self.name == "lifted"
+    def _condense(self, group, stages, supports, lqr):
+        lifted, into = self.name == "lifted", (lqr, group.index)
         if not self.redundant(group):
             try:
-                return condensing.condense(stages, self.backend, supports)
+                return condensing.condense(stages, self.backend, supports, into=into)
             except np.linalg.LinAlgError:  # Cw singular: redundant at this configuration
                 self._redundant[tuple(_slot_key(c) for c in group.contacts)] = True
                 self._flags[id(group)] = True
-        return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted)
+        return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted, into=into)
 
     # ------------------------------------------------------------------ expansion and step
 
