@@ -147,3 +147,28 @@ def test_condensed_state_equation_and_cost_match_the_substitution():
     reduced = 0.5 * np.einsum("sy,syx,sx->s", z, cond.Q, z) + np.einsum("sy,sy->s", cond.l, z)
     at_zero = full_cost(np.concatenate((np.zeros_like(z), cond.t), axis=1))  # the constant dropped
     np.testing.assert_allclose(full_cost(y), reduced + at_zero, atol=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "compiled"])
+def test_condensing_into_a_problems_lqr_fills_its_stages_only(backend):
+    """Five stages of three controls condensed into stages 7, 2, 9, 0, 4 of an LQR of 11 stages
+    and four controls: those stages hold the blocks of a condensing on their own in their first
+    three columns of controls; the fourth column and the other stages are untouched."""
+    from liftoff.ocp.lqr import LQR
+
+    rng = np.random.default_rng(6)
+    st = random_lifted(rng)
+    alone = condense(st, backend)
+    lqr = LQR.zeros(11, st.nx, st.nu + 1)
+    for name in ("A", "B", "Qxx", "Qxu", "Quu", "lx", "lu", "b"):
+        getattr(lqr, name)[:] = 7.0
+    index = np.array([7, 2, 9, 0, 4])
+    into = condense(st, backend, into=(lqr, index))
+    for name in ("A", "B", "b", "Q", "l"):
+        np.testing.assert_array_equal(getattr(into, name), getattr(alone, name), err_msg=name)
+    nu, others = st.nu, np.setdiff1d(np.arange(11), index)
+    np.testing.assert_array_equal(lqr.nu[index], nu)
+    for name in ("A", "B", "Qxx", "Qxu", "Quu", "lx", "lu", "b"):
+        assert np.all(getattr(lqr, name)[others] == 7.0), name
+    assert np.all(lqr.B[index, :, nu:] == 7.0) and np.all(lqr.lu[index, nu:] == 7.0)  # beyond the stage's controls
+    np.testing.assert_array_equal(lqr.Quu[index, :nu, :nu], alone.Q[:, st.nx :, st.nx :])
