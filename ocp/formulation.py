@@ -95,7 +95,9 @@ class Linearization:
     """What the solver reads: the LQR stages in time order (an :class:`ocp.lqr.LQR`), the
     terminal stage, ``dx_0``, the KKT error, the cost, the largest equality or inequality violation, the l1 norm of the
     equality residuals (``g - s`` included), the barrier cost ``cost - eps sum(log s)``, and
-    per-group data for :meth:`Formulation.direction`."""
+    per-group data for :meth:`Formulation.direction`. With the compiled backend the per-group
+    data are the kernels' workspace (:mod:`ocp.kernels`): a direction is taken from the
+    formulation's latest linearization; the LQR and the numbers stay valid."""
 
     lqr: LQR
     terminal: TerminalLQR

@@ -11,7 +11,12 @@ made once for every problem of the kernels (an MPC loop's horizons). An evaluati
 the variables with those inputs, calls the kernel on all the group's stages, and scatters the
 structural nonzeros it returns (the stage kernels are sparse, :mod:`dynamics.codegen`) into the
 group's rows and columns (``scatter.c``, or numpy without a compiler): the same
-:class:`ocp.stages.StageEval` as the numpy reference. The non-lifted ``w`` solves the KKT system
+:class:`ocp.stages.StageEval` as the numpy reference. Its blocks are a workspace of the groups of
+one key and size, kept from one evaluation to the next: the scatter writes the structural
+nonzeros and clears the entries the interior-point terms add to (:mod:`ocp.interior`), the
+others stay zero, so that no evaluation writes the blocks whole (on ANYmal, 94% of them zeros by
+structure). An evaluation's arrays are therefore valid until the next evaluation of a group of
+its key and size. The non-lifted ``w`` solves the KKT system
 of the forward (impulse) dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
 
 A contact listed twice in a stage (redundant contacts) fills its slot twice: the kernel sees
@@ -29,7 +34,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,8 +57,9 @@ KINDS = ("contact", "impulse", "forward", "terminal")
 class Blocks:
     """Where a group's blocks come from in its kind's sparse kernel: one block per output, of
     ``shapes[b]`` per stage (``sizes[b]`` entries, ``nnz[b]`` in the kernel's output); its
-    ``counts[b]`` entries that are not zero by structure, the next ones of ``dst_index`` (in the
-    block) and ``src_index`` (in the output)."""
+    ``counts[b]`` entries written at each evaluation, the next ones of ``dst_index`` (in the
+    block) and ``src_index`` (in the output; -1: cleared, an entry of ``H`` that only the
+    interior-point terms fill)."""
 
     shapes: tuple
     sizes: np.ndarray
@@ -66,7 +72,8 @@ class Blocks:
 @dataclass(frozen=True)
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``blocks`` where its
-    rows and columns of the kernel's outputs are (:class:`Blocks`); ``supports`` the rows and
+    rows and columns of the kernel's outputs are (:class:`Blocks`) and ``workspace`` its blocks
+    (module docstring); ``supports`` the rows and
     columns of its ``H_zw, H_ww, A_w`` that are not zero by structure (for the condensing:
     from the kernels' patterns, with the friction cones' barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
@@ -74,6 +81,7 @@ class GroupMap:
 
     f_cols: np.ndarray
     blocks: Blocks
+    workspace: list
     supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
@@ -95,6 +103,7 @@ class GroupPlan:
     contacts: np.ndarray
     targets: tuple
     soft: np.ndarray
+    workspace: dict = field(default_factory=dict)  # the blocks of its groups of S stages, by S (module docstring)
 
 
 class CompiledStages:
@@ -198,13 +207,14 @@ class CompiledStages:
         else:
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
         supports = self._supports(kind, y, cones, nx + nu)
-        self._structures[key] = (f_cols, self._blocks(kind, y, rows, cones), supports, cones, bounds)
+        self._structures[key] = (f_cols, self._blocks(kind, y, rows, cones, bounds), supports, cones, bounds)
         return self._structures[key]
 
-    def _blocks(self, kind, y, rows, cones) -> Blocks:
+    def _blocks(self, kind, y, rows, cones, bounds) -> Blocks:
         """The :class:`Blocks` of a group of ``kind`` with the columns ``y`` and rows ``rows`` of
-        the layout's and the cone rows ``cones``: its cost, ``g, H, c, C, b, A`` and, at contact
-        stages, the values of its inequalities (cones, then every bound row) and the cones' ``G``."""
+        the layout's, the cone rows ``cones`` and the Jacobian rows ``bounds`` of its limits: its
+        cost, ``g, H, c, C, b, A`` and, at contact stages, the values of its inequalities (cones,
+        then every bound row) and the cones' ``G``."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         every, ny = np.arange(nx), kernel.numel[1]
         # (rows, columns) of each output, a matrix of the layout's ny columns; None: a vector
@@ -219,6 +229,13 @@ class CompiledStages:
             shapes.append((len(c),) if r is None else (len(r), len(c)))
             src.append(index[0])
             dst.append(index[1])
+        if kind == "contact":  # the entries of H the interior-point terms add to, cleared where the kernel has none
+            n = len(y)
+            touched = np.unique(dst[8] % n)
+            diagonal = np.flatnonzero(np.any(bounds != 0, axis=0))
+            added = np.union1d((touched[:, None] * n + touched).ravel(), diagonal * (n + 1))
+            cleared = np.setdiff1d(added, dst[2])
+            src[2], dst[2] = np.concatenate((src[2], np.full(len(cleared), -1))), np.concatenate((dst[2], cleared))
         intc = lambda x: np.ascontiguousarray(x, dtype=np.intc)  # noqa: E731
         return Blocks(
             tuple(shapes),
@@ -275,7 +292,10 @@ class CompiledStages:
         else:
             static = terms
         forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
-        return GroupMap(f_cols, blocks, supports, cones, bounds, static, forward, scatter)
+        workspace = plan.workspace.get(S)
+        if workspace is None:
+            workspace = plan.workspace[S] = [np.zeros((S, *shape)) for shape in blocks.shapes]
+        return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, static, forward, scatter)
 
     def _supports(self, kind, y, cones, nz):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
@@ -328,7 +348,7 @@ class CompiledStages:
         taus = (np.zeros((S, 0)),) * 2 if tau is None else (tau, tau_next)
         control = (u,) if group.kind == "contact" else ()
         x = np.concatenate((q, v, w[:, :nv], f_all, *control, q_next, v_next, *taus, gm.static), axis=1)
-        cost, g, H, c, C, b, A, *inequalities = _scatter(self._call(group.kind, x), gm.blocks, S)
+        cost, g, H, c, C, b, A, *inequalities = _scatter(self._call(group.kind, x), gm.blocks, gm.workspace)
         cost = cost[:, 0]
         if group.kind != "contact":
             ineq = Inequalities(np.zeros((S, 0)), np.zeros((S, 0, H.shape[1])), gm.bounds)
@@ -418,10 +438,11 @@ def _selection(pattern, numel, rows, cols, width) -> tuple:
     return src[dst], dst
 
 
-def _scatter(outputs, blocks: Blocks, S) -> list:
-    """The blocks of :class:`Blocks` ``(S, *shape)`` from a sparse kernel's ``outputs`` (module
-    docstring): ``scatter.c``, or numpy without a compiler."""
-    dense = [np.empty((S, *shape)) for shape in blocks.shapes]
+def _scatter(outputs, blocks: Blocks, dense) -> list:
+    """Write the entries of :class:`Blocks` from a sparse kernel's ``outputs`` into its blocks
+    ``dense`` (module docstring; the other entries are left as they are), and return them:
+    ``scatter.c``, or numpy without a compiler."""
+    S = len(dense[0])
     library = _library()
     if library is not None:
         n = len(dense)
@@ -434,9 +455,9 @@ def _scatter(outputs, blocks: Blocks, S) -> list:
         return dense
     end = np.cumsum(blocks.counts)
     for out, block, src, dst in zip(outputs, dense, np.split(blocks.src_index, end), np.split(blocks.dst_index, end)):
-        flat = block.reshape(S, -1)
-        flat[:] = 0.0
-        flat[:, dst] = out[:, src]
+        flat, read = block.reshape(S, -1), src >= 0
+        flat[:, dst[read]] = out[:, src[read]]
+        flat[:, dst[~read]] = 0.0
     return dense
 
 

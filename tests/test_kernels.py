@@ -257,7 +257,8 @@ def test_trot_solve_is_the_same_with_both_backends(trot, formulation):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_groups_blocks_are_the_kernels_nonzeros_at_its_rows_and_columns(compiled, monkeypatch):
     """A 4 x 6 output and a vector of 5, their nonzeros scattered into a group's rows and
-    columns (one read twice, as for a contact listed twice), by scatter.c and by numpy."""
+    columns (one read twice, as for a contact listed twice), by scatter.c and by numpy; an entry
+    listed with no source is cleared, the others are left as they were."""
     from liftoff.ocp import kernels
 
     if not compiled:
@@ -265,10 +266,13 @@ def test_a_groups_blocks_are_the_kernels_nonzeros_at_its_rows_and_columns(compil
     rng = np.random.default_rng(4)
     patterns = (np.array([0, 3, 7, 8, 11, 14, 19, 23]), np.array([1, 4]))
     rows, cols, picks = [2, 0, 2], [5, 1, 3, 1], [4, 0, 1]
-    selections = (
+    selections = [
         kernels._selection(patterns[0], 24, rows, cols, 6),
         kernels._selection(patterns[1], 5, [0], picks, 5),
-    )
+    ]
+    cleared = 2  # (0, 2) of the block: zero in the output
+    assert cleared not in selections[0][1]
+    selections[0] = (np.append(selections[0][0], -1), np.append(selections[0][1], cleared))
     blocks = kernels.Blocks(
         ((3, 4), (3,)),
         np.array([12, 3], dtype=np.intc),
@@ -278,11 +282,17 @@ def test_a_groups_blocks_are_the_kernels_nonzeros_at_its_rows_and_columns(compil
         np.concatenate([s[1] for s in selections]).astype(np.intc),
     )
     values = [rng.standard_normal((5, 8)), rng.standard_normal((5, 2))]
-    matrix, vector = kernels._scatter(values, blocks, 5)
+    before = [np.full((5, 3, 4), 9.0), np.full((5, 3), 9.0)]
+    matrix, vector = kernels._scatter(values, blocks, [x.copy() for x in before])
     for s in range(5):
         dense = np.zeros(24)
         dense[patterns[0]] = values[0][s]
-        np.testing.assert_array_equal(matrix[s], dense.reshape(4, 6)[np.ix_(rows, cols)])
+        expected = dense.reshape(4, 6)[np.ix_(rows, cols)]
+        written = np.zeros(12, dtype=bool)
+        written[selections[0][1]] = True
+        written = written.reshape(3, 4)
+        np.testing.assert_array_equal(matrix[s][written], expected[written])
+        assert np.all(matrix[s][~written] == 9.0) and matrix[s][0, 2] == 0.0
         dense = np.zeros(5)
         dense[patterns[1]] = values[1][s]
-        np.testing.assert_array_equal(vector[s], dense[picks])
+        np.testing.assert_array_equal(vector[s], np.where(dense[picks] != 0, dense[picks], 9.0))
