@@ -16,8 +16,8 @@ one key and size, kept from one evaluation to the next: the scatter writes the s
 nonzeros and clears the entries the interior-point terms add to (:mod:`ocp.interior`), the
 others stay zero, so that no evaluation writes the blocks whole (on ANYmal, 94% of them zeros by
 structure). An evaluation's arrays are therefore valid until the next evaluation of a group of
-its key and size. The non-lifted ``w`` solves the KKT system
-of the forward (impulse) dynamics, ``M a = S u - h + J^T f``, ``J a = r``.
+its key and size. The non-lifted ``w`` solves the KKT system of the forward (impulse) dynamics,
+``M a = S u - h + J^T f``, ``J a = r``.
 
 A contact listed twice in a stage (redundant contacts) fills its slot twice: the kernel sees
 the sum of the two forces (``J^T f_1 + J^T f_2``, the only way they enter the equations), the
@@ -73,9 +73,9 @@ class Blocks:
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``blocks`` where its
     rows and columns of the kernel's outputs are (:class:`Blocks`) and ``workspace`` its blocks
-    (module docstring); ``supports`` the rows and
-    columns of its ``H_zw, H_ww, A_w`` that are not zero by structure (for the condensing:
-    from the kernels' patterns, with the friction cones' barrier terms); ``cones`` its cone rows,
+    (module docstring); ``supports`` the rows and columns of its ``H_zw, H_ww, A_w`` that are not
+    zero by structure (for the condensing: from the kernels' patterns, with the friction cones'
+    barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
     the forward kernel's ``forward (S, .)``."""
 
