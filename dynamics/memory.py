@@ -34,12 +34,15 @@ def retain_freed_memory(mmap_threshold: int = 32 << 20, trim_threshold: int = 12
 
 
 _BYTE = ctypes.c_char
+_NOTHING = ctypes.c_double()  # what an empty array's address points to: nothing is read or written there
 
 
 def address(x) -> int:
     """The address of the data of the C-contiguous array ``x``: through a ctypes view of its
-    buffer, a third of the time of ``x.ctypes.data``, which serves the arrays without a
-    writable buffer (read-only or empty)."""
+    buffer, a third of the time of ``x.ctypes.data``, which serves the read-only arrays; an
+    empty array's, whose data no compiled loop touches, is a valid address of no array."""
+    if not x.nbytes:
+        return ctypes.addressof(_NOTHING)
     try:
         return ctypes.addressof(_BYTE.from_buffer(x))
     except (TypeError, ValueError):

@@ -313,8 +313,8 @@ class CompiledStages:
             touched = np.flatnonzero(G.reshape(-1, n)[np.ix_(cones, y)].any(axis=0))
             H[np.ix_(touched, touched)] = True
         Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
-        return tuple(
-            np.flatnonzero(x)
+        return tuple(  # in the C condensing's integers
+            np.flatnonzero(x).astype(np.intc)
             for x in (Hzw.any(axis=0), Hww.any(axis=0) | Hww.any(axis=1), Aw.any(axis=1), Aw.any(axis=0))
         )
 
