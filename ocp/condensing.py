@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from liftoff.dynamics.memory import address as _ptr
+from liftoff.dynamics.memory import address
 
 from .lqr import LQR, StageLQR
 
@@ -272,11 +272,11 @@ def _condense_compiled(library, st: LiftedStages, supports, into) -> Condensed:
     lqr, index = _target(into, S, nx, nu)
     lqr.nu[index] = nu
     rows = np.ascontiguousarray(index, dtype=np.intc)
-    args = [x for sup in supports for x in (len(sup), _ptr(sup))]
+    args = [x for sup in supports for x in (len(sup), address(sup))]
     blocks = (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu)
     status = library.liftoff_condense(
-        S, nx, nu, nw, *map(_ptr, (H, g, C, c, A, b)), *args, *map(_ptr, (LU, piv, T, t, rows)), lqr.B.shape[2],
-        *map(_ptr, blocks),
+        S, nx, nu, nw, *map(address, (H, g, C, c, A, b)), *args, *map(address, (LU, piv, T, t, rows)), lqr.B.shape[2],
+        *map(address, blocks),
     )  # fmt: skip
     if status < 0:
         raise MemoryError("condensing could not allocate its workspace")
@@ -291,5 +291,6 @@ def _expand_compiled(library, st: LiftedStages, cond: Condensed, z, lam_next):
     z, lam_next = np.ascontiguousarray(z, dtype=float), np.ascontiguousarray(lam_next, dtype=float)
     dw, beta = np.empty((S, nw)), np.empty((S, nw))
     LU, piv = cond.factors
-    library.liftoff_expand(S, st.nx, st.nu, nw, *map(_ptr, (H, g, A, LU, piv, cond.T, cond.t, z, lam_next, dw, beta)))
+    arrays = (H, g, A, LU, piv, cond.T, cond.t, z, lam_next, dw, beta)
+    library.liftoff_expand(S, st.nx, st.nu, nw, *map(address, arrays))
     return dw, beta

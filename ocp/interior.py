@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from liftoff.dynamics.memory import address as _ptr
+from liftoff.dynamics.memory import address
 
 from . import pdipm
 
@@ -83,12 +83,12 @@ def _compiled(library, ev, s, z, eps, beta, lam, lam_next) -> Terms:
     H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)
     inputs = (ineq.g, ineq.G, s, z, ev.g, ev.c, ev.C, beta, ev.b, ev.A, lam, lam_next)
     arrays = [np.ascontiguousarray(x, dtype=float) for x in inputs]  # alive through the call
-    pointers = [_ptr(x) for x in arrays]
+    pointers = [address(x) for x in arrays]
     r_p, r_c = np.empty(ineq.g.shape), np.empty(ineq.g.shape)
     g, stationarity, sums = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
     status = library.liftoff_interior(
-        S, ny, nx, nw, ng, len(bcol), _ptr(bcol), _ptr(bsign), *pointers[:4], float(eps), *pointers[4:],
-        *map(_ptr, (H, r_p, r_c, g, stationarity, sums)),
+        S, ny, nx, nw, ng, len(bcol), address(bcol), address(bsign), *pointers[:4], float(eps), *pointers[4:],
+        *map(address, (H, r_p, r_c, g, stationarity, sums)),
     )  # fmt: skip
     if status < 0:
         raise MemoryError("the interior-point terms could not allocate their workspace")

@@ -206,15 +206,27 @@ class CompiledStages:
             bounds = bound_rows(lay.limits, nv, nu, len(y))
         else:
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
-        supports = self._supports(kind, y, cones, nx + nu)
-        self._structures[key] = (f_cols, self._blocks(kind, y, rows, cones, bounds), supports, cones, bounds)
+        touched = self._cone_columns(kind, y, cones)
+        supports = self._supports(kind, y, touched, nx + nu)
+        blocks = self._blocks(kind, y, rows, cones, bounds, touched)
+        self._structures[key] = (f_cols, blocks, supports, cones, bounds)
         return self._structures[key]
 
-    def _blocks(self, kind, y, rows, cones, bounds) -> Blocks:
+    def _cone_columns(self, kind, y, cones) -> np.ndarray:
+        """The columns of a group (``y``: its columns of the layout's) that its cone rows
+        ``cones`` touch, by the structural nonzeros of the kernel's ``G``."""
+        if kind != "contact" or not len(cones):
+            return np.zeros(0, int)
+        kernel = self.kernels[kind]
+        G = np.zeros(kernel.numel[8], dtype=bool)
+        G[kernel.patterns[8]] = True
+        return np.flatnonzero(G.reshape(-1, kernel.numel[1])[np.ix_(cones, y)].any(axis=0))
+
+    def _blocks(self, kind, y, rows, cones, bounds, touched) -> Blocks:
         """The :class:`Blocks` of a group of ``kind`` with the columns ``y`` and rows ``rows`` of
-        the layout's, the cone rows ``cones`` and the Jacobian rows ``bounds`` of its limits: its
-        cost, ``g, H, c, C, b, A`` and, at contact stages, the values of its inequalities (cones,
-        then every bound row) and the cones' ``G``."""
+        the layout's, the cone rows ``cones``, the Jacobian rows ``bounds`` of its limits and the
+        columns ``touched`` by its cones: its cost, ``g, H, c, C, b, A`` and, at contact stages,
+        the values of its inequalities (cones, then every bound row) and the cones' ``G``."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         every, ny = np.arange(nx), kernel.numel[1]
         # (rows, columns) of each output, a matrix of the layout's ny columns; None: a vector
@@ -231,7 +243,6 @@ class CompiledStages:
             dst.append(index[1])
         if kind == "contact":  # the entries of H the interior-point terms add to, cleared where the kernel has none
             n = len(y)
-            touched = np.unique(dst[8] % n)
             diagonal = np.flatnonzero(np.any(bounds != 0, axis=0))
             added = np.union1d((touched[:, None] * n + touched).ravel(), diagonal * (n + 1))
             cleared = np.setdiff1d(added, dst[2])
@@ -297,21 +308,17 @@ class CompiledStages:
             workspace = plan.workspace[S] = [np.zeros((S, *shape)) for shape in blocks.shapes]
         return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, static, forward, scatter)
 
-    def _supports(self, kind, y, cones, nz):
+    def _supports(self, kind, y, touched, nz):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
         rows and the columns of ``A_w`` of a group (``y``: its columns, ``nz``: the size of
         ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
-        outputs and the columns its cone rows touch (their barrier terms join ``H``)."""
+        outputs and the columns ``touched`` by its cones (their barrier terms join ``H``)."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         n = kernel.numel[1]  # y of the layout
         H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
         H[kernel.patterns[2]], A[kernel.patterns[6]] = True, True
         H, A = H.reshape(n, n)[np.ix_(y, y)], A.reshape(nx, n)[:, y]
-        if kind == "contact" and len(cones):
-            G = np.zeros(kernel.numel[8], dtype=bool)
-            G[kernel.patterns[8]] = True
-            touched = np.flatnonzero(G.reshape(-1, n)[np.ix_(cones, y)].any(axis=0))
-            H[np.ix_(touched, touched)] = True
+        H[np.ix_(touched, touched)] = True
         Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
         return tuple(  # in the C condensing's integers
             np.flatnonzero(x).astype(np.intc)
