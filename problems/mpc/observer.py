@@ -15,37 +15,117 @@ gets wrong: the joints' unmodelled friction (stiction), a heavier link, a push, 
 contact model misses. Its estimate follows ``d_k`` through a first-order filter of time constant
 ``T``; the MPC takes it as the constant disturbance of each horizon (:class:`ocp.problem.OCP`'s
 ``disturbance``), so that a constant model error leaves no constant tracking error.
+
+The residual runs at the plant's rate. :meth:`DisturbanceObserver.reference_residual` evaluates
+it with :mod:`dynamics`' functions (numpy, the reference); :class:`ResidualKernel` compiles the
+same equations (:mod:`dynamics.symbolic`: the inverse dynamics, and each point force as the
+world wrench ``(F, point x F)`` about the origin on its frame's supporting joints) into one C
+call, as the stages are (the compiled backend; numpy when no C compiler is found, with a
+warning).
 """
 
 from __future__ import annotations
 
+import sys
+
+import casadi as ca
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.dynamics import codegen
+from liftoff.dynamics import symbolic as sx
 from liftoff.ocp.lifted import actuation
 
 
 class DisturbanceObserver:
     """The estimate (module docstring) for ``model``, plant step ``dt``, filter time constant
     ``time_constant`` [s], the joints' Coulomb friction smoothed over ``width``, and
-    ``contact_forces(t, measurement) -> [(frame, point (3,), world force (3,))]``."""
+    ``contact_forces(t, measurement) -> [(frame, point (3,), world force (3,))]``, one force at
+    each of ``frames`` in that order. The residual runs in the ``backend`` ``compiled`` or
+    ``numpy`` (``quiet``: no message while compiling)."""
 
-    def __init__(self, model, dt, time_constant, width, contact_forces):
+    def __init__(self, model, dt, time_constant, width, contact_forces, frames=(), backend="compiled", quiet=False):
         self.model, self.dt, self.width, self.contact_forces = model, dt, width, contact_forces
+        self.frames = tuple(frames)
         self.gain = dt / (time_constant + dt)
         self.S = actuation(model)
         self.estimate = np.zeros(model.nv)
+        self.kernel = None
+        if backend == "compiled":
+            try:
+                self.kernel = ResidualKernel(model, dt, width, self.frames, quiet)
+            except codegen.CompileError as e:
+                print(f"liftoff: warning: {e}; the disturbance observer runs in numpy", file=sys.stderr)
 
     def observe(self, t, before, command, after) -> None:
         """The plant step at time ``t``: the measurements ``before`` and ``after`` it, and its
         ``command``."""
-        model, q, v = self.model, before.q, before.v
-        a = (after.v - v) / self.dt
-        tau = before.tau if before.tau is not None else np.asarray(command, dtype=float)
-        residual = dynamics.rnea(model, q, v, a) - self.S @ tau - dynamics.passive_torque(model, v, self.width)
-        for frame, point, force in self.contact_forces(t, after):  # the forces during the step
+        tau = before.tau if before.tau is not None else command
+        forces = self.contact_forces(t, after)  # the forces during the step
+        if self.kernel is None:
+            residual = self.reference_residual(before.q, before.v, after.v, tau, forces)
+        else:
+            residual = self.kernel(before.q, before.v, after.v, tau, forces)
+        if np.all(np.isfinite(residual)):
+            self.estimate = self.estimate + self.gain * (residual - self.estimate)
+
+    def reference_residual(self, q, v, v_next, tau, forces) -> np.ndarray:
+        """``d_k`` (module docstring) of the step from ``(q, v)`` to ``v_next`` under the joint
+        torques ``tau`` and the point ``forces`` ``[(frame, point, force)]``, with numpy."""
+        model = self.model
+        a = (v_next - v) / self.dt
+        residual = dynamics.rnea(model, q, v, a) - self.S @ np.asarray(tau, dtype=float)
+        residual = residual - dynamics.passive_torque(model, v, self.width)
+        for frame, point, force in forces:
             _, p = dynamics.frame_placement(model, q, frame)
             J = dynamics.frame_jacobian(model, q, frame, "LOCAL_WORLD_ALIGNED")
             residual = residual - J[:3].T @ force - J[3:].T @ np.cross(np.asarray(point) - p, force)
-        if np.all(np.isfinite(residual)):
-            self.estimate = self.estimate + self.gain * (residual - self.estimate)
+        return residual
+
+
+class ResidualKernel:
+    """The observer's residual (module docstring) compiled for ``model``, plant step ``dt``,
+    friction width ``width`` and point forces at ``frames``; ``quiet``: no message while
+    compiling. Raises :class:`dynamics.codegen.CompileError` without a compiler.
+
+    Its input is ``(q, v, v_next, tau, point_1, force_1, ...)``; a call writes them into one
+    buffer and runs the C function, with no allocation but the returned residual's copy."""
+
+    def __init__(self, model, dt, width, frames, quiet=False):
+        self.model, self.dt, self.width, self.frames = model, float(dt), float(width), tuple(frames)
+        self.nu = actuation(model).shape[1]
+        key = {"model": codegen.model_key(model), "dt": self.dt, "width": self.width, "frames": self.frames}
+        key["source"] = codegen.source_digest(sys.modules[__name__])
+        kernel = codegen.load(f"observer_{model.name}", key, self._function, quiet)
+        self._x, self._out = np.zeros((1, kernel.n_in)), np.zeros((1, model.nv))
+        self._forces = 2 * model.nv + model.nq + self.nu  # where the points and forces start
+        self._call = kernel.bind(self._x, [self._out])
+
+    def _function(self) -> ca.Function:
+        m, n = self.model, len(self.frames)
+        sizes = (m.nq, m.nv, m.nv, self.nu, 6 * n)
+        x = ca.SX.sym("x", sum(sizes))
+        q, v, v_next, tau, loads = ca.vertsplit(x, list(np.cumsum((0,) + sizes)))
+        kin = sx.forward(m, sx.configuration(m, q), v, (v_next - v) / self.dt)
+        residual = sx.rnea(m, kin) - sx.const(actuation(m)) @ tau - sx.passive_torque(m, v, self.width)
+        wrenches = []
+        for i, frame in enumerate(self.frames):
+            point, force = loads[6 * i : 6 * i + 3], loads[6 * i + 3 : 6 * i + 6]
+            wrenches.append((int(m.frame_parent[m.frame_id(frame)]), ca.vertcat(force, sx.cross(point, force))))
+        if wrenches:
+            residual = residual - sx.generalized_forces(m, kin, wrenches)
+        return ca.Function("observer", [x], [residual])
+
+    def __call__(self, q, v, v_next, tau, forces) -> np.ndarray:
+        """The residual of the step, ``forces`` ``[(frame, point, force)]`` at this kernel's
+        frames in their order (``ValueError`` otherwise)."""
+        m, x = self.model, self._x[0]
+        if len(forces) != len(self.frames) or any(f[0] != frame for f, frame in zip(forces, self.frames)):
+            raise ValueError(f"the observer's forces act at {self.frames}, got {tuple(f[0] for f in forces)}")
+        x[: m.nq], x[m.nq : m.nq + m.nv], x[m.nq + m.nv : m.nq + 2 * m.nv] = q, v, v_next
+        x[m.nq + 2 * m.nv : self._forces] = tau
+        for i, (_, point, force) in enumerate(forces):
+            start = self._forces + 6 * i
+            x[start : start + 3], x[start + 3 : start + 6] = point, force
+        self._call()
+        return self._out[0].copy()

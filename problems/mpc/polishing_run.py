@@ -126,7 +126,9 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     m = config.mpc
     plant = make_plant(config, task, pushes, mass_scale)
     width, time_constant = config.joint_friction.width, config.observer.time_constant
-    observer = DisturbanceObserver(task.model, plant.dt, time_constant, width, task.modelled_forces)
+    observer = DisturbanceObserver(
+        task.model, plant.dt, time_constant, width, task.modelled_forces, (TOOL_FRAME,), config.solver.backend, quiet
+    )
     estimate = (lambda: observer.estimate) if time_constant > 0 else (lambda: None)
     mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, estimate()), config, formulation, quiet)
     duration = m.duration if duration is None else duration

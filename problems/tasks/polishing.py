@@ -349,11 +349,11 @@ class Polishing:
     u_gravity: np.ndarray
     u_pressing: np.ndarray
 
-    @property
+    @functools.cached_property
     def normal(self) -> np.ndarray:
         return np.asarray(self.config.surface.normal)
 
-    @property
+    @functools.cached_property
     def plane(self) -> np.ndarray:
         """``(3, 2)``: the surface plane's axes ``e1, e2`` (the circle's first and second)."""
         return self.config.surface.axes[:, :2]
@@ -426,13 +426,23 @@ class Polishing:
 
     def slidings(self, times) -> list:
         """:meth:`sliding` at each of ``times``."""
-        s, c = self.config.surface, self.config.circle
-        if s.friction == 0 or not s.model_friction or c.radius == 0 or c.angular_velocity == 0 or self.soft:
+        if not self.slides:
             return [()] * len(times)
+        mu = self.config.surface.friction
+        return [(SlidingFriction(0, mu, tangent),) for tangent in self.tangents(times)]
+
+    @functools.cached_property
+    def slides(self) -> bool:
+        """Whether the OCP models a sliding friction (:meth:`sliding`)."""
+        s, c = self.config.surface, self.config.circle
+        return bool(s.friction and s.model_friction and c.radius and c.angular_velocity and not self.soft)
+
+    def tangents(self, times) -> np.ndarray:
+        """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``."""
+        c = self.config.circle
         angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
         e1, e2 = self.plane.T
-        tangents = np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
-        return [(SlidingFriction(0, s.friction, tangent),) for tangent in tangents]
+        return np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
 
     def modelled_forces(self, t, measurement) -> list:
         """The forces the OCP's contact model gives for the pad's measured force at time ``t``:
@@ -440,7 +450,9 @@ class Polishing:
         observer, :mod:`problems.mpc.observer`)."""
         reading = measurement.contacts["tool"]
         normal = float(self.normal_force(reading.force))
-        force = normal * self.normal - sum((normal * s.mu * s.direction for s in self.sliding(t)), np.zeros(3))
+        force = normal * self.normal
+        if self.slides:
+            force = force - normal * self.config.surface.friction * self.tangents((t,))[0]
         if self.soft and normal > 0:  # the soft contact's friction at the measured velocity and normal force
             contact, n = self.soft_contact(), self.normal
             p_dot = dynamics.frame_jacobian(self.model, measurement.q, TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:3]
