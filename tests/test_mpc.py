@@ -5,6 +5,7 @@ plant that blows up, a failed update or a stop, and its hooks)."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import replace
 
@@ -22,6 +23,7 @@ from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.mpc.plants.ideal import IdealPlant
 from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
+from liftoff.problems.mpc.results import timing
 from liftoff.problems.tasks.config import MPC_SCHEMES, parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
 from liftoff.solvers.ipm import Options, solve
@@ -430,3 +432,14 @@ def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
         if k + 1 < len(seen):
             assert seen[k + 1][1] is after  # the next step starts from this one's measurement
     assert updates == pytest.approx([0.01, 0.02, 0.03])
+
+
+def test_the_loops_time_counts_the_estimator_with_the_controller_and_everything_in_the_loop(task):
+    """An estimator that takes 2 ms a step is the controller's time; the loop's wall time holds
+    the plant's, the controller's and the rest."""
+    log = closed_loop(
+        StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.02, 0.01, observe=lambda *step: time.sleep(2e-3)
+    )
+    assert log.control_seconds >= 20 * 2e-3
+    assert log.loop_seconds >= log.control_seconds + log.plant_seconds
+    assert timing(log, 0.02)["real_time_factor"] == pytest.approx(0.02 / log.loop_seconds)

@@ -12,8 +12,8 @@ left out:
   the kernels, matching the warm start, the Newton iterations, the policy's gains and, in
   ``rti``, the step that warm-starts the next update) and the Newton steps per update;
 - the policy's time per call between updates, the plant's per step;
-- the real-time factors of the loop (simulated time over the wall time of updates, policy and
-  plant) and of the controller alone, against the update rate the task asks for.
+- the real-time factors of the whole loop (simulated time over its wall time: plant, updates,
+  policy, estimator, log) and of the controller alone, against the update rate the task asks for.
 
 No reference implementation of these loops runs in the same process: robotoc (whose ANYmal trot
 MPC updates every 2.5 ms on 4 threads) is not on PyPI. The targets are absolute: an update

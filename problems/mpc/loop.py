@@ -31,8 +31,10 @@ class Log:
     and each named contact's reading during the step (``contact_active (n, k)``,
     ``contact_force, contact_position, contact_velocity (n, k, 3)``, ``contact_depth (n, k)``, contacts in
     ``contact_names`` order). ``ticks`` are the MPC's updates; ``control_seconds`` the wall time
-    of the updates and policy evaluations, ``policy_seconds`` that of each policy evaluation,
-    ``plant_seconds`` that of the plant; ``status``
+    of the controller (updates, policy evaluations and the estimator's ``observe``),
+    ``policy_seconds`` that of each policy evaluation, ``plant_seconds`` that of the plant,
+    ``loop_seconds`` that of the whole loop after the MPC's start (the plant, the controller,
+    the log and the divergence test); ``status``
     ``completed``, ``diverged`` or a stop's status, at ``end_time`` [s], with a ``message``."""
 
     contact_names: tuple = ()
@@ -46,6 +48,7 @@ class Log:
     policy_seconds: list = field(default_factory=list)
     control_seconds: float = 0.0
     plant_seconds: float = 0.0
+    loop_seconds: float = 0.0
     status: str = "completed"
     end_time: float = 0.0
     message: str = ""
@@ -98,7 +101,11 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
     measurement = plant.reset(q0, v0, tau0)
     policy = mpc.start(0.0, measurement.q, measurement.v, measurement.tau)  # not counted in the controller's time
     with np.errstate(all="ignore"), _collector_frozen():  # a plant that blows up is a status, not a flood of warnings
-        return _run(log, mpc, policy, plant, model, measurement, duration, period, progress, stop, observe)
+        begin = time.perf_counter()
+        try:
+            return _run(log, mpc, policy, plant, model, measurement, duration, period, progress, stop, observe)
+        finally:
+            log.loop_seconds = time.perf_counter() - begin
 
 
 def _run(log, mpc, policy, plant, model, measurement, duration, period, progress, stop, observe) -> Log:
@@ -120,7 +127,9 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
             log.policy_seconds.append(middle - begin)
             log.record(t, measurement, u, after.contacts)
             if observe is not None:
+                begin = time.perf_counter()
                 observe(t, measurement, u, after)
+                log.control_seconds += time.perf_counter() - begin
             measurement = after
             why = diverged(model, measurement)
             status = ("diverged", why) if why else (None, "")

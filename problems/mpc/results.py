@@ -10,9 +10,9 @@ measures of the loop's speed:
 - ``policy_us_median``: one evaluation of the policy between updates (wall time, which the
   loop reads anyway: reading the CPU clock too would add 0.4 µs to a call of a few);
 - ``plant_ms_per_step``: one step of the plant (wall time);
-- ``real_time_factor``: simulated time over the wall time of the loop (updates, policy and
-  plant; the first solve not counted), and ``controller_real_time_factor``: over the
-  controller's alone;
+- ``real_time_factor``: simulated time over the wall time of the whole loop (the plant, the
+  controller, the log, the divergence test; the first solve not counted), and
+  ``controller_real_time_factor``: over the controller's alone (updates, policy, estimator);
 - ``updates`` and ``update_iterations`` (Newton iterations after the first solve).
 """
 
@@ -38,7 +38,7 @@ def timing(log, duration) -> dict:
         "tick_ms_max": float(np.max(ticks_ms)),
         "policy_us_median": 1e6 * float(np.median(log.policy_seconds)) if log.policy_seconds else float("nan"),
         "plant_ms_per_step": 1e3 * log.plant_seconds / steps,
-        "real_time_factor": float(duration / max(log.control_seconds + log.plant_seconds, 1e-12)),
+        "real_time_factor": float(duration / max(log.loop_seconds, 1e-12)),
         "controller_real_time_factor": float(duration / max(log.control_seconds, 1e-12)),
         "updates": len(ticks),
         "update_iterations": int(sum(tick.iterations for tick in ticks[1:])),
