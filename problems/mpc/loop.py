@@ -73,18 +73,25 @@ class Log:
         return out
 
 
-def diverged(model, measurement) -> str | None:
-    """Why the state of ``measurement`` is a simulation that blew up, or None."""
-    q, v = measurement.q, measurement.v
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-        return "the simulated state is not finite"
-    lower, upper = model.lower_position_limit, model.upper_position_limit
-    beyond = np.maximum(lower - LIMIT_MARGIN - q, q - upper - LIMIT_MARGIN)
-    beyond[: 7 if model.has_free_flyer else 0] = -1  # the base moves freely
-    if np.any(beyond > 0):
+class Divergence:
+    """The test of a simulation that blew up (module docstring) for the controller's ``model``:
+    called on a measurement, why its state has diverged, or None. The joints' limits widened by
+    :data:`LIMIT_MARGIN` are made once (the free flyer's coordinates unbounded)."""
+
+    def __init__(self, model):
+        free = 7 if model.has_free_flyer else 0
+        self.lower = np.concatenate((np.full(free, -np.inf), model.lower_position_limit[free:] - LIMIT_MARGIN))
+        self.upper = np.concatenate((np.full(free, np.inf), model.upper_position_limit[free:] + LIMIT_MARGIN))
+
+    def __call__(self, measurement) -> str | None:
+        q, v = measurement.q, measurement.v
+        if np.isfinite(q).all() and np.isfinite(v).all() and (q >= self.lower).all() and (q <= self.upper).all():
+            return None  # the common case in four passes
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            return "the simulated state is not finite"
+        beyond = np.maximum(self.lower - q, q - self.upper)
         i = int(np.argmax(beyond))
         return f"configuration coordinate {i} is {beyond[i] + LIMIT_MARGIN:.2f} beyond its limit"
-    return None
 
 
 def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0=None, stop=None, observe=None) -> Log:
@@ -112,6 +119,7 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     """The loop of :func:`closed_loop` after the MPC's start."""
     steps = int(round(period / plant.dt))
     updates = int(round(duration / period))
+    diverged = Divergence(model)
     for k in range(updates):
         for j in range(steps):
             t = (k * steps + j) * plant.dt
@@ -131,7 +139,7 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
                 observe(t, measurement, u, after)
                 log.control_seconds += time.perf_counter() - begin
             measurement = after
-            why = diverged(model, measurement)
+            why = diverged(measurement)
             status = ("diverged", why) if why else (None, "")
             if status[0] is None and stop is not None:
                 status = (stop(measurement), "")

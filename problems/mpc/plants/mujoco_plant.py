@@ -47,9 +47,11 @@ class MujocoPlant:
         self.surfaces = frozenset(robot.surfaces.values())
         self._is_surface = np.zeros(self.mj.ngeom, dtype=bool)
         self._is_surface[list(self.surfaces)] = True
-        self._owners = np.zeros((len(self.contacts), self.mj.ngeom))  # contact name x geom: 1 where it is part of it
+        self._names_of = [[] for _ in range(self.mj.ngeom)]  # per geom, the named contacts it is part of
         for k, (_, geoms) in enumerate(self.contacts.values()):
-            self._owners[k, list(geoms)] = 1.0
+            for g in geoms:
+                self._names_of[g].append(k)
+        self._wrench, self._twist = np.zeros(6), np.zeros(6)  # MuJoCo's outputs for one contact
         self._push_bodies = {}
         for push in disturbances.pushes:
             self._push_bodies[push.frame] = self._body_of(push.frame)
@@ -113,24 +115,31 @@ class MujocoPlant:
         """Per named contact (rows in ``contact_names`` order), over MuJoCo's contacts between
         its geoms and a surface: the force on the robot, the sums of the contact points and of
         the robot's material points' velocities there weighted by the normal force, the normal
-        force, and the deepest penetration."""
+        force, and the deepest penetration. A contact at a time: there are a few."""
         m, d, n = self.mj, self.data, len(self.contacts)
-        on1 = self._is_surface[d.contact.geom1]
-        robot_geom = np.where(on1, d.contact.geom2, d.contact.geom1)
-        owners = self._owners[:, robot_geom] * (on1 != self._is_surface[d.contact.geom2])  # (names, MuJoCo's)
-        read = np.flatnonzero(owners.any(axis=0))
-        if len(read) == 0:
-            return np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), np.zeros(n)
-        owners, robot_geom = owners[:, read], robot_geom[read]
-        wrench, twist = np.zeros((len(read), 6)), np.zeros((len(read), 6))
-        for j, i in enumerate(read):
-            self.mujoco.mj_contactForce(m, d, i, wrench[j])
-            self.mujoco.mj_objectVelocity(m, d, self.mujoco.mjtObj.mjOBJ_GEOM, robot_geom[j], twist[j], 0)
-        frame = d.contact.frame[read].reshape(-1, 3, 3)  # rows: the normal (geom1 to geom2), then the tangents
-        sign = np.where(on1[read], 1.0, -1.0)[:, None]  # the force is on geom2: on the robot when geom1 is the surface
-        force = sign * np.einsum("cji,cj->ci", frame, wrench[:, :3])
-        pos, normal = d.contact.pos[read], np.abs(wrench[:, :1])
-        arm = (pos - d.geom_xpos[robot_geom]).T
-        point = twist[:, 3:] + dynamics.spatial.cross(twist[:, :3].T, arm).T  # the material point's velocity
-        depth = np.max(owners * -d.contact.dist[read], axis=1, initial=0.0)
-        return owners @ force, owners @ (normal * pos), owners @ (normal * point), owners @ normal[:, 0], depth
+        force, moment, sliding = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+        weight, depth = np.zeros(n), np.zeros(n)
+        contacts = d.contact
+        geoms, is_surface = np.stack((contacts.geom1, contacts.geom2)).T.tolist(), self._is_surface
+        wrench, twist, geom = self._wrench, self._twist, self.mujoco.mjtObj.mjOBJ_GEOM
+        for i, (g1, g2) in enumerate(geoms):
+            if is_surface[g1] == is_surface[g2]:
+                continue
+            robot = g2 if is_surface[g1] else g1
+            names = self._names_of[robot]
+            if not names:
+                continue
+            self.mujoco.mj_contactForce(m, d, i, wrench)
+            self.mujoco.mj_objectVelocity(m, d, geom, robot, twist, 0)
+            frame = contacts.frame[i].reshape(3, 3)  # rows: the normal (geom1 to geom2), then the tangents
+            on_robot = (1.0 if is_surface[g1] else -1.0) * (wrench[:3] @ frame)  # the force is on geom2
+            pos, normal = contacts.pos[i], abs(wrench[0])
+            (wx, wy, wz), (x, y, z) = twist[:3], pos - d.geom_xpos[robot]  # the geom's rotation, the arm
+            point = twist[3:] + (wy * z - wz * y, wz * x - wx * z, wx * y - wy * x)  # the material point's velocity
+            for k in names:
+                force[k] += on_robot
+                moment[k] += normal * pos
+                sliding[k] += normal * point
+                weight[k] += normal
+                depth[k] = max(depth[k], -contacts.dist[i])
+        return force, moment, sliding, weight, depth
