@@ -115,31 +115,25 @@ class MujocoPlant:
         """Per named contact (rows in ``contact_names`` order), over MuJoCo's contacts between
         its geoms and a surface: the force on the robot, the sums of the contact points and of
         the robot's material points' velocities there weighted by the normal force, the normal
-        force, and the deepest penetration. A contact at a time: there are a few."""
+        force, and the deepest penetration. A contact at a time in floats: there are a few."""
         m, d, n = self.mj, self.data, len(self.contacts)
-        force, moment, sliding = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
-        weight, depth = np.zeros(n), np.zeros(n)
+        sums = np.zeros((n, 11))  # per name: force, moment, sliding, weight, depth
         contacts = d.contact
-        geoms, is_surface = np.stack((contacts.geom1, contacts.geom2)).T.tolist(), self._is_surface
-        wrench, twist, geom = self._wrench, self._twist, self.mujoco.mjtObj.mjOBJ_GEOM
-        for i, (g1, g2) in enumerate(geoms):
-            if is_surface[g1] == is_surface[g2]:
+        is_surface, wrench, twist, geom = self._is_surface, self._wrench, self._twist, self.mujoco.mjtObj.mjOBJ_GEOM
+        for i, (g1, g2) in enumerate(zip(contacts.geom1.tolist(), contacts.geom2.tolist())):
+            if is_surface[g1] == is_surface[g2] or not self._names_of[g2 if is_surface[g1] else g1]:
                 continue
             robot = g2 if is_surface[g1] else g1
-            names = self._names_of[robot]
-            if not names:
-                continue
             self.mujoco.mj_contactForce(m, d, i, wrench)
             self.mujoco.mj_objectVelocity(m, d, geom, robot, twist, 0)
-            frame = contacts.frame[i].reshape(3, 3)  # rows: the normal (geom1 to geom2), then the tangents
-            on_robot = (1.0 if is_surface[g1] else -1.0) * (wrench[:3] @ frame)  # the force is on geom2
-            pos, normal = contacts.pos[i], abs(wrench[0])
-            (wx, wy, wz), (x, y, z) = twist[:3], pos - d.geom_xpos[robot]  # the geom's rotation, the arm
-            point = twist[3:] + (wy * z - wz * y, wz * x - wx * z, wx * y - wy * x)  # the material point's velocity
-            for k in names:
-                force[k] += on_robot
-                moment[k] += normal * pos
-                sliding[k] += normal * point
-                weight[k] += normal
-                depth[k] = max(depth[k], -contacts.dist[i])
-        return force, moment, sliding, weight, depth
+            normal, sign = abs(float(wrench[0])), 1.0 if is_surface[g1] else -1.0  # the force is on geom2
+            on_robot = sign * (wrench[:3] @ contacts.frame[i].reshape(3, 3))  # its rows: the normal, the tangents
+            (wx, wy, wz, vx, vy, vz), pos = twist.tolist(), contacts.pos[i]
+            x, y, z = (pos - d.geom_xpos[robot]).tolist()  # from the geom's centre
+            point = (vx + wy * z - wz * y, vy + wz * x - wx * z, vz + wx * y - wy * x)  # the material point's velocity
+            row = np.concatenate((on_robot, pos, point, (1.0,)))
+            row[3:] *= normal  # the weighted sums, and the weight
+            for k in self._names_of[robot]:
+                sums[k, :10] += row
+                sums[k, 10] = max(sums[k, 10], -float(contacts.dist[i]))
+        return sums[:, 0:3], sums[:, 3:6], sums[:, 6:9], sums[:, 9], sums[:, 10]
