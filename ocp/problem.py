@@ -318,14 +318,20 @@ def _stack(values) -> np.ndarray:
 
 
 def _stack_contact(contacts):
+    """One contact with its Baumgarte target stacked over its stages (as :func:`_stack_term`)."""
     first = contacts[0]
     if first.placement is None:
         return first
+    shared = all(c is first for c in contacts)
     if isinstance(first.placement, tuple):
-        R = np.stack([np.asarray(c.placement[0], dtype=float) for c in contacts])
-        p = np.stack([np.asarray(c.placement[1], dtype=float) for c in contacts])
+        if shared:
+            return _stacked(first, placement=tuple(_repeat(x, len(contacts)) for x in first.placement))
+        R = np.array([c.placement[0] for c in contacts], dtype=float)
+        p = np.array([c.placement[1] for c in contacts], dtype=float)
         return _stacked(first, placement=(R, p))
-    return _stacked(first, placement=np.stack([np.asarray(c.placement, dtype=float) for c in contacts]))
+    if shared:
+        return _stacked(first, placement=_repeat(first.placement, len(contacts)))
+    return _stacked(first, placement=np.array([c.placement for c in contacts], dtype=float))
 
 
 def _group(stages, index, key):
@@ -339,7 +345,7 @@ def _group(stages, index, key):
         _stacked(
             s,
             mu=np.array([float(m.sliding[i].mu) for m in members]),
-            direction=np.stack([m.sliding[i].direction for m in members]),
+            direction=np.array([m.sliding[i].direction for m in members]),
         )
         for i, s in enumerate(first.sliding)
     )
