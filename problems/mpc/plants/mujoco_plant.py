@@ -116,24 +116,28 @@ class MujocoPlant:
         its geoms and a surface: the force on the robot, the sums of the contact points and of
         the robot's material points' velocities there weighted by the normal force, the normal
         force, and the deepest penetration. A contact at a time in floats: there are a few."""
-        m, d, n = self.mj, self.data, len(self.contacts)
-        sums = np.zeros((n, 11))  # per name: force, moment, sliding, weight, depth
-        contacts = d.contact
+        m, d = self.mj, self.data
+        sums = [[0.0] * 11 for _ in self.contacts]  # per name: force, moment, sliding, weight, depth
+        c = d.contact
         is_surface, wrench, twist, geom = self._is_surface, self._wrench, self._twist, self.mujoco.mjtObj.mjOBJ_GEOM
-        for i, (g1, g2) in enumerate(zip(contacts.geom1.tolist(), contacts.geom2.tolist())):
-            if is_surface[g1] == is_surface[g2] or not self._names_of[g2 if is_surface[g1] else g1]:
-                continue
+        rows = zip(c.geom1.tolist(), c.geom2.tolist(), c.frame.tolist(), c.pos.tolist(), c.dist.tolist())
+        for i, (g1, g2, frame, pos, dist) in enumerate(rows):
             robot = g2 if is_surface[g1] else g1
-            self.mujoco.mj_contactForce(m, d, i, wrench)
+            if is_surface[g1] == is_surface[g2] or not self._names_of[robot]:
+                continue
+            self.mujoco.mj_contactForce(m, d, i, wrench)  # in the contact's frame: its rows, normal first
             self.mujoco.mj_objectVelocity(m, d, geom, robot, twist, 0)
-            normal, sign = abs(float(wrench[0])), 1.0 if is_surface[g1] else -1.0  # the force is on geom2
-            on_robot = sign * (wrench[:3] @ contacts.frame[i].reshape(3, 3))  # its rows: the normal, the tangents
-            (wx, wy, wz, vx, vy, vz), pos = twist.tolist(), contacts.pos[i]
-            x, y, z = (pos - d.geom_xpos[robot]).tolist()  # from the geom's centre
+            (fn, f1, f2), sign = wrench[:3].tolist(), 1.0 if is_surface[g1] else -1.0  # the force is on geom2
+            force = [sign * (fn * frame[j] + f1 * frame[3 + j] + f2 * frame[6 + j]) for j in range(3)]
+            (wx, wy, wz, vx, vy, vz), centre = twist.tolist(), d.geom_xpos[robot].tolist()
+            x, y, z = pos[0] - centre[0], pos[1] - centre[1], pos[2] - centre[2]
             point = (vx + wy * z - wz * y, vy + wz * x - wx * z, vz + wx * y - wy * x)  # the material point's velocity
-            row = np.concatenate((on_robot, pos, point, (1.0,)))
-            row[3:] *= normal  # the weighted sums, and the weight
+            normal = abs(fn)
+            row = force + [normal * p for p in pos] + [normal * p for p in point] + [normal]
             for k in self._names_of[robot]:
-                sums[k, :10] += row
-                sums[k, 10] = max(sums[k, 10], -float(contacts.dist[i]))
+                total = sums[k]
+                for j in range(10):
+                    total[j] += row[j]
+                total[10] = max(total[10], -dist)
+        sums = np.array(sums).reshape(len(self.contacts), 11)
         return sums[:, 0:3], sums[:, 3:6], sums[:, 6:9], sums[:, 9], sums[:, 10]
