@@ -396,7 +396,7 @@ class Formulation:
         groups = []
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
             idx = group.index
-            du = np.stack([sol.du[k] for k in idx])
+            du = sol.controls[idx, : gv.u.shape[1]]
             if step.lifted is not None:
                 dw, beta = condensing.expand(step.lifted, step.condensed, dx[idx], du, lam[idx + 1])
             else:

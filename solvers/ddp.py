@@ -207,10 +207,7 @@ def _backward(problem, lin, reg, feasible) -> _Backward:
     regularized = replace(lqr, b=b, Qxx=lqr.Qxx + reg * np.eye(nx), Quu=lqr.Quu + reg * np.eye(nm))
     terminal = TerminalLQR(lin.terminal.Qxx + reg * np.eye(nx), lin.terminal.lx)
     sol = riccati(regularized, terminal, dx0, problem.backend)
-    N = len(lqr)
-    K, k = np.zeros((N, nm, nx)), np.zeros((N, nm))
-    for i, n in enumerate(lqr.nu):
-        K[i, :n], k[i, :n] = sol.K[i], sol.k[i]
+    K, k = sol.gains, sol.feedforward
     co = np.einsum("kij,kj->ki", sol.P[1:], b) + sol.p[1:]
     Qu = regularized.lu + np.einsum("kxu,kx->ku", lqr.B, co)
     PB = sol.P[1:] @ lqr.B

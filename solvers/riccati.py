@@ -23,6 +23,7 @@ recursion as a C loop over the stacked arrays (``riccati.c``, compiled on first 
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,17 +37,32 @@ BACKENDS = ("compiled", "numpy")
 
 @dataclass(frozen=True)
 class RiccatiSolution:
-    """The LQR solution: ``dx (N+1, nx)``, ``du`` (per stage, its ``nu`` controls), costates
-    ``lam (N+1, nx)``, the feedback gains ``K, k`` (per stage; ``du = K dx + k``) and the
-    cost-to-go ``P (N+1, nx, nx)``, ``p (N+1, nx)``."""
+    """The LQR solution: ``dx (N+1, nx)``, costates ``lam (N+1, nx)``, the cost-to-go ``P (N+1,
+    nx, nx)``, ``p (N+1, nx)``, and per stage its ``nu`` controls ``controls (N, nm)``, feedback
+    gains ``gains (N, nm, nx)`` and ``feedforward (N, nm)`` (``du = K dx + k``), each stage's
+    first ``nu[i]`` rows (the rest zero: ``nm`` is the largest ``nu``). ``du``, ``K`` and ``k``
+    are the same per stage, trimmed to its ``nu``."""
 
     dx: np.ndarray
-    du: list
     lam: np.ndarray
-    K: list
-    k: list
     P: np.ndarray
     p: np.ndarray
+    nu: np.ndarray
+    controls: np.ndarray
+    gains: np.ndarray
+    feedforward: np.ndarray
+
+    @functools.cached_property
+    def du(self) -> list:
+        return [x[:n] for x, n in zip(self.controls, self.nu.tolist())]
+
+    @functools.cached_property
+    def K(self) -> list:
+        return [x[:n] for x, n in zip(self.gains, self.nu.tolist())]
+
+    @functools.cached_property
+    def k(self) -> list:
+        return [x[:n] for x, n in zip(self.feedforward, self.nu.tolist())]
 
 
 class RiccatiError(np.linalg.LinAlgError):
@@ -96,7 +112,11 @@ def _numpy(lqr: LQR, terminal, dx0) -> RiccatiSolution:
         du.append(K[i] @ dx[i] + k[i])
         dx.append(s.A @ dx[i] + s.B @ du[i] + s.b)
     lam = [P[i] @ dx[i] + p[i] for i in range(N + 1)]
-    return RiccatiSolution(np.array(dx), du, np.array(lam), K, k, np.array(P), np.array(p))
+    nm, nx = lqr.B.shape[2], lqr.A.shape[1]
+    controls, gains, feedforward = np.zeros((N, nm)), np.zeros((N, nm, nx)), np.zeros((N, nm))
+    for i, n in enumerate(lqr.nu.tolist()):
+        controls[i, :n], gains[i, :n], feedforward[i, :n] = du[i], K[i], k[i]
+    return RiccatiSolution(np.array(dx), np.array(lam), np.array(P), np.array(p), lqr.nu, controls, gains, feedforward)
 
 
 def _cho_solve(L, X):
@@ -137,13 +157,4 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
         raise MemoryError("the Riccati recursion could not allocate its workspace")
     if status > 0:
         raise RiccatiError(f"stage {status - 1}: Quu + B^T P B is not positive definite")
-    n = lqr.nu
-    return RiccatiSolution(
-        dx,
-        [du[i, : n[i]] for i in range(N)],
-        lam,
-        [K[i, : n[i]] for i in range(N)],
-        [k[i, : n[i]] for i in range(N)],
-        P,
-        p,
-    )
+    return RiccatiSolution(dx, lam, P, p, lqr.nu, du, K, k)

@@ -87,6 +87,9 @@ def test_stages_of_different_control_sizes_equal_dense_kkt_solve(backend):
     z, lam, offsets = dense_kkt(stages, terminal, dx0)
     for i, s in enumerate(stages):
         np.testing.assert_allclose(sol.du[i], z[offsets[i] + 6 : offsets[i] + 6 + s.nu], atol=1e-10)
+        assert sol.K[i].shape == (s.nu, 6) and sol.k[i].shape == (s.nu,)
+        padded = (sol.controls[i, s.nu :], sol.gains[i, s.nu :], sol.feedforward[i, s.nu :])
+        assert all(np.all(x == 0) for x in padded)  # the rows beyond the stage's controls
     np.testing.assert_allclose(sol.dx[-1], z[offsets[-2] :], atol=1e-10)
     np.testing.assert_allclose(np.array(sol.lam), lam, atol=1e-9)
 

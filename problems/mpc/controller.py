@@ -162,7 +162,7 @@ class MPC:
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = f.ocp.stages[0].dt
         plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())
-        policy = Policy(f.model, t, dt, *plan, u0 + sol.k[0], sol.K[0])
+        policy = Policy(f.model, t, dt, *plan, u0 + sol.feedforward[0], sol.gains[0])  # stage 0 has every control
         if self.policy_kernel is not None:
             policy = self.policy_kernel.bind(policy)
         stamps.append(time.process_time())
