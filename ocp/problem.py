@@ -186,9 +186,15 @@ class OCP:
         return np.exp(-2 * np.pi * self.torque_filter * np.asarray(dt, dtype=float))
 
     def times(self) -> np.ndarray:
-        """The time of each knot (an impulse stage takes no time)."""
+        """The time of each knot (an impulse stage takes no time); read-only, made once."""
+        return self._times
+
+    @functools.cached_property
+    def _times(self) -> np.ndarray:
         dts = [s.dt if s.kind == "contact" else 0.0 for s in self.stages]
-        return np.concatenate(([0.0], np.cumsum(dts)))
+        times = np.concatenate(([0.0], np.cumsum(dts)))
+        times.flags.writeable = False
+        return times
 
     def groups(self) -> tuple:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
@@ -238,7 +244,17 @@ def _vector(x, n, name):
 def _stage_key(stage, known: dict) -> tuple:
     """What stages must share to be evaluated together: their kind, contacts (gains and whether
     they have targets), cost terms, sliding contacts and soft contacts. ``known``: the keys of
-    contact tuples and terms already computed, by ``id`` (alive as long as the stages are)."""
+    contact tuples and terms already computed, by ``id`` (alive as long as the stages are). A
+    stage keeps its key (a function of its immutable fields): a builder that hands the same
+    stage to several OCPs (an MPC's overlapping horizons) has it computed once."""
+    key = stage.__dict__.get("_key")
+    if key is None:
+        key = _new_stage_key(stage, known)
+        object.__setattr__(stage, "_key", key)
+    return key
+
+
+def _new_stage_key(stage, known: dict) -> tuple:
     contacts = known.get(id(stage.contacts))
     if contacts is None:
         contacts = known[id(stage.contacts)] = tuple(map(_contact_key, stage.contacts))
