@@ -106,7 +106,7 @@ def test_the_reduced_talos_moves_the_controlled_joints_from_half_sitting(table):
 
 
 def stage_costs(ocp, k):
-    return {term.name: term for term in ocp.stages[k].costs}
+    return stage_costs_of(ocp.stages[k])
 
 
 def test_the_ocp_presses_along_the_normal_and_follows_the_circle(table):
@@ -135,6 +135,26 @@ def test_the_ocp_presses_along_the_normal_and_follows_the_circle(table):
     np.testing.assert_allclose(costs["force"].reference, [30.0])
     # a quarter turn from the bottom of a circle in the x-z plane: its -x side, r above the start
     np.testing.assert_allclose(costs["tool"].reference, board.p0 + [-0.07, 0.0, 0.07], atol=1e-12)
+
+
+def test_overlapping_horizons_share_their_stages_and_keep_their_references():
+    """A stage is made once per start time (the MPC's horizons overlap): the later horizon holds
+    the earlier one's stages from its start on, and its references are those of a task that never
+    built the earlier one."""
+    task, fresh = make_task(config(surface__friction=0.3)), make_task(config(surface__friction=0.3))
+    first, later = build_ocp(task, t0=0.5), build_ocp(task, t0=0.52)
+    assert all(a is b for a, b in zip(later.stages, first.stages[2:]))
+    alone = build_ocp(fresh, t0=0.52)
+    for a, b in zip(later.stages, alone.stages):
+        assert a is not b and a.dt == b.dt
+        # their start times agree to the last bits (0.5 + 0.02 against 0.52)
+        np.testing.assert_allclose(stage_costs_of(a)["tool"].reference, stage_costs_of(b)["tool"].reference, atol=1e-15)
+        np.testing.assert_allclose(a.sliding[0].direction, b.sliding[0].direction, atol=1e-15)
+    assert [g.key for g in later.groups()] == [g.key for g in alone.groups()]
+
+
+def stage_costs_of(stage):
+    return {term.name: term for term in stage.costs}
 
 
 def test_a_tilted_board_is_pressed_along_its_normal_and_circled_in_its_plane():

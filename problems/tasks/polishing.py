@@ -332,6 +332,22 @@ class PolishingConfig:
 
 
 @dataclass(frozen=True)
+class SharedTerms:
+    """What every stage of the polishing OCP shares: its ``contacts`` and ``soft`` contacts, the
+    cost terms ``before`` and ``after`` the tool's (the tool's reference is the stage's), the
+    tool's ``tool_weights``, the ``depth`` of its reference below the surface (a soft contact's
+    penetration at the target force, else 0), and the ``terminal`` cost."""
+
+    contacts: tuple
+    soft: tuple
+    before: tuple
+    after: tuple
+    tool_weights: np.ndarray
+    depth: float
+    terminal: tuple
+
+
+@dataclass(frozen=True)
 class Polishing:
     """The task made concrete: the reduced ``model`` (with the contact frame ``tool``), the
     ``locked`` joints and their values, the initial state ``(q0, v0)``, the tool's initial
@@ -348,6 +364,7 @@ class Polishing:
     R0: np.ndarray
     u_gravity: np.ndarray
     u_pressing: np.ndarray
+    _stages: dict = field(default_factory=dict, compare=False, repr=False)  # by start time (:meth:`stages`)
 
     @functools.cached_property
     def normal(self) -> np.ndarray:
@@ -461,6 +478,50 @@ class Polishing:
             force = force - contact.friction * normal * v_t / np.sqrt(v_t @ v_t + contact.slip_width**2)
         return [(TOOL_FRAME, reading.position, force)]
 
+    def stages(self, t0) -> tuple:
+        """The OCP's ``mpc.horizon`` contact stages of ``mpc.dt`` from time ``t0`` (module
+        docstring). A stage depends on its start time only: each is made once, and kept while a
+        later horizon may still hold it (an MPC's horizons share all but their last stages)."""
+        dt, n = self.config.mpc.dt, self.config.mpc.horizon
+        times = t0 + dt * np.arange(n)
+        keys = np.round(times, 9).tolist()  # the start times to the nanosecond
+        missing = [j for j, key in enumerate(keys) if key not in self._stages]
+        if missing:
+            for key in [key for key in self._stages if key < keys[0]]:  # before this horizon: no later one holds it
+                del self._stages[key]
+            s = self.shared_terms
+            references = self.circle(times[missing]) - s.depth * self.normal
+            for j, reference, sliding in zip(missing, references, self.slidings(times[missing])):
+                tool = FramePositionCost(TOOL_FRAME, reference, s.tool_weights, "tool")
+                self._stages[keys[j]] = ContactStage(s.contacts, dt, s.before + (tool,) + s.after, sliding, s.soft)
+        return tuple(self._stages[key] for key in keys)
+
+    @functools.cached_property
+    def shared_terms(self) -> SharedTerms:
+        """What the OCP's stages share (:class:`SharedTerms`), made once."""
+        cfg, model = self.config, self.model
+        c = cfg.costs
+        state_weights = np.concatenate((c.position_weights, np.full(model.nv, c.velocity_weight)))
+        zero_v = np.zeros(model.nv)
+        depth = 0.0
+        if self.soft:  # the force is the state's: its cost is one on the penetration that gives it
+            depth, stiffness = self.penetration()
+            offset = np.array([self.normal @ self.surface_point() - depth])
+            weight = np.array([c.force * stiffness**2])
+            force = PlaneDistanceCost(TOOL_FRAME, self.normal, offset, weight, "penetration")
+            contacts, soft = (), (self.soft_contact(),)
+        else:
+            force = VariableCost("f", np.array([cfg.surface.force]), np.array([c.force]), "force")
+            contacts, soft = (self.contact(),), ()
+        filtered = cfg.torque_filter is not None
+        torque = (VariableCost("tau", self.u_gravity, c.torque * np.ones(model.nv), "torque"),) if filtered else ()
+        state = StateCost(self.q0, zero_v, c.state * state_weights, "state")
+        orientation = FrameRotationCost(TOOL_FRAME, self.R0, c.tool_orientation * np.ones(3), "orientation")
+        control = VariableCost("u", self.u_gravity, c.control * np.ones(model.nv), "control")
+        terminal = (StateCost(self.q0, zero_v, c.terminal_state * state_weights, "state"),)
+        after, tool_weights = (orientation, control) + torque, np.full(3, c.tool_position)
+        return SharedTerms(contacts, soft, (state, force), after, tool_weights, depth, terminal)
+
     def normal_force(self, force) -> np.ndarray:
         """The force the surface applies along its outward normal, from world forces ``(..., 3)``."""
         return np.asarray(force) @ self.normal
@@ -506,42 +567,13 @@ def make_task(config: PolishingConfig) -> Polishing:
 def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None, disturbance=None) -> OCP:
     """The OCP of the horizon starting at time ``t0`` from ``(q0, v0)`` and the torques ``tau0``
     with a filter (default: the task's initial state, pressing): ``mpc.horizon`` contact stages
-    of ``mpc.dt`` (module docstring); ``disturbance (nv,)``: the generalized force the model
-    misses, as the controller estimates it (:class:`ocp.problem.OCP`)."""
-    cfg, model = task.config, task.model
-    c, dt, n = cfg.costs, cfg.mpc.dt, cfg.mpc.horizon
-    state_weights = np.concatenate((c.position_weights, np.full(model.nv, c.velocity_weight)))
-    zero_v = np.zeros(model.nv)
-    references = task.circle(t0 + dt * np.arange(n))
-    if task.soft:  # the force is the state's: its cost is one on the penetration that gives it
-        depth, stiffness = task.penetration()
-        references = references - depth * task.normal
-        offset = np.array([task.normal @ task.surface_point() - depth])
-        force = PlaneDistanceCost(TOOL_FRAME, task.normal, offset, np.array([c.force * stiffness**2]), "penetration")
-        contacts, soft = (), (task.soft_contact(),)
-    else:
-        force = VariableCost("f", np.array([cfg.surface.force]), np.array([c.force]), "force")
-        contacts, soft = (task.contact(),), ()
+    of ``mpc.dt`` (module docstring, :meth:`Polishing.stages`); ``disturbance (nv,)``: the
+    generalized force the model misses, as the controller estimates it (:class:`ocp.problem.OCP`)."""
+    cfg = task.config
     filtered = cfg.torque_filter is not None
-    torque = (VariableCost("tau", task.u_gravity, c.torque * np.ones(model.nv), "torque"),) if filtered else ()
-    state = StateCost(task.q0, zero_v, c.state * state_weights, "state")  # the terms every stage shares, made once
-    orientation = FrameRotationCost(TOOL_FRAME, task.R0, c.tool_orientation * np.ones(3), "orientation")
-    control = VariableCost("u", task.u_gravity, c.control * np.ones(model.nv), "control")
-    tool_weights = np.full(3, c.tool_position)
-    stages = tuple(
-        ContactStage(
-            contacts,
-            dt,
-            (state, force, FramePositionCost(TOOL_FRAME, reference, tool_weights, "tool"), orientation, control)
-            + torque,
-            sliding,
-            soft,
-        )
-        for reference, sliding in zip(references, task.slidings(t0 + dt * np.arange(n)))
-    )
-    terminal = (StateCost(task.q0, zero_v, c.terminal_state * state_weights, "state"),)
     q0 = task.q0 if q0 is None else q0
     v0 = task.v0 if v0 is None else v0
     tau0 = (task.u_pressing if tau0 is None else tau0) if filtered else None
     width = cfg.joint_friction.width
-    return OCP(model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0, width, disturbance)
+    stages, terminal = task.stages(t0), task.shared_terms.terminal
+    return OCP(task.model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0, width, disturbance)
