@@ -61,6 +61,29 @@ def test_a_warm_start_matches_stages_by_start_time(task):
     np.testing.assert_array_equal(same.q, it.q)
 
 
+@pytest.mark.parametrize("t_new", [0.03, 0.015], ids=["stage starts", "within stages"])
+def test_a_kept_matching_moves_every_iterate_as_a_fresh_matching_does(task, rng, t_new):
+    """An MPC's warm starts keep their matchings by the horizons' structure: the second iterate
+    of the same structure takes its own values, as without the cache."""
+    form = Formulation(build_ocp(task), "lifted", "numpy")
+    later = form.for_problem(build_ocp(task, t0=t_new))
+    cache = {}
+    for _ in range(2):
+        start = form.initial_iterate(1e-3)
+        it = Iterate(
+            *(rng.standard_normal(x.shape) for x in (start.q, start.v, start.lam)),
+            tuple(GroupVariables(*(rng.standard_normal(x.shape) for x in vars(gv).values())) for gv in start.groups),
+            rng.standard_normal(start.tau.shape),
+        )
+        kept, fresh = warm_start(form, 0.0, it, later, t_new, cache), warm_start(form, 0.0, it, later, t_new)
+        for a, b in ((kept.q, fresh.q), (kept.v, fresh.v), (kept.lam, fresh.lam), (kept.tau, fresh.tau)):
+            np.testing.assert_array_equal(a, b)
+        for a, b in zip(kept.groups, fresh.groups):
+            for x, y in zip(vars(a).values(), vars(b).values()):
+                np.testing.assert_array_equal(x, y)
+    assert sum(1 for key in cache if key[0] != "shapes") == 1  # one structure met, matched once
+
+
 def test_the_policy_is_the_plan_plus_the_gains_on_the_state_error(task):
     model = task.model
     rng = np.random.default_rng(0)

@@ -54,6 +54,7 @@ class Tick:
 
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
+MATCHINGS = 1000  # the most warm-start matchings an MPC keeps (:func:`warm_start`)
 SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
 
 
@@ -90,7 +91,7 @@ class MPC:
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
         self.layout, self.scheme = layout, scheme
         self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
-        self._shapes: dict = {}  # the variables' shapes of each kind of stage group (warm_start's cache)
+        self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
         self.ticks: list = []
 
     @classmethod
@@ -115,7 +116,7 @@ class MPC:
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
-        self._shapes = {}
+        self._matchings = {}
         self.policy_kernel = None
         if self.formulation.backend == "compiled":
             try:
@@ -135,7 +136,7 @@ class MPC:
         stamps.append(time.process_time())
         self.formulation = old.for_problem(ocp)
         stamps.append(time.process_time())
-        start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._shapes)
+        start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
         return self._solve(t, stamps, start, self.iterations)
 
@@ -179,7 +180,7 @@ class MPCError(RuntimeError):
     """An update that could not produce a policy (a non-finite or singular problem)."""
 
 
-def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
+def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
     a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
@@ -187,33 +188,63 @@ def warm_start(old, t_old, it: Iterate, new, t_new, shapes=None) -> Iterate:
     else of the last stage of ``old`` of its kind and sizes (the horizon's new tail), or else
     keeps ``new``'s initial guess; each knot takes the state of its stage's
     match (the last knot, the last knot of ``old``). The contact schedule may differ between
-    the horizons (impulse stages move with it). ``shapes``: a dict that keeps the variables'
-    shapes of each kind of group across calls (an MPC's updates), or None."""
+    the horizons (impulse stages move with it). ``cache``: a dict kept across calls (an MPC's
+    updates) that holds the variables' shapes of each kind of group and the matchings of the
+    horizons' structures met (by their groups, their stages' start times relative to ``t_new``
+    and the variables' shapes), or None."""
+    cache = {} if cache is None else cache
+    old_shapes = tuple(_shapes(gv) for gv in it.groups)
+    old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
+    signature = (
+        tuple((g.key, g.index.tobytes()) for g in old.groups),
+        tuple((g.key, g.index.tobytes()) for g in new.groups),
+        np.round(old_times - t_new, 9).tobytes(),
+        np.round(new_start - t_new, 9).tobytes(),
+        old_shapes,
+    )
+    matching = cache.get(signature)
+    if matching is None:
+        if len(cache) >= MATCHINGS:  # structures that do not repeat: start over
+            cache.clear()
+        matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
+    picks, source = matching
+    fresh = {}  # new's initial variables of a group with stages unlike any of old's
+    groups = []
+    for j, (group, rows) in enumerate(zip(new.groups, picks)):
+        if isinstance(rows, tuple):  # every row from one group of old
+            groups.append(type(it.groups[rows[0]])(*(x[rows[1]] for x in _group_arrays(it.groups[rows[0]]))))
+            continue
+        if any(g < 0 for g, _ in rows) and j not in fresh:
+            fresh[j] = new.initial_variables(group, _barrier(it))
+        groups.append(_gather([(fresh[j] if g < 0 else it.groups[g], r) for g, r in rows]))
+    return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+
+
+def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
+    """:func:`warm_start`'s matching: per group of ``new``, ``(group of old, rows)`` when its
+    stages take the rows of one group of old, else its ``(group of old, row)`` per stage (group
+    -1: the stage keeps new's initial guess); and the knot of old each knot of new takes."""
     where = _stage_rows(old)
-    old_shapes = [_shapes(gv) for gv in it.groups]
-    old_start = t_old + old.ocp.times()[:-1]
     by_time = {(kind, t): k for k, (kind, t) in enumerate(zip(_kinds(old), np.round(old_start, 9).tolist()))}
     last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
-    new_start = t_new + new.ocp.times()
     new_rounded = np.round(new_start, 9).tolist()  # the start times matched to the nanosecond
-    fresh, groups, source = {}, [], np.full(new.ocp.K + 1, old.ocp.K)  # fresh: new's initial variables by group
-    for j, group in enumerate(new.groups):
-        shape, picks = _row_shapes(new, group, {} if shapes is None else shapes), []
-        for r, k in enumerate(group.index):
+    picks, source = [], np.full(new.ocp.K + 1, old.ocp.K)
+    for group in new.groups:
+        shape, rows = _row_shapes(new, group, cache), []
+        for k in group.index.tolist():
             match = by_time.get((group.kind, new_rounded[k]))
             if match is None:  # a stage that starts within one of the previous horizon's
                 match = _containing(old, old_start, group.kind, new_start[k])
             if match is None or old_shapes[where[match][0]] != shape:
                 match = last_of.get((group.kind, shape))
             if match is None:  # a stage unlike any of the previous horizon
-                if j not in fresh:
-                    fresh[j] = new.initial_variables(group, _barrier(it))
-                picks.append((fresh[j], r))
+                rows.append((-1, len(rows)))
                 continue
-            picks.append((it.groups[where[match][0]], where[match][1]))
+            rows.append(where[match])
             source[k] = match
-        groups.append(_gather(picks))
-    return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+        single = {g for g, _ in rows}
+        picks.append((rows[0][0], np.array([r for _, r in rows])) if len(single) == 1 and -1 not in single else rows)
+    return tuple(picks), source
 
 
 def _containing(formulation, starts, kind, t):
@@ -267,7 +298,7 @@ def _row_shapes(formulation, group, cache) -> tuple:
     """The shapes of the variables ``(u, w, beta, s, z)`` of a stage of ``group`` (kept in
     ``cache`` by the group's kind and contacts: they fix the numbers of controls, forces and
     inequalities of one formulation)."""
-    key = (group.kind, tuple((c.frame, c.kind, c.frame2) for c in group.contacts))
+    key = ("shapes", group.kind, tuple((c.frame, c.kind, c.frame2) for c in group.contacts))
     if key not in cache:
         cache[key] = _shapes_of(formulation, group)
     return cache[key]
