@@ -208,22 +208,21 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
             cache.clear()
         matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
     picks, source = matching
-    fresh = {}  # new's initial variables of a group with stages unlike any of old's
     groups = []
-    for j, (group, rows) in enumerate(zip(new.groups, picks)):
-        if isinstance(rows, tuple):  # every row from one group of old
-            groups.append(type(it.groups[rows[0]])(*(x[rows[1]] for x in _group_arrays(it.groups[rows[0]]))))
-            continue
-        if any(g < 0 for g, _ in rows) and j not in fresh:
-            fresh[j] = new.initial_variables(group, _barrier(it))
-        groups.append(_gather([(fresh[j] if g < 0 else it.groups[g], r) for g, r in rows]))
+    for group, (sources, rows) in zip(new.groups, picks):
+        parts = [new.initial_variables(group, _barrier(it)) if g < 0 else it.groups[g] for g in sources]
+        if len(parts) == 1:
+            groups.append(type(parts[0])(*(x[rows] for x in _group_arrays(parts[0]))))
+        else:  # rows of the variables of several groups, one after the other
+            arrays = zip(*map(_group_arrays, parts))
+            groups.append(type(parts[0])(*(np.concatenate(xs)[rows] for xs in arrays)))
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
 
 
 def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
-    """:func:`warm_start`'s matching: per group of ``new``, ``(group of old, rows)`` when its
-    stages take the rows of one group of old, else its ``(group of old, row)`` per stage (group
-    -1: the stage keeps new's initial guess); and the knot of old each knot of new takes."""
+    """:func:`warm_start`'s matching: per group of ``new``, the groups of old its stages take
+    their variables from (-1: new's initial guess) and the rows they take in those groups'
+    variables one after the other; and the knot of old each knot of new takes."""
     where = _stage_rows(old)
     by_time = {(kind, t): k for k, (kind, t) in enumerate(zip(_kinds(old), np.round(old_start, 9).tolist()))}
     last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
@@ -242,8 +241,10 @@ def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
                 continue
             rows.append(where[match])
             source[k] = match
-        single = {g for g, _ in rows}
-        picks.append((rows[0][0], np.array([r for _, r in rows])) if len(single) == 1 and -1 not in single else rows)
+        sources = list(dict.fromkeys(g for g, _ in rows))
+        sizes = [group.size if g < 0 else old.groups[g].size for g in sources]
+        offsets = dict(zip(sources, np.cumsum([0] + sizes).tolist()))
+        picks.append((tuple(sources), np.array([offsets[g] + r for g, r in rows], dtype=int)))
     return tuple(picks), source
 
 
@@ -282,16 +283,6 @@ def _stage_rows(formulation):
 def _shapes(gv) -> tuple:
     """The shapes of the variables ``(u, w, beta, s, z)`` of one stage of the group variables ``gv``."""
     return tuple(x.shape[1:] for x in _group_arrays(gv))
-
-
-def _gather(picks):
-    """The group variables whose rows are ``picks``, ``(group variables, row)`` each: one
-    gather per variable from a single group's, else row by row."""
-    first = picks[0][0]
-    if all(gv is first for gv, _ in picks):
-        rows = [r for _, r in picks]
-        return type(first)(*(x[rows] for x in _group_arrays(first)))
-    return type(first)(*(np.array([_group_arrays(gv)[i][r] for gv, r in picks]) for i in range(5)))
 
 
 def _row_shapes(formulation, group, cache) -> tuple:
