@@ -466,3 +466,14 @@ def test_the_loops_time_counts_the_estimator_with_the_controller_and_everything_
     assert log.control_seconds >= 20 * 2e-3
     assert log.loop_seconds >= log.control_seconds + log.plant_seconds
     assert timing(log, 0.02)["real_time_factor"] == pytest.approx(0.02 / log.loop_seconds)
+
+
+def test_the_timing_of_several_runs_pools_their_updates_and_totals(task):
+    logs = [closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, d, 0.01) for d in (0.03, 0.05)]
+    for log, seconds in zip(logs, ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0, 8.0])):
+        log.ticks = [replace(tick, seconds=s * 1e-3) for tick, s in zip(log.ticks, seconds)]
+    pooled = timing(logs, 0.08)
+    assert pooled["updates"] == 2 + 4 and pooled["tick_ms_median"] == pytest.approx(5.5)  # of 2, 3, 5, 6, 7, 8
+    assert pooled["tick_ms_max"] == pytest.approx(8.0)
+    assert pooled["real_time_factor"] == pytest.approx(0.08 / (logs[0].loop_seconds + logs[1].loop_seconds))
+    assert pooled["plant_ms_per_step"] == pytest.approx(1e3 * (logs[0].plant_seconds + logs[1].plant_seconds) / 80)

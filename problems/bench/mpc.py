@@ -4,8 +4,9 @@ Each task (:data:`TASKS`: the polishing MPC on the horizontal table, the ANYmal 
 closed loop from its configuration for ``duration`` simulated seconds in each MPC scheme
 (:data:`SCHEMES`, :mod:`problems.mpc.controller`: the configurations' ``newton``, and the
 real-time iteration ``rti``), one run after the other in this process with BLAS on one thread,
-against the MuJoCo plant (or the configuration's ``plant``). Reported per run, the first solve
-left out:
+against the MuJoCo plant (or the configuration's ``plant``); with ``repeat`` rounds of them, each
+task and scheme's runs pooled. Reported per task and scheme, the first solve of each run left
+out:
 
 - the updates' CPU time: median, 95th percentile and maximum, the median of each of their steps
   (:data:`problems.mpc.controller.PARTS`: building the horizon's OCP, regrouping its stages for
@@ -34,13 +35,16 @@ TASKS = {"polishing": "polishing_horizontal.yaml", "trot": "anymal_trot_mpc.yaml
 SCHEMES = ("newton", "rti")
 
 
-def run_task(name: str, duration: float, engine=None, scheme=None) -> dict:
+def run_task(name: str, duration: float, engine=None, scheme=None, repeat=1) -> dict:
     """The speed of the closed loop of task ``name`` (module docstring) over ``duration``
-    seconds, in the MPC ``scheme`` (default: the configuration's)."""
+    seconds, in the MPC ``scheme`` (default: the configuration's); ``repeat`` runs pooled."""
+    return summary(*_runs(name, duration, engine, scheme, repeat))
+
+
+def _runs(name, duration, engine, scheme, repeat) -> tuple:
+    """``(name, config, runs)``: ``repeat`` closed-loop runs of task ``name``."""
     from dataclasses import replace
 
-    from liftoff.problems.mpc.controller import PARTS
-    from liftoff.problems.mpc.results import timing
     from liftoff.problems.mpc.tasks import task_of_file
     from liftoff.problems.tasks.config import load_config
 
@@ -51,43 +55,59 @@ def run_task(name: str, duration: float, engine=None, scheme=None) -> dict:
         config = replace(config, plant=replace(config.plant, engine=engine))
     if scheme is not None:
         config = replace(config, mpc=replace(config.mpc, scheme=scheme))
-    run = task.run(config, duration, quiet=True)
-    ticks = run.log.ticks[1:]
-    measures = timing(run.log, run.log.end_time)
+    return name, config, [task.run(config, duration, quiet=True) for _ in range(repeat)]
+
+
+def summary(name, config, runs) -> dict:
+    """The measures of task ``name``'s ``runs`` of ``config`` (module docstring), their updates
+    and steps pooled: medians and percentiles over all of them, real-time factors of the total
+    times (:func:`problems.mpc.results.timing`)."""
+    from liftoff.problems.mpc.controller import PARTS
+    from liftoff.problems.mpc.results import timing
+
+    logs = [run.log for run in runs]
+    ticks = [tick for log in logs for tick in log.ticks[1:]]
+    simulated = sum(log.end_time for log in logs)
     parts = {part: 1e3 * statistics.median(t.parts[part] for t in ticks) for part in PARTS} if ticks else {}
+    failed = [log for log in logs if log.status != "completed"]
     return {
         "task": name,
         "config": f"configs/{TASKS[name]}",
         "plant": config.plant.engine,
         "scheme": config.mpc.scheme,
-        "status": run.log.status,
-        "simulated_s": run.log.end_time,
+        "runs": len(logs),
+        "status": failed[0].status if failed else "completed",
+        "simulated_s": simulated,
         "period_ms": 1e3 * config.mpc.period,
-        "updates": len(ticks),
         "iterations_per_update": float(np.mean([t.iterations for t in ticks])) if ticks else float("nan"),
         "update_parts_ms_median": parts,
-        **measures,
+        **timing(logs, simulated),
     }
 
 
-def mpc_benchmark(tasks=tuple(TASKS), duration=2.0, engine=None, progress=None, schemes=SCHEMES) -> dict:
-    """The speed of each task's loop in each scheme (module docstring), on one BLAS thread."""
+def mpc_benchmark(tasks=tuple(TASKS), duration=2.0, engine=None, progress=None, schemes=SCHEMES, repeat=1) -> dict:
+    """The speed of each task's loop in each scheme (module docstring), on one BLAS thread;
+    with ``repeat`` rounds, each round runs every task and scheme once (the machine's speed
+    drifting between minutes, each configuration meets the same stretches), their runs pooled."""
     say = progress or (lambda line: None)
-    results = []
+    runs = {(name, scheme): [] for name in tasks for scheme in schemes}
+    configs = {}
     with one_blas_thread():
-        for name in tasks:
-            for scheme in schemes:
-                result = run_task(name, duration, engine, scheme)
-                median, policy = result["tick_ms_median"], result["policy_us_median"]
-                say(f"{name}, {scheme}: update median {median:.2f} ms, policy {policy:.1f} µs")
-                results.append(result)
-    return {"duration_s": duration, "tasks": results}
+        for round_ in range(repeat):
+            for name, scheme in runs:
+                _, configs[name, scheme], (run,) = _runs(name, duration, engine, scheme, 1)
+                runs[name, scheme].append(run)
+                ticks = [1e3 * tick.seconds for tick in run.log.ticks[1:]] or [float("nan")]
+                say(f"{name}, {scheme} (round {round_ + 1} of {repeat}): update median {np.median(ticks):.2f} ms")
+    results = [summary(name, configs[name, scheme], done) for (name, scheme), done in runs.items()]
+    return {"duration_s": duration, "repeat": repeat, "tasks": results}
 
 
 def format_table(result: dict) -> str:
     """The benchmark's results as Markdown tables."""
     lines = [
-        f"MPC loops, {result['duration_s']:g} s simulated each, one BLAS thread (CPU time of the updates):",
+        f"MPC loops, {result.get('repeat', 1)} x {result['duration_s']:g} s simulated each, one BLAS thread "
+        "(CPU time of the updates):",
         "",
         "| task | scheme | plant | updates | iterations | update median | p95 | max | period | policy | plant step "
         "| real-time factor | controller only |",

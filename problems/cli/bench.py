@@ -219,8 +219,7 @@ def _mpc_parser(benches) -> None:
         "one linearization (rti, the real-time iteration); default: both",
     )
     p.add_argument("--duration", type=positive_float, default=2.0, metavar="S", help="simulated seconds (default 2)")
-    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    _common(p, 1, "rounds of every task and scheme, their runs pooled")
     p.set_defaults(run=mpc)
 
 
@@ -498,7 +497,7 @@ def mpc(args) -> int:
     schemes = tuple(dict.fromkeys(args.scheme)) if args.scheme else bench.SCHEMES
     progress = None if args.quiet else stderr_progress
     try:
-        result = bench.mpc_benchmark(tasks, args.duration, args.plant, progress, schemes)
+        result = bench.mpc_benchmark(tasks, args.duration, args.plant, progress, schemes, args.repeat)
     except BenchError as err:
         return error(str(err), RUN_ERROR)
     return _report(result, bench.format_table, args)

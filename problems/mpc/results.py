@@ -28,20 +28,23 @@ from liftoff.problems.tasks.config import to_dict
 
 
 def timing(log, duration) -> dict:
-    """The loop's speed over ``duration`` simulated seconds of ``log`` (module docstring)."""
-    ticks = log.ticks
-    ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks[1:]] or [np.nan])
-    steps = max(len(log.t), 1)
+    """The loop's speed over ``duration`` simulated seconds of ``log`` (module docstring), or of
+    a list of logs pooled (their updates and steps together, ``duration`` their total)."""
+    logs = log if isinstance(log, (list, tuple)) else [log]
+    ticks = [tick for one in logs for tick in one.ticks[1:]]
+    ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks] or [np.nan])
+    policy = [s for one in logs for s in one.policy_seconds]
+    steps = max(sum(len(one.t) for one in logs), 1)
     return {
         "tick_ms_median": float(np.median(ticks_ms)),
         "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
         "tick_ms_max": float(np.max(ticks_ms)),
-        "policy_us_median": 1e6 * float(np.median(log.policy_seconds)) if log.policy_seconds else float("nan"),
-        "plant_ms_per_step": 1e3 * log.plant_seconds / steps,
-        "real_time_factor": float(duration / max(log.loop_seconds, 1e-12)),
-        "controller_real_time_factor": float(duration / max(log.control_seconds, 1e-12)),
+        "policy_us_median": 1e6 * float(np.median(policy)) if policy else float("nan"),
+        "plant_ms_per_step": 1e3 * sum(one.plant_seconds for one in logs) / steps,
+        "real_time_factor": float(duration / max(sum(one.loop_seconds for one in logs), 1e-12)),
+        "controller_real_time_factor": float(duration / max(sum(one.control_seconds for one in logs), 1e-12)),
         "updates": len(ticks),
-        "update_iterations": int(sum(tick.iterations for tick in ticks[1:])),
+        "update_iterations": int(sum(tick.iterations for tick in ticks)),
     }
 
 
