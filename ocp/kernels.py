@@ -116,7 +116,8 @@ class CompiledStages:
 
     def __init__(self, ocp, forward=False, quiet=False, compile=True):
         self.ocp, self.model = ocp, ocp.model
-        _check_duplicates(ocp)
+        groups = ocp.groups()
+        _check_duplicates(ocp, groups)
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
@@ -144,7 +145,7 @@ class CompiledStages:
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
-        self._set_problem(ocp, ocp.groups())
+        self._set_problem(ocp, groups)
 
     def _set_problem(self, ocp, groups):
         """The inputs of ``ocp``'s ``groups`` (its data: references, targets, time steps)."""
@@ -162,7 +163,7 @@ class CompiledStages:
             self._plan(group)  # checks the groups of a key not met before
         if any(term_key(t) not in self._term_columns["terminal"].slots for t in ocp.terminal_costs):
             raise ValueError("the OCP has terminal cost terms that are not slots of this formulation's kernels")
-        _check_duplicates(ocp)
+        _check_duplicates(ocp, groups)
         new = copy.copy(self)
         new._set_problem(ocp, groups)
         return new
@@ -398,13 +399,14 @@ class CompiledStages:
         return float(cost[0, 0]), H[0].reshape(nx, nx), g[0]
 
 
-def _check_duplicates(ocp):
+def _check_duplicates(ocp, groups):
     """:class:`ValueError`, before any kernel is compiled, for a stage with a contact listed twice
     (the kernels see the sum of the copies' forces) and a cost on the forces, or copies of other
-    gains or targets (inconsistent: one slot has one target)."""
-    for k, stage in enumerate(ocp.stages):
-        if len({c.frame for c in stage.contacts}) == len(stage.contacts):
-            continue  # no frame twice (the common case: nothing more to check)
+    gains or targets (inconsistent: one slot has one target). The stages of a group share their
+    contacts' frames: only those of groups with a frame twice are read."""
+    twice = [g for g in groups if len({c.frame for c in g.contacts}) < len(g.contacts)]
+    for k in sorted(int(k) for g in twice for k in g.index):
+        stage = ocp.stages[k]
         seen = {}
         for c in stage.contacts:
             key = sym.contact_key(c)
