@@ -82,10 +82,8 @@ def expand(G, dx, s, z, r_p, r_c):
 def fraction_to_boundary(v, dv, tau=FRACTION_TO_BOUNDARY):
     """The largest ``alpha`` in ``(0, 1]`` with ``v + alpha dv >= (1 - tau) v`` (``v > 0``)."""
     v, dv = np.asarray(v, dtype=float), np.asarray(dv, dtype=float)
-    shrinking = dv < 0
-    if not np.any(shrinking):
-        return 1.0
-    return float(min(1.0, np.min(-tau * v[shrinking] / dv[shrinking])))
+    steps = np.divide(-tau * v, dv, out=np.full(v.shape, np.inf), where=dv < 0)  # to the boundary, if shrinking
+    return float(min(1.0, steps.min(initial=np.inf)))
 
 
 def complementarity_error(s, z, eps):

@@ -71,3 +71,4 @@ def test_fraction_to_boundary_keeps_a_margin():
     assert alpha == pytest.approx(0.995 * 0.5)
     assert np.all(v + alpha * dv >= (1 - 0.995) * v - 1e-15)
     assert pdipm.fraction_to_boundary(v, np.abs(dv)) == 1.0
+    assert pdipm.fraction_to_boundary(np.zeros((3, 0)), np.zeros((3, 0))) == 1.0  # stages without inequalities
