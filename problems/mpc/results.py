@@ -43,7 +43,7 @@ def timing(log, duration) -> dict:
         "plant_ms_per_step": 1e3 * sum(one.plant_seconds for one in logs) / steps,
         "real_time_factor": float(duration / max(sum(one.loop_seconds for one in logs), 1e-12)),
         "controller_real_time_factor": float(duration / max(sum(one.control_seconds for one in logs), 1e-12)),
-        "updates": len(ticks),
+        "updates": sum(len(one.ticks) for one in logs),  # the first solves included
         "update_iterations": int(sum(tick.iterations for tick in ticks)),
     }
 
