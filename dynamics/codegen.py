@@ -233,6 +233,15 @@ class Interpreted:
             for j, (n, p) in enumerate(zip(self.sizes, self._kept))
         ]
 
+    def bind(self, x: np.ndarray, outs: list):
+        """:meth:`Kernel.bind`: a call that evaluates the rows of ``x`` into ``outs``."""
+
+        def call():
+            for out, value in zip(outs, self(x)):
+                out[...] = value
+
+        return call
+
 
 def load(name: str, key: dict, build, quiet=False, sparse=False) -> Kernel:
     """The kernel ``name`` of ``key`` from the cache, built if missing: ``build()`` returns the

@@ -69,11 +69,27 @@ class Blocks:
     dst_index: np.ndarray
 
 
+class Workspace:
+    """The arrays of the groups of one key and size ``S`` (module docstring): the ``kernel``'s
+    input ``x`` and its outputs, the group's ``blocks`` (:class:`Blocks`), and the kernel's and
+    the scatter's calls bound to them (no allocation, no argument conversion per evaluation);
+    ``static``: the :class:`GroupMap` whose constant inputs ``x`` holds (they are copied in when
+    another group's map evaluates)."""
+
+    def __init__(self, kernel, blocks: Blocks, S):
+        self.x = np.zeros((S, kernel.n_in))
+        self.outputs = [np.empty((S, n)) for n in kernel.sizes]
+        self.blocks = [np.zeros((S, *shape)) for shape in blocks.shapes]
+        self.kernel = kernel.bind(self.x, self.outputs)
+        self.scatter = bind_scatter(self.outputs, blocks, self.blocks)
+        self.static = None
+
+
 @dataclass(frozen=True)
 class GroupMap:
     """A group within the layout: ``f_cols`` its force rows in ``f_all``; ``blocks`` where its
-    rows and columns of the kernel's outputs are (:class:`Blocks`) and ``workspace`` its blocks
-    (module docstring); ``supports`` the rows and columns of its ``H_zw, H_ww, A_w`` that are not
+    rows and columns of the kernel's outputs are (:class:`Blocks`) and ``workspace`` its
+    :class:`Workspace`; ``supports`` the rows and columns of its ``H_zw, H_ww, A_w`` that are not
     zero by structure (for the condensing: from the kernels' patterns, with the friction cones'
     barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
@@ -81,7 +97,7 @@ class GroupMap:
 
     f_cols: np.ndarray
     blocks: Blocks
-    workspace: list
+    workspace: Workspace
     supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
@@ -145,6 +161,7 @@ class CompiledStages:
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
+        self._columns = {kind: self._input_columns(kind) for kind in ("contact", "impulse")}
         self._set_problem(ocp, groups)
 
     def _set_problem(self, ocp, groups):
@@ -167,6 +184,19 @@ class CompiledStages:
         new = copy.copy(self)
         new._set_problem(ocp, groups)
         return new
+
+    def _input_columns(self, kind) -> dict:
+        """The columns of the stage kernel of ``kind``'s input by name, in its order ``(q, v, a,
+        f_all, u, q_next, v_next, tau, tau_next, static)`` (no ``u`` at an impulse, no ``tau``
+        without a torque filter: empty)."""
+        lay, nq, nv = self.layout, self.model.nq, self.model.nv
+        nu = lay.nu if kind == "contact" else 0
+        sizes = {"q": nq, "v": nv, "a": nv, "f": lay.m, "u": nu, "q_next": nq, "v_next": nv}
+        sizes.update(tau=lay.ntau, tau_next=lay.ntau)
+        ends = np.cumsum(list(sizes.values())).tolist()
+        columns = {name: slice(end - n, end) for (name, n), end in zip(sizes.items(), ends)}
+        columns["static"] = slice(ends[-1], None)
+        return columns
 
     def _slot_terms(self) -> dict:
         lay = self.layout
@@ -306,7 +336,7 @@ class CompiledStages:
         forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
         workspace = plan.workspace.get(S)
         if workspace is None:
-            workspace = plan.workspace[S] = [np.zeros((S, *shape)) for shape in blocks.shapes]
+            workspace = plan.workspace[S] = Workspace(self.kernels[group.kind], blocks, S)
         return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, static, forward, scatter)
 
     def _supports(self, kind, y, touched, nz):
@@ -347,16 +377,24 @@ class CompiledStages:
 
     def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:
         gm = self.maps[int(group.index[0])]
-        lay, nv, S = self.layout, self.model.nv, group.size
+        nv, S = self.model.nv, group.size
+        ws, cols = gm.workspace, self._columns[group.kind]
+        x = ws.x  # the variables written in place, the constant inputs once per map
+        x[:, cols["q"]], x[:, cols["v"]], x[:, cols["a"]], x[:, cols["u"]] = q, v, w[:, :nv], u
+        x[:, cols["q_next"]], x[:, cols["v_next"]] = q_next, v_next
+        if tau is not None:
+            x[:, cols["tau"]], x[:, cols["tau_next"]] = tau, tau_next
         if gm.scatter is None:
-            f_all = np.zeros((S, lay.m))
-            f_all[:, gm.f_cols] = w[:, nv:]
+            x[:, cols["f"].start + gm.f_cols] = w[:, nv:]  # the slots of other contacts stay zero
         else:
-            f_all = w[:, nv:] @ gm.scatter
-        taus = (np.zeros((S, 0)),) * 2 if tau is None else (tau, tau_next)
-        control = (u,) if group.kind == "contact" else ()
-        x = np.concatenate((q, v, w[:, :nv], f_all, *control, q_next, v_next, *taus, gm.static), axis=1)
-        cost, g, H, c, C, b, A, *inequalities = _scatter(self._call(group.kind, x), gm.blocks, gm.workspace)
+            x[:, cols["f"]] = w[:, nv:] @ gm.scatter
+        if ws.static is not gm:
+            x[:, cols["static"]], ws.static = gm.static, gm
+        begin = time.perf_counter()
+        ws.kernel()
+        self.kernel_seconds += time.perf_counter() - begin
+        ws.scatter()
+        cost, g, H, c, C, b, A, *inequalities = ws.blocks
         cost = cost[:, 0]
         if group.kind != "contact":
             ineq = Inequalities(np.zeros((S, 0)), np.zeros((S, 0, H.shape[1])), gm.bounds)
@@ -447,27 +485,31 @@ def _selection(pattern, numel, rows, cols, width) -> tuple:
     return src[dst], dst
 
 
-def _scatter(outputs, blocks: Blocks, dense) -> list:
-    """Write the entries of :class:`Blocks` from a sparse kernel's ``outputs`` into its blocks
-    ``dense`` (module docstring; the other entries are left as they are), and return them:
-    ``scatter.c``, or numpy without a compiler."""
-    S = len(dense[0])
+def bind_scatter(outputs, blocks: Blocks, dense):
+    """A call without arguments that writes the entries of :class:`Blocks` from a sparse
+    kernel's ``outputs`` into its blocks ``dense`` (module docstring; the other entries are left
+    as they are): ``scatter.c``, or numpy without a compiler. The arrays are the caller's, kept
+    alive and in place."""
+    S, n = len(dense[0]), len(dense)
     library = _library()
     if library is not None:
-        n = len(dense)
-        library.liftoff_scatter(
+        args = (
             S, n, *map(address, (blocks.nnz, blocks.sizes, blocks.counts)),
             (ctypes.c_void_p * n)(*map(address, outputs[:n])),
             (ctypes.c_void_p * n)(*map(address, dense)),
             address(blocks.src_index), address(blocks.dst_index),
         )  # fmt: skip
-        return dense
+        return lambda: library.liftoff_scatter(*args)
     end = np.cumsum(blocks.counts)
-    for out, block, src, dst in zip(outputs, dense, np.split(blocks.src_index, end), np.split(blocks.dst_index, end)):
-        flat, read = block.reshape(S, -1), src >= 0
-        flat[:, dst[read]] = out[:, src[read]]
-        flat[:, dst[~read]] = 0.0
-    return dense
+    pieces = list(zip(outputs, dense, np.split(blocks.src_index, end), np.split(blocks.dst_index, end)))
+
+    def scatter():
+        for out, block, src, dst in pieces:
+            flat, read = block.reshape(S, -1), src >= 0
+            flat[:, dst[read]] = out[:, src[read]]
+            flat[:, dst[~read]] = 0.0
+
+    return scatter
 
 
 _SOURCE = Path(__file__).with_name("scatter.c")

@@ -283,7 +283,8 @@ def test_a_groups_blocks_are_the_kernels_nonzeros_at_its_rows_and_columns(compil
     )
     values = [rng.standard_normal((5, 8)), rng.standard_normal((5, 2))]
     before = [np.full((5, 3, 4), 9.0), np.full((5, 3), 9.0)]
-    matrix, vector = kernels._scatter(values, blocks, [x.copy() for x in before])
+    matrix, vector = dense = [x.copy() for x in before]
+    kernels.bind_scatter(values, blocks, dense)()
     for s in range(5):
         dense = np.zeros(24)
         dense[patterns[0]] = values[0][s]
