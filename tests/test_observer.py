@@ -90,9 +90,9 @@ def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, r
 def test_forces_at_other_frames_than_the_kernels_are_refused(case, rng):
     model, pmodel, frames, observer = case
     q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
-    with pytest.raises(ValueError, match="act at"):
+    with pytest.raises(ValueError, match="made for forces at"):
         observer.kernel(q, v, v_next, tau, forces[::-1])
-    with pytest.raises(ValueError, match="act at"):
+    with pytest.raises(ValueError, match="made for forces at"):
         observer.kernel(q, v, v_next, tau, forces[:1])
 
 

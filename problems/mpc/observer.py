@@ -121,7 +121,8 @@ class ResidualKernel:
         frames in their order (``ValueError`` otherwise)."""
         m, x = self.model, self._x[0]
         if len(forces) != len(self.frames) or any(f[0] != frame for f, frame in zip(forces, self.frames)):
-            raise ValueError(f"the observer's forces act at {self.frames}, got {tuple(f[0] for f in forces)}")
+            got = tuple(f[0] for f in forces)
+            raise ValueError(f"the contact forces act at {got}; the observer was made for forces at {self.frames}")
         x[: m.nq], x[m.nq : m.nq + m.nv], x[m.nq + m.nv : m.nq + 2 * m.nv] = q, v, v_next
         x[m.nq + 2 * m.nv : self._forces] = tau
         for i, (_, point, force) in enumerate(forces):
