@@ -163,7 +163,7 @@ def eliminate(H, g, A, b, nz, T, t, into=None) -> Condensed:
 
 def _target(into, S, nx, nu) -> tuple:
     """``(lqr, index)``: ``into``, or an LQR of the ``S`` stages alone."""
-    return (LQR.zeros(S, nx, nu), np.arange(S)) if into is None else into
+    return (LQR.for_stages(S, nx, nu), np.arange(S)) if into is None else into
 
 
 def condense(

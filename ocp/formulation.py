@@ -287,7 +287,7 @@ class Formulation:
             if np.any(bad):
                 raise NonFiniteError(name, int(np.argmax(bad)), "knot")
         nx, nm = self.ocp.nx, self.ocp.nu
-        lqr, steps, groups = LQR.zeros(K, nx, nm), [], []
+        lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
             gv, step, terms = self._linearize_group(group, gv, it, eps, lqr)

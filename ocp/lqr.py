@@ -76,6 +76,17 @@ class LQR:
         )
 
     @classmethod
+    def for_stages(cls, N, nx, nm) -> "LQR":
+        """An LQR whose every stage the caller writes (a linearization condenses each stage
+        into it): ``A, b, Qxx, lx`` left unset, the control blocks zero (a stage with fewer than
+        ``nm`` controls writes its leading columns only)."""
+        e, z = np.empty, np.zeros
+        return cls(
+            e((N, nx, nx)), z((N, nx, nm)), e((N, nx)), e((N, nx, nx)), z((N, nx, nm)), z((N, nm, nm)),
+            e((N, nx)), z((N, nm)), z(N, dtype=np.intc),
+        )  # fmt: skip
+
+    @classmethod
     def from_stages(cls, stages) -> "LQR":
         stages = list(stages)
         nx, nm = stages[0].nx, max(s.nu for s in stages)

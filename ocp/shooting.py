@@ -137,7 +137,7 @@ class Shooting:
         K, nx, nm = self.K, self.ocp.nx, self.ocp.nu
         eps, delta = self.barrier, self.relaxation
         q, v, tau = self.split(xs)
-        lqr, gaps, ws = LQR.zeros(K, nx, nm), np.zeros((K + 1, nx)), []
+        lqr, gaps, ws = LQR.for_stages(K, nx, nm), np.zeros((K + 1, nx)), []
         cost = barrier = violation = 0.0
         for group in self.formulation.groups:
             idx = group.index
