@@ -186,15 +186,12 @@ class CompiledStages:
         return new
 
     def _input_columns(self, kind) -> dict:
-        """The columns of the stage kernel of ``kind``'s input by name, in its order ``(q, v, a,
-        f_all, u, q_next, v_next, tau, tau_next, static)`` (no ``u`` at an impulse, no ``tau``
-        without a torque filter: empty)."""
-        lay, nq, nv = self.layout, self.model.nq, self.model.nv
-        nu = lay.nu if kind == "contact" else 0
-        sizes = {"q": nq, "v": nv, "a": nv, "f": lay.m, "u": nu, "q_next": nq, "v_next": nv}
-        sizes.update(tau=lay.ntau, tau_next=lay.ntau)
+        """The columns of the variables in the input of the stage kernel of ``kind``
+        (:func:`ocp.symbolic_stages.variable_inputs`; ``w``'s first part named ``a`` at both
+        kinds), and ``static``, those of the constant inputs after them."""
+        sizes = sym.variable_inputs(self.layout, kind)
         ends = np.cumsum(list(sizes.values())).tolist()
-        columns = {name: slice(end - n, end) for (name, n), end in zip(sizes.items(), ends)}
+        columns = {"a" if name == "dv" else name: slice(end - n, end) for (name, n), end in zip(sizes.items(), ends)}
         columns["static"] = slice(ends[-1], None)
         return columns
 
@@ -380,7 +377,9 @@ class CompiledStages:
         nv, S = self.model.nv, group.size
         ws, cols = gm.workspace, self._columns[group.kind]
         x = ws.x  # the variables written in place, the constant inputs once per map
-        x[:, cols["q"]], x[:, cols["v"]], x[:, cols["a"]], x[:, cols["u"]] = q, v, w[:, :nv], u
+        x[:, cols["q"]], x[:, cols["v"]], x[:, cols["a"]] = q, v, w[:, :nv]
+        if "u" in cols:
+            x[:, cols["u"]] = u
         x[:, cols["q_next"]], x[:, cols["v_next"]] = q_next, v_next
         if tau is not None:
             x[:, cols["tau"]], x[:, cols["tau_next"]] = tau, tau_next

@@ -285,6 +285,16 @@ class _Inputs:
         return self.parts[name]
 
 
+def variable_inputs(layout: Layout, kind) -> dict:
+    """The sizes of the variables that open the input of the stage function of ``kind``
+    (``contact`` or ``impulse``), in their order: the knot ``(q, v)``, the stage's ``w`` (``a`` or
+    the impulse's ``dv``, then the forces ``f`` of every slot) and control ``u`` (contact stages),
+    the next knot and the torque states; the constant inputs follow them."""
+    nq, nv, ntau = layout.model.nq, layout.model.nv, layout.ntau
+    stage = {"a": nv, "f": layout.m, "u": layout.nu} if kind == "contact" else {"dv": nv, "f": layout.m}
+    return {"q": nq, "v": nv, **stage, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
+
+
 def _contact_inputs(layout):
     sizes = {}
     for i, s in enumerate(layout.contacts):
@@ -535,9 +545,8 @@ def _inequalities(layout, rows, cfg_kin, q, v, torque, variables):
 def contact_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the contact stage (module docstring)."""
     model, m, nu, ntau = layout.model, layout.m, layout.nu, layout.ntau
-    nq, nv = model.nq, model.nv
-    sizes = {"q": nq, "v": nv, "a": nv, "f": m, "u": nu, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
-    sizes |= {"dt": 1, "gain": 1 if ntau else 0, "disturbance": nv}
+    nv = model.nv
+    sizes = variable_inputs(layout, "contact") | {"dt": 1, "gain": 1 if ntau else 0, "disturbance": nv}
     sizes |= _contact_inputs(layout) | _sliding_inputs(layout) | _soft_inputs(layout)
     sizes |= _term_inputs(layout, layout.contact_terms)
     x = _Inputs(sizes)
@@ -577,9 +586,8 @@ def contact_function(layout: Layout) -> ca.Function:
 def impulse_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the impulse stage (module docstring)."""
     model, m, ntau = layout.model, layout.m, layout.ntau
-    nq, nv = model.nq, model.nv
-    sizes = {"q": nq, "v": nv, "dv": nv, "f": m, "q_next": nq, "v_next": nv, "tau": ntau, "tau_next": ntau}
-    x = _Inputs(sizes | _term_inputs(layout, layout.impulse_terms))
+    nv = model.nv
+    x = _Inputs(variable_inputs(layout, "impulse") | _term_inputs(layout, layout.impulse_terms))
     q, v, dv, impulse = x["q"], x["v"], x["dv"], x["f"]
     var = _Variables(model, v=v, tau=x["tau"], dv=dv, f=impulse)
     cfg = sx.configuration(model, q, var.dq)
