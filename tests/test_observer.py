@@ -9,6 +9,8 @@ import pytest
 from conftest import load_pair
 
 from liftoff import dynamics
+from liftoff.dynamics import codegen
+from liftoff.dynamics.codegen import CompileError
 from liftoff.problems.mpc.observer import DisturbanceObserver
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 
@@ -111,3 +113,20 @@ def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_frictio
     tangent = np.array([-np.sin(0.4), np.cos(0.4), 0.0])  # the circle's direction at 1 rad/s from angle 0
     assert frame == TOOL_FRAME and np.array_equal(point, reading.position)
     np.testing.assert_allclose(force, 25.0 * np.array([0.0, 0.0, 1.0]) - 0.3 * 25.0 * tangent, atol=1e-12)
+
+
+def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng, monkeypatch, capsys):
+    model, pmodel, frames, _ = case
+
+    def no_compiler(*args, **kwargs):
+        raise CompileError("no C compiler")
+
+    monkeypatch.setattr(codegen, "load", no_compiler)
+    q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
+    observer = DisturbanceObserver(model, DT, 0.02, WIDTH, lambda t, m: forces, frames)
+    err = capsys.readouterr().err
+    assert observer.kernel is None and err.count("\n") == 1
+    assert "no C compiler; the disturbance observer runs in numpy" in err
+    observer.observe(0.0, Measurement(q, v, tau), None, Measurement(q, v_next, tau))
+    expected = observer.gain * observer.reference_residual(q, v, v_next, tau, forces)
+    np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-12)

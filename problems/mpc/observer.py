@@ -96,16 +96,16 @@ class ResidualKernel:
         self.nu = actuation(model).shape[1]
         key = {"model": codegen.model_key(model), "dt": self.dt, "width": self.width, "frames": self.frames}
         key["source"] = codegen.source_digest(sys.modules[__name__])
+        sizes = (model.nq, model.nv, model.nv, self.nu, 6 * len(self.frames))
+        self._offsets = np.cumsum((0,) + sizes).tolist()  # of q, v, v_next, tau, the points and forces
         kernel = codegen.load(f"observer_{model.name}", key, self._function, quiet)
         self._x, self._out = np.zeros((1, kernel.n_in)), np.zeros((1, model.nv))
-        self._forces = 2 * model.nv + model.nq + self.nu  # where the points and forces start
         self._call = kernel.bind(self._x, [self._out])
 
     def _function(self) -> ca.Function:
-        m, n = self.model, len(self.frames)
-        sizes = (m.nq, m.nv, m.nv, self.nu, 6 * n)
-        x = ca.SX.sym("x", sum(sizes))
-        q, v, v_next, tau, loads = ca.vertsplit(x, list(np.cumsum((0,) + sizes)))
+        m = self.model
+        x = ca.SX.sym("x", self._offsets[-1])
+        q, v, v_next, tau, loads = ca.vertsplit(x, self._offsets)
         kin = sx.forward(m, sx.configuration(m, q), v, (v_next - v) / self.dt)
         residual = sx.rnea(m, kin) - sx.const(actuation(m)) @ tau - sx.passive_torque(m, v, self.width)
         wrenches = []
@@ -119,14 +119,13 @@ class ResidualKernel:
     def __call__(self, q, v, v_next, tau, forces) -> np.ndarray:
         """The residual of the step, ``forces`` ``[(frame, point, force)]`` at this kernel's
         frames in their order (``ValueError`` otherwise)."""
-        m, x = self.model, self._x[0]
+        x, (q0, v0, n0, t0, f0, _) = self._x[0], self._offsets
         if len(forces) != len(self.frames) or any(f[0] != frame for f, frame in zip(forces, self.frames)):
             got = tuple(f[0] for f in forces)
             raise ValueError(f"the contact forces act at {got}; the observer was made for forces at {self.frames}")
-        x[: m.nq], x[m.nq : m.nq + m.nv], x[m.nq + m.nv : m.nq + 2 * m.nv] = q, v, v_next
-        x[m.nq + 2 * m.nv : self._forces] = tau
+        x[q0:v0], x[v0:n0], x[n0:t0], x[t0:f0] = q, v, v_next, tau
         for i, (_, point, force) in enumerate(forces):
-            start = self._forces + 6 * i
+            start = f0 + 6 * i
             x[start : start + 3], x[start + 3 : start + 6] = point, force
         self._call()
         return self._out[0].copy()
