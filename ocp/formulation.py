@@ -183,7 +183,7 @@ class Formulation:
         inequalities = 0
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
         for group in self.groups:
-            m = sum(c.dim for c in group.contacts)
+            m = sum(c.dim for c in group.contact_set)
             nu = self.ocp.nu if group.kind == "contact" else 0
             g = self.stages.inequalities(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m)), self._tau0(1)).g
             variables += group.size * (nu + (nv + m if lifted else 0))
@@ -214,7 +214,7 @@ class Formulation:
         """The variables of ``group`` in :meth:`initial_iterate`."""
         model, nv = self.model, self.model.nv
         q0, v0 = self.ocp.q0[None], self.ocp.v0[None]
-        m = sum(c.dim for c in group.contacts)
+        m = sum(c.dim for c in group.contact_set)
         if group.kind == "contact" and self.init == "zero_torque" and self.name == "nonlifted":
             S = group.size  # every stage: the Baumgarte targets differ
             qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
@@ -226,7 +226,7 @@ class Formulation:
         if group.kind == "contact" and self.init == "zero_torque":
             u, w = np.zeros((1, self.ocp.nu)), np.zeros((1, nv + m))
             offset = nv
-            for c in group.contacts:
+            for c in group.contact_set:
                 _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
                 offset += c.dim
         elif group.kind == "contact":
@@ -246,12 +246,12 @@ class Formulation:
         every contact of the formulation's groups is made on first use, and its rows shared."""
         model, q0 = self.model, self.ocp.q0
         if self._statics is None:
-            every = [c for g in self.groups for c in g.contacts]
+            every = [c for g in self.groups for c in g.contact_set]
             self._statics = (dynamics.generalized_gravity(model, q0), _jacobian_rows(model, q0, every))
         gravity, rows = self._statics
-        keys = [_slot_key(c) for c in group.contacts]
+        keys = [_slot_key(c) for c in group.contact_set]
         if any(key not in rows for key in keys):  # a group of another problem's contacts
-            rows.update(_jacobian_rows(model, q0, group.contacts))
+            rows.update(_jacobian_rows(model, q0, group.contact_set))
         return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, model.nv))])
 
     def _tau0(self, n):
@@ -372,8 +372,8 @@ class Formulation:
         """``{id(group): redundant}`` for ``groups`` (default: the formulation's), the contact
         sets not met before checked together (one Jacobian of their contacts at ``q0``)."""
         groups = self.groups if groups is None else groups
-        keys = {id(g): tuple(_slot_key(c) for c in g.contacts) for g in groups}
-        new = {key: g.contacts for g in groups for key in [keys[id(g)]] if key not in self._redundant}
+        keys = {id(g): tuple(_slot_key(c) for c in g.contact_set) for g in groups}
+        new = {key: g.contact_set for g in groups for key in [keys[id(g)]] if key not in self._redundant}
         if new:
             self._redundant.update(_redundant_sets(self.model, self.ocp.q0, new))
         return {i: self._redundant[key] for i, key in keys.items()}
@@ -384,7 +384,7 @@ class Formulation:
             try:
                 return condensing.condense(stages, self.backend, supports, into=into)
             except np.linalg.LinAlgError:  # Cw singular: redundant at this configuration
-                self._redundant[tuple(_slot_key(c) for c in group.contacts)] = True
+                self._redundant[tuple(_slot_key(c) for c in group.contact_set)] = True
                 self._flags[id(group)] = True
         return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted, into=into)
 
@@ -450,7 +450,7 @@ class Formulation:
             for j, k in enumerate(idx):
                 f[k] = gv.w[j, nv:].copy()
             offset = nv
-            for c in group.contacts:
+            for c in group.contact_set:
                 rows = gv.w[:, offset : offset + c.dim]
                 offset += c.dim
                 if not c.translational:

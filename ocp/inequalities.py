@@ -104,11 +104,11 @@ def inequalities(model, friction, limits, group, q, v, u, f, tau=None) -> Inequa
     if group.kind != "contact":
         return Inequalities(np.zeros((S, 0)), np.zeros((S, 0, ny)), np.zeros((0, ny)))
     blocks, G = [], np.zeros((S, 0, ny))
-    cones = [i for i, c in enumerate(group.contacts) if c.kind == "3D"]
+    cones = [i for i, c in enumerate(group.contact_set) if c.kind == "3D"]
     if friction is not None and cones:
-        offsets = np.cumsum([0] + [c.dim for c in group.contacts])
+        offsets = np.cumsum([0] + [c.dim for c in group.contact_set])
         cols = np.concatenate([np.arange(offsets[i], offsets[i] + 3) for i in cones])
-        g, dg_dq, dg_df = friction_cones(model, q, f[:, cols], [group.contacts[i] for i in cones], friction)
+        g, dg_dq, dg_df = friction_cones(model, q, f[:, cols], [group.contact_set[i] for i in cones], friction)
         G = np.zeros((S, g.shape[1], ny))
         G[:, :, :nv] = dg_dq
         G[:, :, nx + nu + nv + cols] = dg_df

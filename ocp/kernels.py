@@ -93,7 +93,7 @@ class GroupMap:
     zero by structure (for the condensing: from the kernels' patterns, with the friction cones'
     barrier terms); ``cones`` its cone rows,
     ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
-    the forward kernel's ``forward (S, .)``."""
+    the forward kernel's ``forward (S, .)`` (None without a forward kernel)."""
 
     f_cols: np.ndarray
     blocks: Blocks
@@ -102,7 +102,7 @@ class GroupMap:
     cones: np.ndarray
     bounds: np.ndarray
     static: np.ndarray
-    forward: np.ndarray
+    forward: np.ndarray | None
     scatter: np.ndarray | None = None  # (m, lay.m): the group's forces into f_all, when a slot is filled twice
 
 
@@ -206,8 +206,8 @@ class CompiledStages:
             raise ValueError(f"no {group.kind} kernel in this formulation")
         keys = {sym.contact_key(s.contact) for s in self.layout.contacts}
         if (
-            any(sym.contact_key(c) not in keys for c in group.contacts)
-            or any(term_key(t) not in self._term_columns[group.kind].slots for t in group.costs.terms)
+            any(sym.contact_key(c) not in keys for c in group.contact_set)
+            or any(term_key(t) not in self._term_columns[group.kind].slots for t in group.stages[0].costs)
             or any(sym.soft_key(s) not in self.layout.soft for s in group.soft)
         ):
             raise ValueError("the OCP has contacts or cost terms that are not slots of this formulation's kernels")
@@ -293,9 +293,9 @@ class CompiledStages:
             return plan
         self._check(group)
         lay = self.layout
-        slots = tuple(lay.slot(c) for c in group.contacts)
+        slots = tuple(lay.slot(c) for c in group.contact_set)
         row, start, targets = [], 0, {}
-        by_offset = {s.offset: (i, c) for i, (c, s) in enumerate(zip(group.contacts, slots))}  # the last copy
+        by_offset = {s.offset: (i, c) for i, (c, s) in enumerate(zip(group.contact_set, slots))}  # the last copy
         for slot in lay.contacts:
             i, c = by_offset.get(slot.offset, (None, None))
             row += [[0.0, 0.0] if c is None else [c.kp, c.kd], _NEUTRAL_TARGET[slot.target_size]]
@@ -316,25 +316,54 @@ class CompiledStages:
         if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
             scatter[np.arange(len(f_cols)), f_cols] = 1.0
-        contact_inputs = _rows(plan.contacts, S)
-        for i, (start, translational) in plan.targets:
-            _fill_target(contact_inputs, group.contacts[i], start, translational)
         disturbance = _rows(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, S)
-        soft = _rows(plan.soft, S)
-        terms = sym.term_parameters(lay, self._term_columns[group.kind], group.costs.terms, S, f_cols)
-        if group.kind == "contact":
-            gain = self.ocp.filter_gain(group.dt)[:, None] if lay.ntau else np.zeros((S, 0))
-            sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
-            static = np.concatenate(
-                (group.dt[:, None], gain, disturbance, contact_inputs, sliding, soft, terms), axis=1
-            )
+        rows = self._stage_inputs(group, plan)
+        if group.kind == "contact":  # the time step, the filter's gain, the disturbance, then the stages' own
+            gain = self.ocp.filter_gain(rows[:, 0])[:, None] if lay.ntau else np.zeros((S, 0))
+            static = np.concatenate((rows[:, :1], gain, disturbance, rows[:, 1:]), axis=1)
         else:
-            static = terms
-        forward = np.concatenate((disturbance, contact_inputs, soft), axis=1)
+            static = rows
+        forward = None
+        if "forward" in self.kernels:
+            forward = np.concatenate((disturbance, self._contact_inputs(group, plan), _rows(plan.soft, S)), axis=1)
         workspace = plan.workspace.get(S)
         if workspace is None:
             workspace = plan.workspace[S] = Workspace(self.kernels[group.kind], blocks, S)
         return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, static, forward, scatter)
+
+    def _stage_inputs(self, group, plan) -> np.ndarray:
+        """``(S, n)``: the constant inputs that are each stage's own (contact stages: the time
+        step, the contacts' gains and targets, the sliding friction, the soft contacts and the
+        cost terms; impulse stages: the cost terms). A stage keeps its row for the ``plan`` it
+        was made for (the row is a function of the stage's immutable fields and of the plan): the
+        overlapping horizons of an MPC make each once."""
+        stages = group.stages
+        kept = [s.__dict__.get("_inputs") for s in stages]
+        missing = [i for i, k in enumerate(kept) if k is None or k[0] is not plan]
+        if not missing:
+            return np.array([k[1] for k in kept])
+        new = group if len(missing) == len(stages) else group.subset(missing)
+        rows = self._new_inputs(new, plan)
+        for i, row in zip(missing, rows):
+            object.__setattr__(stages[i], "_inputs", (plan, row))
+        return rows if new is group else np.array([s.__dict__["_inputs"][1] for s in stages])
+
+    def _new_inputs(self, group, plan) -> np.ndarray:
+        lay, S = self.layout, group.size
+        f_cols = plan.structure[0]
+        terms = sym.term_parameters(lay, self._term_columns[group.kind], group.costs.terms, S, f_cols)
+        if group.kind != "contact":
+            return terms
+        sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
+        contacts, soft = self._contact_inputs(group, plan), _rows(plan.soft, S)
+        return np.concatenate((group.dt[:, None], contacts, sliding, soft, terms), axis=1)
+
+    def _contact_inputs(self, group, plan) -> np.ndarray:
+        """``(S, n)``: the gains and Baumgarte targets of the layout's contact slots for ``group``'s stages."""
+        inputs = _rows(plan.contacts, group.size)
+        for i, (start, translational) in plan.targets:
+            _fill_target(inputs, group.contacts[i], start, translational)
+        return inputs
 
     def _supports(self, kind, y, touched, nz):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
@@ -441,7 +470,7 @@ def _check_duplicates(ocp, groups):
     (the kernels see the sum of the copies' forces) and a cost on the forces, or copies of other
     gains or targets (inconsistent: one slot has one target). The stages of a group share their
     contacts' frames: only those of groups with a frame twice are read."""
-    twice = [g for g in groups if len({c.frame for c in g.contacts}) < len(g.contacts)]
+    twice = [g for g in groups if len({c.frame for c in g.contact_set}) < len(g.contact_set)]
     for k in sorted(int(k) for g in twice for k in g.index):
         stage = ocp.stages[k]
         seen = {}

@@ -214,22 +214,64 @@ class OCP:
 
 @dataclass(frozen=True)
 class StageGroup:
-    """Stages ``index`` (knot indices, increasing) of one ``kind`` with the same contacts and
-    cost terms: contacts with stacked targets, the stacked cost, time steps ``dt (S,)``, the
-    stacked sliding friction."""
+    """The ``stages`` at knot indices ``index`` (increasing), of one kind with the same contacts
+    and cost terms (``key``, :func:`_stage_key`: groups of one key have one structure). Their
+    data stacked along a leading axis are made on first read: the contacts with stacked targets,
+    the stacked cost, the time steps ``dt (S,)`` and the stacked sliding friction. What they
+    share is read from the first stage: its ``kind``, its ``soft`` contacts and its
+    ``contact_set``."""
 
-    kind: str
+    stages: tuple
     index: np.ndarray
-    contacts: tuple
-    costs: CostSum
-    dt: np.ndarray | None
-    sliding: tuple
-    soft: tuple  # the stages' soft contacts (the same in every stage of a group)
-    key: tuple  # what its stages share (:func:`_stage_key`): groups of one key have one structure
+    key: tuple
 
     @property
     def size(self) -> int:
         return len(self.index)
+
+    @property
+    def kind(self) -> str:
+        return self.stages[0].kind
+
+    @property
+    def soft(self) -> tuple:
+        return self.stages[0].soft
+
+    @property
+    def contact_set(self) -> tuple:
+        """The first stage's contacts: the frames, kinds and gains of every stage's (their
+        targets are each stage's own, :attr:`contacts`)."""
+        return self.stages[0].contacts
+
+    @functools.cached_property
+    def contacts(self) -> tuple:
+        members = self.stages
+        return tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(members[0].contacts)))
+
+    @functools.cached_property
+    def costs(self) -> CostSum:
+        members = self.stages
+        return CostSum(tuple(_stack_term([m.costs[i] for m in members]) for i in range(len(members[0].costs))))
+
+    @functools.cached_property
+    def dt(self) -> np.ndarray | None:
+        return np.array([m.dt for m in self.stages]) if self.kind == "contact" else None
+
+    @functools.cached_property
+    def sliding(self) -> tuple:
+        members = self.stages
+        return tuple(
+            _stacked(
+                s,
+                mu=np.array([float(m.sliding[i].mu) for m in members]),
+                direction=np.array([m.sliding[i].direction for m in members]),
+            )
+            for i, s in enumerate(members[0].sliding)
+        )
+
+    def subset(self, positions) -> StageGroup:
+        """The group of its stages at ``positions`` (indices into :attr:`stages`)."""
+        return StageGroup(tuple(self.stages[i] for i in positions), self.index[positions], self.key)
 
 
 def _vector(x, n, name):
@@ -304,22 +346,38 @@ def _stacked(first, **fields):
     stages' values, not checked again: each stage's was checked when it was made."""
     out = object.__new__(type(first))
     out.__dict__.update(first.__dict__, **fields)
+    out.__dict__.pop("_stacks", None)  # first's stacks (:func:`_shared`) are not the copy's
     return out
+
+
+def _shared(obj, n, stack):
+    """``stack(obj, n)``: the stack of ``obj``, a term or contact that ``n`` stages share, made
+    once per ``n`` and kept on ``obj`` (its arrays are read-only, :func:`_repeat`; the horizons of an MPC share
+    their terms and contacts, and regroup them at every update)."""
+    stacks = obj.__dict__.setdefault("_stacks", {})
+    if n not in stacks:
+        stacks[n] = stack(obj, n)
+    return stacks[n]
 
 
 def _stack_term(terms):
     """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
     first = terms[0]
     if all(t is first for t in terms):  # a term every stage shares: its arrays repeated
-        fields = {name: _repeat(getattr(first, name), len(terms)) for name in _array_fields(type(first))}
-        return _stacked(first, **fields)
+        return _shared(first, len(terms), _repeated_term)
     return _stacked(first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))})
+
+
+def _repeated_term(term, n):
+    return _stacked(term, **{name: _repeat(getattr(term, name), n) for name in _array_fields(type(term))})
 
 
 def _repeat(value, n) -> np.ndarray:
     """``value`` (made at least 1D) repeated along a new leading axis of ``n``: :func:`_stack`
-    of ``n`` copies."""
-    return np.repeat(np.atleast_1d(np.asarray(value, dtype=float))[None], n, axis=0)
+    of ``n`` copies, read-only (a stack kept for every problem, :func:`_shared`)."""
+    out = np.repeat(np.atleast_1d(np.asarray(value, dtype=float))[None], n, axis=0)
+    out.flags.writeable = False
+    return out
 
 
 def _stack(values) -> np.ndarray:
@@ -338,31 +396,21 @@ def _stack_contact(contacts):
     first = contacts[0]
     if first.placement is None:
         return first
-    shared = all(c is first for c in contacts)
+    if all(c is first for c in contacts):
+        return _shared(first, len(contacts), _repeated_contact)
     if isinstance(first.placement, tuple):
-        if shared:
-            return _stacked(first, placement=tuple(_repeat(x, len(contacts)) for x in first.placement))
         R = np.array([c.placement[0] for c in contacts], dtype=float)
         p = np.array([c.placement[1] for c in contacts], dtype=float)
         return _stacked(first, placement=(R, p))
-    if shared:
-        return _stacked(first, placement=_repeat(first.placement, len(contacts)))
     return _stacked(first, placement=np.array([c.placement for c in contacts], dtype=float))
+
+
+def _repeated_contact(contact, n):
+    if isinstance(contact.placement, tuple):
+        return _stacked(contact, placement=tuple(_repeat(x, n) for x in contact.placement))
+    return _stacked(contact, placement=_repeat(contact.placement, n))
 
 
 def _group(stages, index, key):
     """The :class:`StageGroup` of the ``stages`` at ``index``, which share ``key``."""
-    members = [stages[k] for k in index]
-    first = members[0]
-    contacts = tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(first.contacts)))
-    costs = CostSum(tuple(_stack_term([m.costs[i] for m in members]) for i in range(len(first.costs))))
-    dt = np.array([m.dt for m in members]) if first.kind == "contact" else None
-    sliding = tuple(
-        _stacked(
-            s,
-            mu=np.array([float(m.sliding[i].mu) for m in members]),
-            direction=np.array([m.sliding[i].direction for m in members]),
-        )
-        for i, s in enumerate(first.sliding)
-    )
-    return StageGroup(first.kind, index, contacts, costs, dt, sliding, first.soft, key)
+    return StageGroup(tuple(stages[k] for k in index), index, key)

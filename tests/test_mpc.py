@@ -155,6 +155,21 @@ def test_a_compiled_formulation_moved_to_other_problems_gives_its_kernels_a_fres
     assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)  # the new data, not stale
 
 
+def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task):
+    """The polishing task's horizons share all but their last stages: a shared stage keeps the
+    constant inputs made for the first horizon, and the moved formulation's inputs (with another
+    disturbance) are a fresh formulation's."""
+    first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
+    made = {id(s): s.__dict__["_inputs"] for s in first.ocp.stages}
+    later = build_ocp(task, t0=0.02, disturbance=np.arange(6.0))
+    moved = first.for_problem(later)
+    shared = [s for s in later.stages if id(s) in made]
+    assert len(shared) == 8 and all(s.__dict__["_inputs"] is made[id(s)] for s in shared)
+    fresh = Formulation(later, "lifted", "compiled", quiet=True)
+    np.testing.assert_array_equal(moved.stages.maps[0].static, fresh.stages.maps[0].static)
+    assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)
+
+
 def test_a_compiled_formulation_refuses_terms_its_kernels_lack(task):
     first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
     ocp = build_ocp(task)

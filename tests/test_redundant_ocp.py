@@ -134,7 +134,8 @@ def test_only_redundant_groups_leave_the_lu_condensing(without_cones):
     # redundant without a repeated contact: a 3D point inside a 6D contact of the same frame
     group = twice.groups[0]
     extra = (Contact(FOOT, "6D", "LOCAL"), Contact(FOOT, "3D", "LOCAL"))
-    assert twice.redundant(dataclasses.replace(group, contacts=extra))
+    stage = dataclasses.replace(group.stages[0], contacts=extra)
+    assert twice.redundant(dataclasses.replace(group, stages=(stage,), index=group.index[:1]))
 
 
 def test_redundant_condensing_is_the_lu_one_on_independent_contacts(without_cones):

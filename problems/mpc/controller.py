@@ -289,14 +289,14 @@ def _row_shapes(formulation, group, cache) -> tuple:
     """The shapes of the variables ``(u, w, beta, s, z)`` of a stage of ``group`` (kept in
     ``cache`` by the group's kind and contacts: they fix the numbers of controls, forces and
     inequalities of one formulation)."""
-    key = ("shapes", group.kind, tuple((c.frame, c.kind, c.frame2) for c in group.contacts))
+    key = ("shapes", group.kind, tuple((c.frame, c.kind, c.frame2) for c in group.contact_set))
     if key not in cache:
         cache[key] = _shapes_of(formulation, group)
     return cache[key]
 
 
 def _shapes_of(formulation, group) -> tuple:
-    m = sum(c.dim for c in group.contacts)
+    m = sum(c.dim for c in group.contact_set)
     nv, nu = formulation.model.nv, formulation.ocp.nu if group.kind == "contact" else 0
     ni = formulation.stages.inequalities(
         group,
