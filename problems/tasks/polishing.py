@@ -458,8 +458,15 @@ class Polishing:
         """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``."""
         c = self.config.circle
         angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
-        e1, e2 = self.plane.T
-        return np.sign(c.angular_velocity) * (-np.sin(angle) * e1 + np.cos(angle) * e2)
+        across, along = self._tangent_axes
+        return np.sin(angle) * across + np.cos(angle) * along
+
+    @functools.cached_property
+    def _tangent_axes(self) -> tuple:
+        """``(-e1, e2)`` in the direction the circle runs: the tangent at the angle ``a`` is
+        ``sin(a)`` times the first plus ``cos(a)`` times the second."""
+        e1, e2 = np.sign(self.config.circle.angular_velocity) * self.plane.T
+        return -e1, e2
 
     def modelled_forces(self, t, measurement) -> list:
         """The forces the OCP's contact model gives for the pad's measured force at time ``t``:
