@@ -6,7 +6,9 @@ tick_kkt``, and the run's measures and configuration as JSON strings. :func:`tim
 measures of the loop's speed:
 
 - ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates' CPU time (the first
-  solve left out);
+  solve left out), and ``tick_p95_ratio``, the p95 over the median within a run (of several
+  runs, the median of theirs: a machine whose speed drifts between runs widens pooled
+  percentiles that no run has);
 - ``policy_us_median``: one evaluation of the policy between updates (wall time, which the
   loop reads anyway: reading the CPU clock too would add 0.4 µs to a call of a few);
 - ``plant_ms_per_step``: one step of the plant (wall time);
@@ -33,12 +35,14 @@ def timing(log, duration) -> dict:
     logs = log if isinstance(log, (list, tuple)) else [log]
     ticks = [tick for one in logs for tick in one.ticks[1:]]
     ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks] or [np.nan])
+    ratios = [_p95_ratio([tick.seconds for tick in one.ticks[1:]]) for one in logs]
     policy = [s for one in logs for s in one.policy_seconds]
     steps = max(sum(len(one.t) for one in logs), 1)
     return {
         "tick_ms_median": float(np.median(ticks_ms)),
         "tick_ms_p95": float(np.percentile(ticks_ms, 95)),
         "tick_ms_max": float(np.max(ticks_ms)),
+        "tick_p95_ratio": float(np.median(ratios)),
         "policy_us_median": 1e6 * float(np.median(policy)) if policy else float("nan"),
         "plant_ms_per_step": 1e3 * sum(one.plant_seconds for one in logs) / steps,
         "real_time_factor": float(duration / max(sum(one.loop_seconds for one in logs), 1e-12)),
@@ -46,6 +50,10 @@ def timing(log, duration) -> dict:
         "updates": sum(len(one.ticks) for one in logs),  # the first solves included
         "update_iterations": int(sum(tick.iterations for tick in ticks)),
     }
+
+
+def _p95_ratio(seconds) -> float:
+    return float(np.percentile(seconds, 95) / np.median(seconds)) if seconds else float("nan")
 
 
 def save(path, arrays, ticks, measures, config) -> None:
