@@ -90,6 +90,8 @@ class MPC:
         self.iterations, self.first_iterations = iterations, first_iterations
         self.on_tick, self.formulation_name, self.backend, self.quiet = on_tick, formulation, backend, quiet
         self.layout, self.scheme = layout, scheme
+        last = 1 if scheme == "rti" else 0  # an RTI's last iteration is the policy's linearization
+        self._options = {n: replace(options, max_iterations=n - last) for n in {iterations, first_iterations}}
         self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
         self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
         self.ticks: list = []
@@ -144,8 +146,7 @@ class MPC:
         """Solve from ``start`` and make the policy; ``stamps``: the CPU times at the update's
         start and after each of its steps so far."""
         rti = self.scheme == "rti"
-        options = replace(self.options, max_iterations=iterations - 1 if rti else iterations)
-        self.result = result = solve(self.formulation, options, warm_start=start)
+        self.result = result = solve(self.formulation, self._options[iterations], warm_start=start)
         stamps.append(time.process_time())
         self.t = t
         if result.linearization is None or not np.isfinite(result.kkt_error):
