@@ -138,6 +138,8 @@ class OCP:
         for k, stage in enumerate(self.stages):
             if not isinstance(stage, (ContactStage, ImpulseStage)):
                 raise TypeError(f"stage {k}: expected ContactStage or ImpulseStage, got {type(stage).__name__}")
+            if stage.__dict__.get("_checked") is model:  # an MPC's horizons share their stages
+                continue
             if stage.kind == "contact" and not (math.isfinite(stage.dt) and stage.dt > 0):
                 raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
             if stage.kind == "impulse" and not stage.contacts:
@@ -152,6 +154,7 @@ class OCP:
                 if not isinstance(s, dynamics.SoftContact):
                     raise TypeError(f"stage {k}: expected dynamics.SoftContact soft contacts, got {type(s).__name__}")
                 model.frame_id(s.frame)  # an unknown frame raises here
+            object.__setattr__(stage, "_checked", model)  # immutable: checked once for this model
         if self.disturbance is not None:
             object.__setattr__(self, "disturbance", _vector(self.disturbance, model.nv, "disturbance"))
         if not (np.isfinite(self.joint_friction_width) and self.joint_friction_width > 0):
@@ -198,11 +201,16 @@ class OCP:
 
     def groups(self) -> tuple:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
-        keys: dict = {}
+        keys: dict = {}  # by the identity of the key (interned: one object per key)
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
         for k, stage in enumerate(self.stages):
-            keys.setdefault(_stage_key(stage, known), []).append(k)
-        return tuple(_group(self.stages, np.array(index), key) for key, index in keys.items())
+            key = _stage_key(stage, known)
+            members = keys.get(id(key))
+            if members is None:
+                keys[id(key)] = (key, [k])
+            else:
+                members[1].append(k)
+        return tuple(_group(self.stages, np.array(index), key) for key, index in keys.values())
 
     def stage_groups(self) -> tuple:
         """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""
@@ -288,12 +296,17 @@ def _stage_key(stage, known: dict) -> tuple:
     they have targets), cost terms, sliding contacts and soft contacts. ``known``: the keys of
     contact tuples and terms already computed, by ``id`` (alive as long as the stages are). A
     stage keeps its key (a function of its immutable fields): a builder that hands the same
-    stage to several OCPs (an MPC's overlapping horizons) has it computed once."""
+    stage to several OCPs (an MPC's overlapping horizons) has it computed once. Equal keys are
+    one object (:data:`_KEYS`): stages are grouped by its identity, without hashing it."""
     key = stage.__dict__.get("_key")
     if key is None:
         key = _new_stage_key(stage, known)
+        key = _KEYS.setdefault(key, key)
         object.__setattr__(stage, "_key", key)
     return key
+
+
+_KEYS: dict = {}  # every stage key met, interned (as many as the structures of the stages)
 
 
 def _new_stage_key(stage, known: dict) -> tuple:

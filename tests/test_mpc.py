@@ -155,13 +155,19 @@ def test_a_compiled_formulation_moved_to_other_problems_gives_its_kernels_a_fres
     assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)  # the new data, not stale
 
 
-def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task):
+def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task, monkeypatch):
     """The polishing task's horizons share all but their last stages: a shared stage keeps the
     constant inputs made for the first horizon, and the moved formulation's inputs (with another
-    disturbance) are a fresh formulation's."""
+    disturbance) are a fresh formulation's. Its checks against the model are not run again."""
     first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
     made = {id(s): s.__dict__["_inputs"] for s in first.ocp.stages}
+    resolved = []
+    monkeypatch.setattr(dynamics.contacts, "resolve", lambda model, contacts: resolved.append(contacts))
+    build_ocp(task, t0=0.0)
+    assert not resolved  # the same stages: checked when first met
     later = build_ocp(task, t0=0.02, disturbance=np.arange(6.0))
+    assert resolved  # new stages
+    monkeypatch.undo()
     moved = first.for_problem(later)
     shared = [s for s in later.stages if id(s) in made]
     assert len(shared) == 8 and all(s.__dict__["_inputs"] is made[id(s)] for s in shared)
