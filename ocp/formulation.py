@@ -38,6 +38,7 @@ from liftoff import dynamics
 from . import condensing, interior, lifted, pdipm
 from .backends import BACKENDS, make_stages
 from .lqr import LQR, TerminalLQR
+from .stages import jacobian_rows, slot_key
 
 FORMULATIONS = ("lifted", "nonlifted")
 INITS = ("static", "zero_torque")
@@ -148,7 +149,6 @@ class Formulation:
         self.backend = self.stages.name
         self._redundant = {}  # contact set -> redundant (shared with for_problem's copies)
         self._flags = self._redundant_groups()
-        self._statics = None  # the static start's terms at q0 (:meth:`_static_terms`), made on first use
 
     def for_problem(self, ocp) -> Formulation:
         """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
@@ -169,7 +169,6 @@ class Formulation:
         new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
         new.stages = self.stages.for_problem(ocp, groups)
         new._flags = new._redundant_groups()
-        new._statics = None
         return new
 
     # ------------------------------------------------------------------ sizes and start
@@ -230,7 +229,7 @@ class Formulation:
                 _weight_share(w[0, offset : offset + c.dim], c, model.mass * np.linalg.norm(model.gravity) / 4)
                 offset += c.dim
         elif group.kind == "contact":
-            gravity, J = self._static_terms(group)
+            gravity, J = self.stages.static_terms(group)
             x = np.linalg.pinv(np.concatenate((self.S, J.T), axis=1)) @ gravity  # least-norm squares
             u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
         else:
@@ -239,20 +238,6 @@ class Formulation:
         s, z = pdipm.initial_slack_and_dual(g, eps)
         u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
         return GroupVariables(u, w, np.zeros_like(w), s, z)
-
-    def _static_terms(self, group) -> tuple:
-        """The generalized gravity at ``q0`` and the contact Jacobian ``(m, nv)`` of ``group``'s
-        contacts there: the static start's equation ``S u + J^T f = g(q0)``. One Jacobian of
-        every contact of the formulation's groups is made on first use, and its rows shared."""
-        model, q0 = self.model, self.ocp.q0
-        if self._statics is None:
-            every = [c for g in self.groups for c in g.contact_set]
-            self._statics = (dynamics.generalized_gravity(model, q0), _jacobian_rows(model, q0, every))
-        gravity, rows = self._statics
-        keys = [_slot_key(c) for c in group.contact_set]
-        if any(key not in rows for key in keys):  # a group of another problem's contacts
-            rows.update(_jacobian_rows(model, q0, group.contact_set))
-        return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, model.nv))])
 
     def _tau0(self, n):
         """The initial torque state repeated ``n`` times, or None without a torque filter."""
@@ -372,7 +357,7 @@ class Formulation:
         """``{id(group): redundant}`` for ``groups`` (default: the formulation's), the contact
         sets not met before checked together (one Jacobian of their contacts at ``q0``)."""
         groups = self.groups if groups is None else groups
-        keys = {id(g): tuple(_slot_key(c) for c in g.contact_set) for g in groups}
+        keys = {id(g): tuple(slot_key(c) for c in g.contact_set) for g in groups}
         new = {key: g.contact_set for g in groups for key in [keys[id(g)]] if key not in self._redundant}
         if new:
             self._redundant.update(_redundant_sets(self.model, self.ocp.q0, new))
@@ -384,7 +369,7 @@ class Formulation:
             try:
                 return condensing.condense(stages, self.backend, supports, into=into)
             except np.linalg.LinAlgError:  # Cw singular: redundant at this configuration
-                self._redundant[tuple(_slot_key(c) for c in group.contact_set)] = True
+                self._redundant[tuple(slot_key(c) for c in group.contact_set)] = True
                 self._flags[id(group)] = True
         return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted, into=into)
 
@@ -479,35 +464,15 @@ class Formulation:
         }
 
 
-def _slot_key(c):
-    """What makes two contacts of a stage the same constraint (their gains and targets aside)."""
-    return (c.frame, c.kind, c.reference, c.frame2, c.rotation_key)
-
-
 #: A contact Jacobian whose smallest singular value is below this fraction of its largest is
 #: rank deficient (redundant contacts give 1e-16).
 RANK_RTOL = 1e-9
 
 
-def _jacobian_rows(model, q, contacts) -> dict:
-    """``{slot key: rows (dim, nv)}``: the Jacobian at ``q`` of each distinct contact of
-    ``contacts`` (by :func:`_slot_key`; gains and targets aside), from one call for them all."""
-    union = {}
-    for c in contacts:
-        union.setdefault(_slot_key(c), replace(c, placement=None, kp=0.0, kd=0.0))  # J only
-    if not union:
-        return {}
-    J = dynamics.contact_jacobian(model, q[None], tuple(union.values()))[0]
-    rows, offset = {}, 0
-    for key, c in union.items():
-        rows[key], offset = J[offset : offset + c.dim], offset + c.dim
-    return rows
-
-
 def _redundant_sets(model, q, sets) -> dict:
     """``{key: redundant}`` for contact sets ``{key: contacts}``: a contact listed twice, or a
     Jacobian at ``q`` with fewer independent rows than rows (one Jacobian of all their contacts)."""
-    rows = _jacobian_rows(model, q, [c for contacts in sets.values() for c in contacts])
+    rows = jacobian_rows(model, q, [c for contacts in sets.values() for c in contacts])
     flags = {}
     for key in sets:
         if not key:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
 from .problem import term_key
 from .stages import NumpyStages, StageEval
+from .static_terms import StaticTermsKernel
 
 KINDS = ("contact", "impulse", "forward", "terminal")
 
@@ -131,7 +133,7 @@ class CompiledStages:
     name = "compiled"
 
     def __init__(self, ocp, forward=False, quiet=False, compile=True):
-        self.ocp, self.model = ocp, ocp.model
+        self.ocp, self.model, self.quiet, self.compile = ocp, ocp.model, quiet, compile
         groups = ocp.groups()
         _check_duplicates(ocp, groups)
         self.layout = sym.layout(ocp)
@@ -161,6 +163,7 @@ class CompiledStages:
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
+        self._static = {}  # the kernel of the static start's terms, made on first use (:meth:`static_terms`)
         self._columns = {kind: self._input_columns(kind) for kind in ("contact", "impulse")}
         self._set_problem(ocp, groups)
 
@@ -168,6 +171,7 @@ class CompiledStages:
         """The inputs of ``ocp``'s ``groups`` (its data: references, targets, time steps)."""
         self.ocp = ocp
         self._numpy = None  # the reference backend of ocp, made on first use (:attr:`_reference`)
+        self._statics = None  # the static start's terms at ocp's q0 (:meth:`static_terms`)
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
         self._terminal_static = sym.term_parameters(  # the terms unstacked: their arrays fill one row
             self.layout, self._term_columns["terminal"], ocp.terminal_costs, 1, np.zeros(0, int)
@@ -394,6 +398,25 @@ class CompiledStages:
 
     def inequalities(self, group, q, v, u, f, tau=None):
         return self._reference.inequalities(group, q, v, u, f, tau)
+
+    def static_terms(self, group) -> tuple:
+        """:meth:`ocp.stages.NumpyStages.static_terms` from one call of the kernel of
+        :mod:`ocp.static_terms` per problem (compiled on first use; the numpy reference, with a
+        warning, when it cannot be)."""
+        if self._statics is None:
+            kernel = self._static.get("kernel")
+            if kernel is None:
+                try:
+                    kernel = StaticTermsKernel(self.layout, self.quiet, self.compile)
+                except codegen.CompileError as e:
+                    print(f"liftoff: warning: {e}; the static start's terms in numpy", file=sys.stderr)
+                    kernel = False
+                self._static["kernel"] = kernel
+            if not kernel:
+                return self._reference.static_terms(group)
+            self._statics = kernel(self.ocp.q0)
+        gravity, J = self._statics
+        return gravity, J[self.maps[int(group.index[0])].f_cols]
 
     def _call(self, kind, x):
         start = time.perf_counter()

@@ -20,7 +20,7 @@ one it reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -56,6 +56,7 @@ class Stages(Protocol):
     name: str
 
     def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval: ...
+    def static_terms(self, group) -> tuple: ...
     def dynamics(self, group, q, v, torque) -> np.ndarray: ...
     def terminal(self, q, v, tau=None) -> tuple: ...
     def inequalities(self, group, q, v, u, f, tau=None) -> tuple: ...
@@ -77,6 +78,21 @@ class NumpyStages:
         self.limits = limit_rows(self.model, ocp.limits)
         self.terminal_cost = ocp.terminal()
         self.dynamics_options = dict(dynamics_options or {})
+        self._statics = None  # the static start's terms at q0 (:meth:`static_terms`), made on first use
+
+    def static_terms(self, group) -> tuple:
+        """The generalized gravity at the problem's ``q0`` and the Jacobian ``(m, nv)`` there of
+        ``group``'s contacts: the static start's equation ``S u + J^T f = g(q0)``. One Jacobian
+        of every contact of the problem is made on first use, and its rows shared."""
+        model, q0 = self.model, self.ocp.q0
+        if self._statics is None:
+            every = [c for stage in self.ocp.stages for c in stage.contacts]
+            self._statics = (dynamics.generalized_gravity(model, q0), jacobian_rows(model, q0, every))
+        gravity, rows = self._statics
+        keys = [slot_key(c) for c in group.contact_set]
+        if any(key not in rows for key in keys):  # a group of another problem's contacts
+            rows.update(jacobian_rows(model, q0, group.contact_set))
+        return gravity, np.concatenate([rows[key] for key in keys] + [np.zeros((0, model.nv))])
 
     def inequalities(self, group, q, v, u, f, tau=None):
         return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f, tau)
@@ -145,3 +161,23 @@ class NumpyStages:
         H, g = self.terminal_cost.gauss_newton(self.model, zT)
         cost = sum(float(np.sum(c)) for c in self.terminal_cost.evaluate(self.model, zT).values())
         return cost, H[0], g[0]
+
+
+def slot_key(c):
+    """What makes two contacts of a stage the same constraint (their gains and targets aside)."""
+    return (c.frame, c.kind, c.reference, c.frame2, c.rotation_key)
+
+
+def jacobian_rows(model, q, contacts) -> dict:
+    """``{slot key: rows (dim, nv)}``: the Jacobian at ``q`` of each distinct contact of
+    ``contacts`` (by :func:`slot_key`; gains and targets aside), from one call for them all."""
+    union = {}
+    for c in contacts:
+        union.setdefault(slot_key(c), replace(c, placement=None, kp=0.0, kd=0.0))  # J only
+    if not union:
+        return {}
+    J = dynamics.contact_jacobian(model, q[None], tuple(union.values()))[0]
+    rows, offset = {}, 0
+    for key, c in union.items():
+        rows[key], offset = J[offset : offset + c.dim], offset + c.dim
+    return rows

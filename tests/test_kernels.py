@@ -13,7 +13,9 @@ import pytest
 
 from liftoff import dynamics
 from liftoff.dynamics import Contact
+from liftoff.dynamics.codegen import CompileError
 from liftoff.dynamics.spatial import rotation_about
+from liftoff.ocp import kernels
 from liftoff.ocp.costs import (
     CenterOfMassCost,
     FramePositionCost,
@@ -52,7 +54,8 @@ def random_point(ocp, rng, spread=0.05):
 
 
 def compare_groups(ocp, compiled, rng):
-    """Every group's StageEval and dynamics, and the terminal stage, by both backends. The
+    """Every group's StageEval, static start's terms and dynamics, and the terminal stage, by
+    both backends. The
     dynamics are compared where the Delassus matrix ``J M^-1 J^T`` has eigenvalues >= 1e-3, so
     that the numpy backend's proximal iterations (``mu = 1e-4``, 30 at most) converge; near
     singular random contacts they stop early or at a least-squares solution. Returns the number
@@ -78,6 +81,8 @@ def compare_groups(ocp, compiled, rng):
         assert_close(ref.ineq.jacobian(), got.ineq.jacobian(), what=f"{group.kind} stage {idx[0]}: their Jacobian")
         nz = ocp.nx + nu
         assert_outside_supports_zero(ref, got.supports, nz)
+        for a, b in zip(reference.static_terms(group), compiled.static_terms(group)):  # gravity and J at q0
+            assert_close(a, b, what=f"{group.kind} stage {idx[0]}: the static start's terms")
         if "forward" in compiled.kernels:
             M, J = ref.C[:, :nv, nz : nz + nv], ref.C[:, nv:, nz : nz + nv]
             delassus = J @ np.linalg.solve(M, np.swapaxes(J, 1, 2))
@@ -117,6 +122,20 @@ def trot():
 
 def test_compiled_gait_stages_equal_numpy(trot):
     assert compare_groups(trot, CompiledStages(trot, forward=True, quiet=True), np.random.default_rng(0)) == trot.K
+
+
+def test_without_a_compiler_the_static_start_s_terms_are_numpy_s(trot, monkeypatch, capsys):
+    compiled = CompiledStages(trot, quiet=True)
+
+    def no_compiler(*args):
+        raise CompileError("no C compiler found")
+
+    monkeypatch.setattr(kernels, "StaticTermsKernel", no_compiler)
+    reference = NumpyStages(trot)
+    for group in trot.groups():
+        for a, b in zip(reference.static_terms(group), compiled.static_terms(group)):
+            np.testing.assert_array_equal(a, b)
+    assert capsys.readouterr().err.count("warning") == 1
 
 
 def test_gaits_of_one_robot_share_their_kernels(trot):
