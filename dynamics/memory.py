@@ -9,7 +9,8 @@ keeps those pages in the heap for the next call. This changes the whole process'
 allocator, so it is opt-in: the ``liftoff`` command calls it at start-up, scripts may too.
 
 A compiled function receives its arrays by address (:func:`address`); an MPC update passes a
-few hundred.
+few hundred. A call on arrays kept from one evaluation to the next takes their addresses once
+(:func:`bound`).
 """
 
 from __future__ import annotations
@@ -47,3 +48,15 @@ def address(x) -> int:
         return ctypes.addressof(_BYTE.from_buffer(x))
     except (TypeError, ValueError):
         return x.ctypes.data
+
+
+def bound(calls, name, arrays, make):
+    """The call ``name`` kept in the dict ``calls`` for exactly ``arrays`` (compared by
+    identity), made by ``make()`` when there is none or it was made for others; ``calls`` None:
+    a call made for this use alone. A call holds what it was made for in ``arrays``."""
+    if calls is None:
+        return make()
+    call = calls.get(name)
+    if call is None or len(call.arrays) != len(arrays) or any(a is not b for a, b in zip(call.arrays, arrays)):
+        call = calls[name] = make()
+    return call

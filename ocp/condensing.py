@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, bound
 
 from .lqr import LQR, StageLQR
 
@@ -62,7 +62,8 @@ from .lqr import LQR, StageLQR
 class LiftedStages:
     """Linearized lifted stages, stacked over ``S`` stages: cost ``H (S, ny, ny)``, ``g (S, ny)``
     in ``y = (dx, du, dw)``; local equalities ``C (S, nw, ny)``, ``c (S, nw)``; state equation
-    ``A (S, nx, ny)``, ``b (S, nx)``."""
+    ``A (S, nx, ny)``, ``b (S, nx)``. ``calls``: where the compiled condensing keeps its call
+    bound to ``H, C, c, A, b`` (:attr:`ocp.stages.StageEval.calls`), or None."""
 
     nx: int
     nu: int
@@ -72,6 +73,7 @@ class LiftedStages:
     c: np.ndarray
     A: np.ndarray
     b: np.ndarray
+    calls: dict | None = None
 
     @property
     def nw(self) -> int:
@@ -257,32 +259,55 @@ def _library():
 
 
 def _condense_compiled(library, st: LiftedStages, supports, into) -> Condensed:
-    S, nx, nu, nw = len(st.H), st.nx, st.nu, st.nw
-    nz = nx + nu
-    H, g, C, c, A, b = (np.ascontiguousarray(x, dtype=float) for x in (st.H, st.g, st.C, st.c, st.A, st.b))
-    if supports is None:
+    lqr, index = _target(into, len(st.H), st.nx, st.nu)
+    if supports is None:  # found from the values: a call for these alone
+        nz = st.nx + st.nu
+        H, A = st.H, st.A
         supports = (
             _support(H[:, :nz, nz:], 2),
             _support(H[:, nz:, nz:], 1),
             _support(A[:, :, nz:], 1),
             _support(A[:, :, nz:], 2),
         )
-    supports = [np.ascontiguousarray(x, dtype=np.intc) for x in supports]
-    LU, piv, T, t = np.empty((S, nw, nw)), np.empty((S, nw), dtype=np.intc), np.empty((S, nw, nz)), np.empty((S, nw))
-    lqr, index = _target(into, S, nx, nu)
-    lqr.nu[index] = nu
-    rows = np.ascontiguousarray(index, dtype=np.intc)
-    args = [x for sup in supports for x in (len(sup), address(sup))]
-    blocks = (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu)
-    status = library.liftoff_condense(
-        S, nx, nu, nw, *map(address, (H, g, C, c, A, b)), *args, *map(address, (LU, piv, T, t, rows)), lqr.B.shape[2],
-        *map(address, blocks),
-    )  # fmt: skip
-    if status < 0:
-        raise MemoryError("condensing could not allocate its workspace")
-    if status > 0:
-        raise np.linalg.LinAlgError(f"the local equalities are singular (Cw) at stage {status - 1} of a group")
-    return Condensed(T, t, lqr, index, (LU, piv))
+        return _Condense(library, st, supports, ())(st.g, lqr, index)
+    arrays = (st.H, st.C, st.c, st.A, st.b, *supports)
+    return bound(st.calls, "condense", arrays, lambda: _Condense(library, st, supports, arrays))(st.g, lqr, index)
+
+
+class _Condense:
+    """``condensing.c`` on the blocks of one evaluation (``arrays``, kept from one evaluation to
+    the next by the compiled backend) and their ``supports``: their addresses made once, the
+    gradient, the LQR's blocks and fresh outputs per call."""
+
+    def __init__(self, library, st: LiftedStages, supports, arrays):
+        self.arrays, self.function = arrays, library.liftoff_condense
+        self.S, self.nx, self.nu, self.nw = len(st.H), st.nx, st.nu, st.nw
+        blocks = [np.ascontiguousarray(x, dtype=float) for x in (st.H, st.C, st.c, st.A, st.b)]
+        supports = [np.ascontiguousarray(x, dtype=np.intc) for x in supports]
+        self._alive = (blocks, supports)
+        self._H, self._rest = address(blocks[0]), tuple(map(address, blocks[1:]))
+        self._supports = tuple(x for sup in supports for x in (len(sup), address(sup)))
+
+    def __call__(self, g, lqr, index) -> Condensed:
+        S, nx, nu, nw = self.S, self.nx, self.nu, self.nw
+        g = np.ascontiguousarray(g, dtype=float)
+        LU, piv, T, t = (
+            np.empty((S, nw, nw)),
+            np.empty((S, nw), dtype=np.intc),
+            np.empty((S, nw, nx + nu)),
+            np.empty((S, nw)),
+        )
+        lqr.nu[index] = nu
+        rows = np.ascontiguousarray(index, dtype=np.intc)
+        status = self.function(
+            S, nx, nu, nw, self._H, address(g), *self._rest, *self._supports,
+            *map(address, (LU, piv, T, t, rows)), lqr.B.shape[2], *lqr.addresses,
+        )  # fmt: skip
+        if status < 0:
+            raise MemoryError("condensing could not allocate its workspace")
+        if status > 0:
+            raise np.linalg.LinAlgError(f"the local equalities are singular (Cw) at stage {status - 1} of a group")
+        return Condensed(T, t, lqr, index, (LU, piv))
 
 
 def _expand_compiled(library, st: LiftedStages, cond: Condensed, z, lam_next):

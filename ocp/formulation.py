@@ -316,7 +316,7 @@ class Formulation:
             terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[idx + 1], self.backend)
             r_p, r_c, stationarity, local = terms.r_p, terms.r_c, terms.stationarity, ev.c
             squares, violation, l1 = terms.squares, terms.violation, terms.l1
-            stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b)
+            stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b, ev.calls)
             condensed = self._condense(group, stages, ev.supports, lqr)
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
             r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, bound
 
 from . import pdipm
 
@@ -76,24 +76,43 @@ def norms(stationarity, b, c, r_p, r_c, g) -> tuple:
 
 def _compiled(library, ev, s, z, eps, beta, lam, lam_next) -> Terms:
     ineq = ev.ineq
-    S, ny = ev.g.shape
-    nx, nw, ng = ev.A.shape[1], ev.C.shape[1], ineq.ng
-    bcol = np.ascontiguousarray(np.argmax(np.abs(ineq.bounds), axis=1), dtype=np.intc)
-    bsign = np.ascontiguousarray(ineq.bounds[np.arange(len(bcol)), bcol])
-    H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)
-    inputs = (ineq.g, ineq.G, s, z, ev.g, ev.c, ev.C, beta, ev.b, ev.A, lam, lam_next)
-    arrays = [np.ascontiguousarray(x, dtype=float) for x in inputs]  # alive through the call
-    pointers = [address(x) for x in arrays]
-    r_p, r_c = np.empty(ineq.g.shape), np.empty(ineq.g.shape)
-    g, stationarity, sums = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
-    status = library.liftoff_interior(
-        S, ny, nx, nw, ng, len(bcol), address(bcol), address(bsign), *pointers[:4], float(eps), *pointers[4:],
-        *map(address, (H, r_p, r_c, g, stationarity, sums)),
-    )  # fmt: skip
-    if status < 0:
-        raise MemoryError("the interior-point terms could not allocate their workspace")
-    squares, violation, l1 = sums.tolist()
-    return Terms(r_p, r_c, H, g, stationarity, squares, violation, l1)
+    arrays = (ev.H, ev.g, ev.c, ev.C, ev.b, ev.A, ineq.g, ineq.G, ineq.bounds)
+    return bound(ev.calls, "interior", arrays, lambda: _Interior(library, ev, arrays))(s, z, eps, beta, lam, lam_next)
+
+
+class _Interior:
+    """``interior.c`` on the arrays of one evaluation (``arrays``, kept from one evaluation to the
+    next by the compiled backend): their addresses and the bounds' columns made once, the
+    iterate's arrays and fresh outputs per call."""
+
+    def __init__(self, library, ev, arrays):
+        ineq = ev.ineq
+        self.arrays, self.function = arrays, library.liftoff_interior
+        self.S, self.ny = ev.g.shape
+        nx, nw, ng = ev.A.shape[1], ev.C.shape[1], ineq.ng
+        bcol = np.ascontiguousarray(np.argmax(np.abs(ineq.bounds), axis=1), dtype=np.intc)
+        bsign = np.ascontiguousarray(ineq.bounds[np.arange(len(bcol)), bcol])
+        self.H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)  # the terms are added in place
+        fixed = [np.ascontiguousarray(x, dtype=float) for x in (ineq.g, ineq.G, ev.g, ev.c, ev.C, ev.b, ev.A)]
+        self._alive = (bcol, bsign, fixed)
+        g_ineq, G, g, c, C, b, A = map(address, fixed)
+        self._head = (self.S, self.ny, nx, nw, ng, len(bcol), address(bcol), address(bsign), g_ineq, G)
+        self._constraints, self._dynamics, self._out = (g, c, C), (b, A), address(self.H)
+        self.rows = ineq.g.shape[1]  # the cones' and the bounds'
+
+    def __call__(self, s, z, eps, beta, lam, lam_next) -> Terms:
+        s, z, beta, lam, lam_next = (np.ascontiguousarray(x, dtype=float) for x in (s, z, beta, lam, lam_next))
+        S, ny = self.S, self.ny
+        r_p, r_c = np.empty((S, self.rows)), np.empty((S, self.rows))
+        g, stationarity, sums = np.empty((S, ny)), np.empty((S, ny)), np.empty(3)
+        status = self.function(
+            *self._head, address(s), address(z), float(eps), *self._constraints, address(beta), *self._dynamics,
+            address(lam), address(lam_next), self._out, *map(address, (r_p, r_c, g, stationarity, sums)),
+        )  # fmt: skip
+        if status < 0:
+            raise MemoryError("the interior-point terms could not allocate their workspace")
+        squares, violation, l1 = sums.tolist()
+        return Terms(r_p, r_c, self.H, g, stationarity, squares, violation, l1)
 
 
 _SOURCE = Path(__file__).with_name("interior.c")

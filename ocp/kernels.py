@@ -76,7 +76,8 @@ class Workspace:
     input ``x`` and its outputs, the group's ``blocks`` (:class:`Blocks`), and the kernel's and
     the scatter's calls bound to them (no allocation, no argument conversion per evaluation);
     ``static``: the :class:`GroupMap` whose constant inputs ``x`` holds (they are copied in when
-    another group's map evaluates)."""
+    another group's map evaluates); ``calls``: those of the interior-point terms and the
+    condensing bound to the blocks."""
 
     def __init__(self, kernel, blocks: Blocks, S):
         self.x = np.zeros((S, kernel.n_in))
@@ -85,6 +86,9 @@ class Workspace:
         self.kernel = kernel.bind(self.x, self.outputs)
         self.scatter = bind_scatter(self.outputs, blocks, self.blocks)
         self.static = None
+        self.calls = {}  # the later steps' calls bound to the blocks (:attr:`ocp.stages.StageEval.calls`)
+        ny = self.blocks[1].shape[1]
+        self.no_inequalities = (np.zeros((S, 0)), np.zeros((S, 0, ny)))  # an impulse stage's
 
 
 @dataclass(frozen=True)
@@ -426,7 +430,7 @@ class CompiledStages:
 
     def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:
         gm = self.maps[int(group.index[0])]
-        nv, S = self.model.nv, group.size
+        nv = self.model.nv
         ws, cols = gm.workspace, self._columns[group.kind]
         x = ws.x  # the variables written in place, the constant inputs once per map
         x[:, cols["q"]], x[:, cols["v"]], x[:, cols["a"]] = q, v, w[:, :nv]
@@ -447,13 +451,14 @@ class CompiledStages:
         ws.scatter()
         cost, g, H, c, C, b, A, *inequalities = ws.blocks
         cost = cost[:, 0]
+        calls = ws.calls
         if group.kind != "contact":
-            ineq = Inequalities(np.zeros((S, 0)), np.zeros((S, 0, H.shape[1])), gm.bounds)
+            ineq = Inequalities(*ws.no_inequalities, gm.bounds)
         elif gm.scatter is not None:  # a cone per copy of a contact listed twice, on its own force
-            ineq = self._reference.inequalities(group, q, v, u, w[:, nv:], tau)
+            ineq, calls = self._reference.inequalities(group, q, v, u, w[:, nv:], tau), None
         else:
             ineq = Inequalities(*inequalities, gm.bounds)
-        return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports)
+        return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports, calls)
 
     def dynamics(self, group, q, v, torque):
         """``w`` of the forward (impulse) dynamics under the actuated joints' ``torque``: the

@@ -8,9 +8,12 @@ control (impulse stages) have ``nu = 0``. Containers only: the solvers read them
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+from liftoff.dynamics.memory import address
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,15 @@ class LQR:
 
     def __len__(self) -> int:
         return len(self.A)
+
+    @functools.cached_property
+    def addresses(self) -> tuple:
+        """The addresses of ``A, B, b, Qxx, Qxu, Quu, lx, lu`` (contiguous), for compiled code
+        that writes them (the condensing of each group of a linearization)."""
+        blocks = (self.A, self.B, self.b, self.Qxx, self.Qxu, self.Quu, self.lx, self.lu)
+        if not all(x.flags.c_contiguous and x.dtype == float for x in blocks):
+            raise ValueError("an LQR written by compiled code needs contiguous float blocks")
+        return tuple(map(address, blocks))
 
     @classmethod
     def zeros(cls, N, nx, nm) -> "LQR":

@@ -37,7 +37,10 @@ class StageEval:
     """A group's evaluated stages (leading axis ``S``): ``cost (S,)``, ``H (S, ny, ny)``,
     ``g (S, ny)``, ``c (S, nw)``, ``C (S, nw, ny)``, ``b (S, nx)``, ``A (S, nx, ny)``, the
     inequalities ``ineq``, and, when known from the structure of the equations, the
-    ``supports`` of the blocks the condensing multiplies (:func:`ocp.condensing.condense`)."""
+    ``supports`` of the blocks the condensing multiplies (:func:`ocp.condensing.condense`).
+    ``calls``: a dict kept with these arrays from one evaluation to the next (the compiled
+    backend's workspace), where the interior-point terms and the condensing keep their compiled
+    calls bound to them (:func:`dynamics.memory.bound`); None for arrays of this evaluation alone."""
 
     cost: np.ndarray
     H: np.ndarray
@@ -48,6 +51,7 @@ class StageEval:
     A: np.ndarray
     ineq: Inequalities
     supports: tuple | None = None
+    calls: dict | None = None
 
 
 class Stages(Protocol):

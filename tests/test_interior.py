@@ -2,6 +2,7 @@
 numpy reference, and the reference equals the interior point's own arithmetic (ocp/pdipm.py)."""
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +86,24 @@ def test_violated_inequalities_and_non_finite_residuals(evaluated):
     broken.b[0, 0] = np.nan
     for backend in ("numpy", "compiled"):
         assert not np.isfinite(interior.terms(_copy(broken), s, z, 0.01, beta, lam, lam_next, backend).squares)
+
+
+def test_terms_bound_to_a_compiled_workspace_follow_its_later_evaluations():
+    """The compiled backend's evaluations of a group share their arrays; the terms' call bound to
+    them on the first evaluation gives the reference's terms at the next."""
+    formulation = Formulation(build_problem(load_config(CONFIGS / "anymal_trot.yaml")), "lifted", quiet=True)
+    it = formulation.initial_iterate(0.1)
+    rng = np.random.default_rng(5)
+    group, gv = formulation.groups[0], it.groups[0]
+    idx = group.index
+    for _ in range(2):
+        u, w = gv.u + rng.standard_normal(gv.u.shape), gv.w + rng.standard_normal(gv.w.shape)
+        ev = formulation.stages.evaluate(group, it.q[idx], it.v[idx], u, w, it.q[idx + 1], it.v[idx + 1])
+        s, z = rng.uniform(0.1, 2.0, gv.s.shape), rng.uniform(0.1, 2.0, gv.z.shape)
+        beta, lam, lam_next = (rng.standard_normal(x.shape) for x in (gv.beta, it.lam[idx], it.lam[idx + 1]))
+        reference = interior.terms(_copy(dataclasses.replace(ev, calls=None)), s, z, 0.01, beta, lam, lam_next)
+        compiled = interior.terms(ev, s, z, 0.01, beta, lam, lam_next, "compiled")
+        for name in ("r_p", "r_c", "H", "g", "stationarity"):
+            a, b = getattr(reference, name), getattr(compiled, name)
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * max(1.0, float(np.max(np.abs(a)))), err_msg=name)
+    assert "interior" in ev.calls and ev.calls["interior"].arrays[0] is ev.H  # kept, for these blocks

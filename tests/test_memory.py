@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from liftoff import dynamics
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, bound
 
 
 def test_retain_freed_memory_reports_whether_it_applied():
@@ -31,3 +31,16 @@ def test_an_arrays_address_is_that_of_its_data(make):
 def test_empty_arrays_have_one_valid_address():
     addresses = {address(np.zeros(shape)) for shape in ((0,), (3, 0), (0, 5))}
     assert len(addresses) == 1 and 0 not in addresses
+
+
+def test_a_bound_call_is_kept_for_the_same_arrays_only():
+    class Call:
+        def __init__(self, arrays):
+            self.arrays = arrays
+
+    calls, a, b = {}, np.zeros(3), np.ones(3)
+    first = bound(calls, "f", (a, b), lambda: Call((a, b)))
+    assert bound(calls, "f", (a, b), lambda: Call((a, b))) is first
+    other = bound(calls, "f", (a, b.copy()), lambda: Call((a, b.copy())))  # equal values, another array
+    assert other is not first and calls["f"] is other
+    assert bound(None, "f", (a, b), lambda: Call((a, b))) is not first  # nowhere to keep it
