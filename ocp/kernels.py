@@ -167,7 +167,9 @@ class CompiledStages:
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
-        self._static = {}  # the kernel of the static start's terms, made on first use (:meth:`static_terms`)
+        # what the problems of these kernels share: the static start's kernel, made on first use
+        # (:meth:`static_terms`), and the inputs of the last terminal terms met
+        self._kept = {}
         self._columns = {kind: self._input_columns(kind) for kind in ("contact", "impulse")}
         self._set_problem(ocp, groups)
 
@@ -177,9 +179,13 @@ class CompiledStages:
         self._numpy = None  # the reference backend of ocp, made on first use (:attr:`_reference`)
         self._statics = None  # the static start's terms at ocp's q0 (:meth:`static_terms`)
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
-        self._terminal_static = sym.term_parameters(  # the terms unstacked: their arrays fill one row
-            self.layout, self._term_columns["terminal"], ocp.terminal_costs, 1, np.zeros(0, int)
-        )
+        terminal, kept = ocp.terminal_costs, self._kept.get("terminal")
+        if kept is None or len(kept[0]) != len(terminal) or any(a is not b for a, b in zip(kept[0], terminal)):
+            row = sym.term_parameters(  # the terms unstacked: their arrays fill one row
+                self.layout, self._term_columns["terminal"], terminal, 1, np.zeros(0, int)
+            )
+            kept = self._kept["terminal"] = (terminal, row)
+        self._terminal_static = kept[1]
 
     def for_problem(self, ocp, groups) -> CompiledStages:
         """The same kernels for ``ocp`` (grouped in ``groups``): its contacts and cost terms must
@@ -408,14 +414,14 @@ class CompiledStages:
         :mod:`ocp.static_terms` per problem (compiled on first use; the numpy reference, with a
         warning, when it cannot be)."""
         if self._statics is None:
-            kernel = self._static.get("kernel")
+            kernel = self._kept.get("kernel")
             if kernel is None:
                 try:
                     kernel = StaticTermsKernel(self.layout, self.quiet, self.compile)
                 except codegen.CompileError as e:
                     print(f"liftoff: warning: {e}; the static start's terms in numpy", file=sys.stderr)
                     kernel = False
-                self._static["kernel"] = kernel
+                self._kept["kernel"] = kernel
             if not kernel:
                 return self._reference.static_terms(group)
             self._statics = kernel(self.ocp.q0)
