@@ -394,7 +394,8 @@ def _wrap(angle) -> float:
 def _rotation(yaw) -> np.ndarray:
     """The planar rotation ``(2, 2)`` of the angle ``yaw``, or ``(n, 2, 2)`` of ``n`` angles."""
     c, s = np.cos(yaw), np.sin(yaw)
-    return np.moveaxis(np.array([[c, -s], [s, c]]), (0, 1), (-2, -1))
+    R = np.array([[c, -s], [s, c]])
+    return R if R.ndim == 2 else np.moveaxis(R, (0, 1), (-2, -1))
 
 
 def _base_rotation(q) -> np.ndarray:
