@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import math
 import operator
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,8 +68,17 @@ class SlidingFriction:
         object.__setattr__(self, "direction", d)
 
 
+class _Stage:
+    """A stage keeps what is computed from its immutable fields in private attributes (its group
+    key, the model it was checked against, its row of a compiled backend's inputs); its copies
+    and pickles leave them out."""
+
+    def __getstate__(self):
+        return {name: value for name, value in self.__dict__.items() if not name.startswith("_")}
+
+
 @dataclass(frozen=True)
-class ContactStage:
+class ContactStage(_Stage):
     """``dt`` seconds with ``contacts`` (a tuple of :class:`dynamics.Contact`) active, the
     ``sliding`` friction (:class:`SlidingFriction`) of some of them, and ``soft`` contacts (a
     tuple of :class:`dynamics.SoftContact`): not constraints (no rows, no force variables) but a
@@ -85,7 +95,7 @@ class ContactStage:
 
 
 @dataclass(frozen=True)
-class ImpulseStage:
+class ImpulseStage(_Stage):
     """A touchdown: the impact with ``contacts`` (everything in contact after it). The contact
     position of the landing feet is a cost term here (a quadratic penalty, as in seed 004's
     experiments)."""
@@ -359,18 +369,25 @@ def _stacked(first, **fields):
     stages' values, not checked again: each stage's was checked when it was made."""
     out = object.__new__(type(first))
     out.__dict__.update(first.__dict__, **fields)
-    out.__dict__.pop("_stacks", None)  # first's stacks (:func:`_shared`) are not the copy's
     return out
 
 
 def _shared(obj, n, stack):
     """``stack(obj, n)``: the stack of ``obj``, a term or contact that ``n`` stages share, made
-    once per ``n`` and kept on ``obj`` (its arrays are read-only, :func:`_repeat`; the horizons of an MPC share
-    their terms and contacts, and regroup them at every update)."""
-    stacks = obj.__dict__.setdefault("_stacks", {})
+    once per ``n`` while ``obj`` lives (its arrays read-only, :func:`_repeat`): the horizons of
+    an MPC share their terms and contacts, and regroup them at every update. Kept by identity in
+    :data:`_STACKS`, not on ``obj``, whose copies and pickles stay its own fields."""
+    key = id(obj)
+    kept = _STACKS.get(key)
+    if kept is None or kept[0]() is not obj:
+        kept = _STACKS[key] = (weakref.ref(obj, lambda _, key=key: _STACKS.pop(key, None)), {})
+    stacks = kept[1]
     if n not in stacks:
         stacks[n] = stack(obj, n)
     return stacks[n]
+
+
+_STACKS: dict = {}  # id(obj) -> (a weak reference to obj, {n: its stack over n stages})
 
 
 def _stack_term(terms):

@@ -5,6 +5,9 @@ plant that blows up, a failed update or a stop, and its hooks)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import time
 import warnings
 from dataclasses import replace
@@ -174,6 +177,18 @@ def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task, monkeyp
     fresh = Formulation(later, "lifted", "compiled", quiet=True)
     np.testing.assert_array_equal(moved.stages.maps[0].static, fresh.stages.maps[0].static)
     assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)
+
+
+def test_a_stage_a_formulation_has_read_pickles_and_copies_without_what_it_keeps(task):
+    """What a stage keeps (its key, its check, its kernel inputs, bound to compiled calls) stays
+    with it: a pickle or a copy holds its fields alone, and groups and evaluates the same."""
+    first = Formulation(build_ocp(task, t0=0.3), "lifted", "compiled", quiet=True)
+    stage = first.ocp.stages[0]
+    assert {"_key", "_checked", "_inputs"} <= set(vars(stage))
+    for twin in (pickle.loads(pickle.dumps(stage)), copy.deepcopy(stage), copy.copy(stage)):
+        assert set(vars(twin)) == {f.name for f in dataclasses.fields(stage)}
+        moved = first.for_problem(replace(first.ocp, stages=(twin,) + first.ocp.stages[1:]))
+        np.testing.assert_array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)
 
 
 def test_a_compiled_formulation_refuses_terms_its_kernels_lack(task):
