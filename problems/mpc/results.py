@@ -53,7 +53,8 @@ def timing(log, duration) -> dict:
 
 
 def _p95_ratio(seconds) -> float:
-    return float(np.percentile(seconds, 95) / np.median(seconds)) if seconds else float("nan")
+    median = float(np.median(seconds)) if seconds else 0.0
+    return float(np.percentile(seconds, 95)) / median if median > 0 else float("nan")  # none, or too fast to time
 
 
 def save(path, arrays, ticks, measures, config) -> None:
