@@ -52,9 +52,11 @@ def address(x) -> int:
 
 def bound(calls, name, arrays, make):
     """The call ``name`` kept in the dict ``calls`` for exactly ``arrays`` (compared by
-    identity), made by ``make()`` when there is none or it was made for others; ``calls`` None:
-    a call made for this use alone. A call holds what it was made for in ``arrays``."""
-    if calls is None:
+    identity), made by ``make()`` when there is none or it was made for others; a call made for
+    this use alone when ``calls`` is None or an array is not C-contiguous (a call reads a
+    contiguous copy of it, which later writes to the array would not reach). A call holds what
+    it was made for in ``arrays``."""
+    if calls is None or not all(a.flags.c_contiguous for a in arrays):
         return make()
     call = calls.get(name)
     if call is None or len(call.arrays) != len(arrays) or any(a is not b for a, b in zip(call.arrays, arrays)):

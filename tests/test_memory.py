@@ -44,3 +44,7 @@ def test_a_bound_call_is_kept_for_the_same_arrays_only():
     other = bound(calls, "f", (a, b.copy()), lambda: Call((a, b.copy())))  # equal values, another array
     assert other is not first and calls["f"] is other
     assert bound(None, "f", (a, b), lambda: Call((a, b))) is not first  # nowhere to keep it
+    strided = np.zeros((3, 2))[:, 0]
+    assert bound(calls, "f", (a, strided), lambda: Call((a, strided))) is not bound(
+        calls, "f", (a, strided), lambda: Call((a, strided))
+    )  # a call on a copy of it: made anew each time
