@@ -113,6 +113,7 @@ def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_frictio
     tangent = np.array([-np.sin(0.4), np.cos(0.4), 0.0])  # the circle's direction at 1 rad/s from angle 0
     assert frame == TOOL_FRAME and np.array_equal(point, reading.position)
     np.testing.assert_allclose(force, 25.0 * np.array([0.0, 0.0, 1.0]) - 0.3 * 25.0 * tangent, atol=1e-12)
+    np.testing.assert_allclose(task.tangents(np.array([0.4, 1.0])), [tangent, task.tangents(1.0)], atol=1e-15)
 
 
 def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng, monkeypatch, capsys):

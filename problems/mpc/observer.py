@@ -26,6 +26,7 @@ warning).
 
 from __future__ import annotations
 
+import math
 import sys
 
 import casadi as ca
@@ -66,7 +67,7 @@ class DisturbanceObserver:
             residual = self.reference_residual(before.q, before.v, after.v, tau, forces)
         else:
             residual = self.kernel(before.q, before.v, after.v, tau, forces)
-        if np.all(np.isfinite(residual)):
+        if math.isfinite(residual.sum()):  # every entry finite
             self.estimate = self.estimate + self.gain * (residual - self.estimate)
 
     def reference_residual(self, q, v, v_next, tau, forces) -> np.ndarray:

@@ -57,6 +57,7 @@ leave as a constant force error, the MPC compensates.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -455,11 +456,17 @@ class Polishing:
         return bool(s.friction and s.model_friction and c.radius and c.angular_velocity and not self.soft)
 
     def tangents(self, times) -> np.ndarray:
-        """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``."""
+        """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``;
+        at one time ``t`` (a float), its tangent ``(3,)``."""
         c = self.config.circle
-        angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
+        if isinstance(times, float):  # an observer's time step: in floats
+            angle = c.start_angle + c.angular_velocity * times
+            sin, cos = math.sin(angle), math.cos(angle)
+        else:
+            angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
+            sin, cos = np.sin(angle), np.cos(angle)
         across, along = self._tangent_axes
-        return np.sin(angle) * across + np.cos(angle) * along
+        return sin * across + cos * along
 
     @functools.cached_property
     def _tangent_axes(self) -> tuple:
@@ -476,7 +483,7 @@ class Polishing:
         normal = float(self.normal_force(reading.force))
         force = normal * self.normal
         if self.slides:
-            force = force - normal * self.config.surface.friction * self.tangents((t,))[0]
+            force = force - normal * self.config.surface.friction * self.tangents(float(t))
         if self.soft and normal > 0:  # the soft contact's friction at the measured velocity and normal force
             contact, n = self.soft_contact(), self.normal
             p_dot = dynamics.frame_jacobian(self.model, measurement.q, TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:3]
