@@ -63,7 +63,7 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.problems.tasks.config import ConfigError
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, horizon_ocp, layout_ocp
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, StageTerms, horizon_ocp, layout_ocp
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
 
 from .feet import FeetKinematics
@@ -160,6 +160,7 @@ class GaitController:
         fh = config.mpc.footholds
         self.gain = fh.gain if fh.gain is not None else float(np.sqrt((self.com_height - self.ground) / GRAVITY))
         self.layout = layout_ocp(config, self.model, self.q0)
+        self.terms = StageTerms(config, self.model.nv)  # the terms every horizon shares
         self._check_reach()
         self.feet_state: list = []
         self.clock, self.knot, self.yaw_ref, self.t = None, 0, 0.0, 0.0
@@ -194,7 +195,7 @@ class GaitController:
             self._start(t, q, positions)
         else:
             self._advance(t, q, positions, velocities)
-        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com))
+        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com), self.terms)
 
     def _start(self, t, q, positions):
         self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t

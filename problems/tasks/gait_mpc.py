@@ -190,16 +190,19 @@ class Horizon:
     v_ref: np.ndarray
 
 
-def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon) -> OCP:
-    """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring)."""
-    contacts, terms = _contact_sets(config), _StageTerms(config, model.nv, h)
+def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, terms: StageTerms | None = None) -> OCP:
+    """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring);
+    ``terms``: the :class:`StageTerms` of ``config`` and ``model`` that the horizons of one MPC
+    share (default: made for this one)."""
+    contacts = _contact_sets(config)
+    terms = terms if terms is not None else StageTerms(config, model.nv)
     stages = []
     for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
         if landing:
             held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
-            stages.append(ImpulseStage(contacts(held), terms.impulse(j, stance, landing)))
+            stages.append(ImpulseStage(contacts(held), terms.impulse(h, j, stance, landing)))
         after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
-        stages.append(ContactStage(contacts(stance), dt, terms.contact(j, dt, stance, swing, after)))
+        stages.append(ContactStage(contacts(stance), dt, terms.contact(h, j, dt, stance, swing, after)))
     terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
     return _ocp(config, model, q, v, stages, terminal)
 
@@ -223,22 +226,24 @@ def _contact_sets(config):
     return contacts
 
 
-class _StageTerms:
-    """The cost terms of the stages of the horizon ``h`` (module docstring); the terms several
-    stages have alike (the control's, the accelerations', the tangential forces', the landing
-    velocities') are made once and shared, cost terms being immutable."""
+class StageTerms:
+    """The cost terms of the stages of the horizons of ``config`` (module docstring), for a model
+    of ``nv`` velocities. The terms several stages have alike (the control's, the
+    accelerations', the tangential forces', the landing velocities') are made once and shared,
+    cost terms being immutable: by the stages of a horizon, and by the horizons of an MPC, whose
+    regrouping then finds their stacks made (:func:`ocp.problem._shared`)."""
 
-    def __init__(self, config: GaitMPCConfig, nv, h: Horizon):
-        self.config, self.costs, self.mpc, self.h = config, config.costs, config.mpc, h
+    def __init__(self, config: GaitMPCConfig, nv):
+        self.config, self.costs, self.mpc = config, config.costs, config.mpc
         self.w_state, self.w_impulse = state_weights(self.costs.state, nv), state_weights(self.costs.impulse_state, nv)
         self.zero_u, self.zero_a = np.zeros(nv - 6), np.zeros(nv)
         self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
         self.scaled, self.approaches, self.forces, self.landing = {}, {}, {}, {}
 
-    def contact(self, j, dt, stance, swing, after) -> tuple:
-        """The terms of contact stage ``j``, ``dt`` long, with the feet of ``stance`` on the ground,
-        those of ``swing`` in the air, before the landings ``after``."""
-        costs, mpc, h = self.costs, self.mpc, self.h
+    def contact(self, h: Horizon, j, dt, stance, swing, after) -> tuple:
+        """The terms of contact stage ``j`` of ``h``, ``dt`` long, with the feet of ``stance`` on
+        the ground, those of ``swing`` in the air, before the landings ``after``."""
+        costs, mpc = self.costs, self.mpc
         scale = dt if costs.integrate_dt else 1.0
         w_state, control = self._scaled(scale)
         terms = (StateCost(h.q_ref[j], h.v_ref[j], w_state, "state"), control)
@@ -253,9 +258,9 @@ class _StageTerms:
             terms += (CenterOfMassCost(h.com[j], scale * costs.com, "com"),)
         return terms
 
-    def impulse(self, j, stance, landing) -> tuple:
-        """The terms of the impulse stage before contact stage ``j``, where the feet ``landing`` land."""
-        h = self.h
+    def impulse(self, h: Horizon, j, stance, landing) -> tuple:
+        """The terms of the impulse stage before contact stage ``j`` of ``h``, where the feet
+        ``landing`` land."""
         terms = (StateCost(h.q_ref[j], h.v_ref[j], self.w_impulse, "state"),) + tuple(
             FramePositionCost(f, stance[f] - self.lowered, self.costs.touchdown, f"touchdown_{f}") for f in landing
         )
