@@ -393,7 +393,7 @@ _STACKS: dict = {}  # id(obj) -> (a weak reference to obj, {n: its stack over n 
 def _stack_term(terms):
     """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
     first = terms[0]
-    if all(t is first for t in terms):  # a term every stage shares: its arrays repeated
+    if len(terms) > 1 and all(t is first for t in terms):  # a term several stages share: its arrays repeated
         return _shared(first, len(terms), _repeated_term)
     return _stacked(first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))})
 
@@ -426,7 +426,7 @@ def _stack_contact(contacts):
     first = contacts[0]
     if first.placement is None:
         return first
-    if all(c is first for c in contacts):
+    if len(contacts) > 1 and all(c is first for c in contacts):
         return _shared(first, len(contacts), _repeated_contact)
     if isinstance(first.placement, tuple):
         R = np.array([c.placement[0] for c in contacts], dtype=float)
