@@ -6,6 +6,7 @@ MuJoCo, and ``liftoff mpc``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+from liftoff.problems.tasks.gaits import foot_contacts
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 TROT = CONFIGS / "anymal_trot_mpc.yaml"
@@ -280,6 +282,31 @@ def test_a_vertical_landing_ends_the_swing_above_the_foothold(controller_model):
     assert np.linalg.norm(plain._swing(p_lift, p_land, lift, land, late[2])[:2] - p_land[:2]) > 1e-3
     half = vertical._swing(p_lift, p_land, lift, land, lift + 0.375 * (land - lift))  # s' = 1/2: half way
     np.testing.assert_allclose(half[:2], 0.5 * (p_lift + p_land)[:2], atol=1e-12)
+
+
+def test_swings_evaluated_together_are_each_swing_alone(controller_model):
+    """The horizon's swing references are evaluated in one call: row by row, the one-swing call."""
+    c, rng = fresh(controller_model), np.random.default_rng(3)
+    p_lift, p_land = rng.uniform(-0.5, 0.5, (6, 3)), rng.uniform(-0.5, 0.5, (6, 3))
+    lift = rng.uniform(0.0, 0.3, 6)
+    land = lift + rng.uniform(0.1, 0.3, 6)
+    t = np.concatenate((lift[:2] - 0.05, land[2:4] + 0.05, 0.5 * (lift + land)[4:]))  # before, after, within
+    together = c._swing(p_lift, p_land, lift, land, t)
+    for i in range(6):
+        np.testing.assert_array_equal(together[i], c._swing(p_lift[i], p_land[i], lift[i], land[i], t[i]))
+
+
+def test_the_horizons_contacts_are_the_feet_contacts_at_their_footholds(controller_model):
+    ocp = step_to(fresh(controller_model), 0.3)
+    config, fields = trot_config(), [f.name for f in dataclasses.fields(dynamics.Contact) if f.name != "placement"]
+    for stage in ocp.stages:
+        made = foot_contacts(config, {c.frame: c.placement for c in stage.contacts})
+        for moved, fresh_contact in zip(stage.contacts, made, strict=True):
+            assert [getattr(moved, f) for f in fields] == [getattr(fresh_contact, f) for f in fields]
+            assert moved.placement is fresh_contact.placement
+    contact = made[0]
+    with pytest.raises(ValueError, match="kp > 0 needs a target placement"):
+        contact.with_placement(None)
 
 
 def test_the_references_integrate_the_command(controller_model):

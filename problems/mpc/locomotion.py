@@ -57,13 +57,14 @@ ground at the planned touchdown, where a late foot's reference stays.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from liftoff import dynamics
 from liftoff.problems.tasks.config import ConfigError
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, StageTerms, horizon_ocp, layout_ocp
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, StageParts, horizon_ocp, layout_ocp
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
 
 from .feet import FeetKinematics
@@ -160,7 +161,7 @@ class GaitController:
         fh = config.mpc.footholds
         self.gain = fh.gain if fh.gain is not None else float(np.sqrt((self.com_height - self.ground) / GRAVITY))
         self.layout = layout_ocp(config, self.model, self.q0)
-        self.terms = StageTerms(config, self.model.nv)  # the terms every horizon shares
+        self.parts = StageParts(config, self.model.nv)  # the contacts and terms every horizon shares
         self._check_reach()
         self.feet_state: list = []
         self.clock, self.knot, self.yaw_ref, self.t = None, 0, 0.0, 0.0
@@ -195,7 +196,7 @@ class GaitController:
             self._start(t, q, positions)
         else:
             self._advance(t, q, positions, velocities)
-        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com), self.terms)
+        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com), self.parts)
 
     def _start(self, t, q, positions):
         self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t
@@ -275,6 +276,7 @@ class GaitController:
         stance = [dict() for _ in range(N)]
         swing = [dict() for _ in range(N)]
         landings = [[] for _ in range(N)]
+        swings = []  # per swing stage (its foot, stage and the arguments of _swing), evaluated at once
         for i, (f, st) in enumerate(zip(self.feet, self.feet_state)):
             for kind, first, end, where in self._segments(i, st, N, t, times, xy, yaw, commands, error):
                 if kind == "land":
@@ -283,8 +285,12 @@ class GaitController:
                     for j in range(first, end):
                         stance[j][f] = where
                 else:
-                    for j, p in zip(range(first, end), self._swing(*where, times[first:end])):
-                        swing[j][f] = p
+                    swings += [(f, j, where) for j in range(first, end)]
+        if swings:
+            feet, stages, where = zip(*swings)
+            p_lift, p_land, lift, land = (np.array(x) for x in zip(*where))
+            for f, j, p in zip(feet, stages, self._swing(p_lift, p_land, lift, land, times[list(stages)])):
+                swing[j][f] = p
         q_ref = np.tile(self.q0, (N + 1, 1))
         q_ref[:, :2] = xy[: N + 1]
         q_ref[:, 3:5] = 0.0
@@ -334,24 +340,30 @@ class GaitController:
         """Where foot ``i`` lands at knot ``j`` of the horizon (module docstring); ``error`` the
         measured horizontal base velocity minus the command's."""
         j = min(j, len(xy) - 1)
-        R = _rotation(yaw[j])
+        c, s = math.cos(yaw[j]), math.sin(yaw[j])
         stance = min(self.schedule.next(i, self.knot + j, False) - self.knot - j, self.schedule.cycle)
-        (vx, vy, yaw_rate), hip = commands[j], R @ self.hips[i]
-        hip_velocity = R @ np.array([vx, vy]) + yaw_rate * np.array([-hip[1], hip[0]])
-        offset = 0.5 * stance * self.dt * hip_velocity + self.gain * error
-        reach = np.linalg.norm(offset)
-        if reach > self.config.mpc.footholds.max_step:
-            offset *= self.config.mpc.footholds.max_step / reach
-        return np.array([*(xy[j] + hip + offset), self.floor])
+        vx, vy, yaw_rate = commands[j].tolist()
+        hx, hy = self.hips[i].tolist()
+        hx, hy = c * hx - s * hy, s * hx + c * hy  # the hip's offset, turned to the heading
+        half = 0.5 * stance * self.dt
+        ox = half * (c * vx - s * vy - yaw_rate * hy) + self.gain * error[0]
+        oy = half * (s * vx + c * vy + yaw_rate * hx) + self.gain * error[1]
+        reach, max_step = math.hypot(ox, oy), self.config.mpc.footholds.max_step
+        if reach > max_step:
+            ox, oy = ox * max_step / reach, oy * max_step / reach
+        return np.array([xy[j, 0] + hx + ox, xy[j, 1] + hy + oy, self.floor])
 
     def _swing(self, p_lift, p_land, lift, land, t) -> np.ndarray:
-        """The swing reference at time ``t`` (module docstring): ``(3,)``, or ``(n, 3)`` at ``n`` times."""
+        """The swing reference at time ``t`` (module docstring) of the swing from ``p_lift (3,)``
+        at ``lift`` to ``p_land`` at ``land``: ``(3,)``; or ``(n, 3)`` at ``n`` times, of one
+        swing or of ``n`` swings (their arguments stacked: ``(n, 3)`` and ``(n,)``)."""
         fh = self.config.mpc.footholds
-        s = np.clip((np.asarray(t) - lift) / max(land - lift, 1e-9), 0.0, 1.0)
+        s = np.clip((np.asarray(t) - lift) / np.maximum(np.subtract(land, lift), 1e-9), 0.0, 1.0)
         b = 0.5 * (1.0 - np.cos(np.pi * np.minimum(s / (1.0 - fh.vertical_landing), 1.0)))
         depth, height = fh.touchdown_depth, self.config.gait.step_height
         out = p_lift + b[..., None] * (p_land - p_lift)
-        out[..., 2] = p_lift[2] + s * (p_land[2] - depth - p_lift[2]) + height * self.profile(s)
+        z_lift = p_lift[..., 2]
+        out[..., 2] = z_lift + s * (p_land[..., 2] - depth - z_lift) + height * self.profile(s)
         return out
 
     def _check_reach(self):

@@ -190,28 +190,28 @@ class Horizon:
     v_ref: np.ndarray
 
 
-def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, terms: StageTerms | None = None) -> OCP:
+def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring);
-    ``terms``: the :class:`StageTerms` of ``config`` and ``model`` that the horizons of one MPC
+    ``parts``: the :class:`StageParts` of ``config`` and ``model`` that the horizons of one MPC
     share (default: made for this one)."""
-    contacts = _contact_sets(config)
-    terms = terms if terms is not None else StageTerms(config, model.nv)
+    parts = parts if parts is not None else StageParts(config, model.nv)
+    contacts = _contact_sets(parts)
     stages = []
     for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
         if landing:
             held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
-            stages.append(ImpulseStage(contacts(held), terms.impulse(h, j, stance, landing)))
+            stages.append(ImpulseStage(contacts(held), parts.impulse(h, j, stance, landing)))
         after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
-        stages.append(ContactStage(contacts(stance), dt, terms.contact(h, j, dt, stance, swing, after)))
+        stages.append(ContactStage(contacts(stance), dt, parts.contact(h, j, dt, stance, swing, after)))
     terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
     return _ocp(config, model, q, v, stages, terminal)
 
 
-def _contact_sets(config):
+def _contact_sets(parts: StageParts):
     """``contacts(holds)``: the contacts of the feet in ``holds`` ``{foot: foothold}``
-    (:func:`foot_contacts`), made once per set of footholds, the stances repeating over the
-    stages: found by the footholds' arrays (those of one horizon, alive while it is built), else
-    by their values."""
+    (:meth:`StageParts.contacts`), made once per set of footholds, the stances repeating over
+    the stages: found by the footholds' arrays (those of one horizon, alive while it is built),
+    else by their values."""
     by_value, by_array = {}, {}
 
     def contacts(holds):
@@ -219,26 +219,32 @@ def _contact_sets(config):
         if arrays not in by_array:
             key = tuple((f, tuple(holds[f])) for f in sorted(holds))
             if key not in by_value:
-                by_value[key] = foot_contacts(config, holds)
+                by_value[key] = parts.contacts(holds)
             by_array[arrays] = by_value[key]
         return by_array[arrays]
 
     return contacts
 
 
-class StageTerms:
-    """The cost terms of the stages of the horizons of ``config`` (module docstring), for a model
-    of ``nv`` velocities. The terms several stages have alike (the control's, the
-    accelerations', the tangential forces', the landing velocities') are made once and shared,
-    cost terms being immutable: by the stages of a horizon, and by the horizons of an MPC, whose
-    regrouping then finds their stacks made (:func:`ocp.problem._shared`)."""
+class StageParts:
+    """The contacts and cost terms of the stages of the horizons of ``config`` (module
+    docstring), for a model of ``nv`` velocities. The terms several stages have alike (the
+    control's, the accelerations', the tangential forces', the landing velocities') are made
+    once and shared, cost terms being immutable: by the stages of a horizon, and by the horizons
+    of an MPC, whose regrouping then finds their stacks made (:func:`ocp.problem._shared`). The
+    feet's contacts are made once and moved to each foothold."""
 
     def __init__(self, config: GaitMPCConfig, nv):
         self.config, self.costs, self.mpc = config, config.costs, config.mpc
+        self.feet = foot_contacts(config, {f: np.zeros(3) for f in config.contacts.feet})
         self.w_state, self.w_impulse = state_weights(self.costs.state, nv), state_weights(self.costs.impulse_state, nv)
         self.zero_u, self.zero_a = np.zeros(nv - 6), np.zeros(nv)
         self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
         self.scaled, self.approaches, self.forces, self.landing = {}, {}, {}, {}
+
+    def contacts(self, holds) -> tuple:
+        """:func:`foot_contacts` of the feet in ``holds`` ``{foot: foothold}``."""
+        return tuple(c.with_placement(holds[c.frame]) for c in self.feet if c.frame in holds)
 
     def contact(self, h: Horizon, j, dt, stance, swing, after) -> tuple:
         """The terms of contact stage ``j`` of ``h``, ``dt`` long, with the feet of ``stance`` on
