@@ -181,9 +181,7 @@ class CompiledStages:
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
         terminal, kept = ocp.terminal_costs, self._kept.get("terminal")
         if kept is None or len(kept[0]) != len(terminal) or any(a is not b for a, b in zip(kept[0], terminal)):
-            row = sym.term_parameters(  # the terms unstacked: their arrays fill one row
-                self.layout, self._term_columns["terminal"], terminal, 1, np.zeros(0, int)
-            )
+            row = sym.term_parameters(self.layout, self._term_columns["terminal"], [terminal], np.zeros(0, int))
             kept = self._kept["terminal"] = (terminal, row)
         self._terminal_static = kept[1]
 
@@ -365,7 +363,7 @@ class CompiledStages:
     def _new_inputs(self, group, plan) -> np.ndarray:
         lay, S = self.layout, group.size
         f_cols = plan.structure[0]
-        terms = sym.term_parameters(lay, self._term_columns[group.kind], group.costs.terms, S, f_cols)
+        terms = sym.term_parameters(lay, self._term_columns[group.kind], [s.costs for s in group.stages], f_cols)
         if group.kind != "contact":
             return terms
         sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)

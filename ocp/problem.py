@@ -395,7 +395,8 @@ def _stack_term(terms):
     first = terms[0]
     if len(terms) > 1 and all(t is first for t in terms):  # a term several stages share: its arrays repeated
         return _shared(first, len(terms), _repeated_term)
-    return _stacked(first, **{name: _stack([getattr(t, name) for t in terms]) for name in _array_fields(type(first))})
+    fields = _array_fields(type(first))
+    return _stacked(first, **{name: stage_stack([getattr(t, name) for t in terms]) for name in fields})
 
 
 def _repeated_term(term, n):
@@ -403,14 +404,14 @@ def _repeated_term(term, n):
 
 
 def _repeat(value, n) -> np.ndarray:
-    """``value`` (made at least 1D) repeated along a new leading axis of ``n``: :func:`_stack`
+    """``value`` (made at least 1D) repeated along a new leading axis of ``n``: :func:`stage_stack`
     of ``n`` copies, read-only (a stack kept for every problem, :func:`_shared`)."""
     out = np.repeat(np.atleast_1d(np.asarray(value, dtype=float))[None], n, axis=0)
     out.flags.writeable = False
     return out
 
 
-def _stack(values) -> np.ndarray:
+def stage_stack(values) -> np.ndarray:
     """``values`` (one per stage, each made at least 1D) stacked along a new leading axis; those
     of another shape than the first's broadcast to it."""
     try:

@@ -39,6 +39,7 @@ configuration-manifold terms use the closed forms of :mod:`dynamics.symbolic`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import casadi as ca
@@ -59,7 +60,7 @@ from .costs import (
 )
 from .friction import pyramid
 from .inequalities import limit_rows
-from .problem import term_key
+from .problem import stage_stack, term_key
 
 # ----------------------------------------------------------------------------- layout
 
@@ -232,40 +233,51 @@ def term_columns(layout: Layout, slots) -> TermColumns:
     return TermColumns(neutral, starts, np.concatenate(weights + [np.zeros(0, int)]))
 
 
-def term_parameters(layout: Layout, columns: TermColumns, terms, S, f_cols) -> np.ndarray:
+def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols) -> np.ndarray:
     """``(S, sum term_size)``: each slot's references and weights (``columns``, of
-    :func:`term_columns`) for a group whose stacked ``terms`` (:class:`ocp.costs.CostSum` terms)
-    fill some of the slots; absent slots keep the neutral row. ``f_cols``: the group's force
-    columns in ``f_all``. ``ValueError`` for weights that are negative or not finite."""
-    out = np.empty((S, len(columns.neutral)))
+    :func:`term_columns`) for the ``S`` stages whose cost terms are ``stage_terms[s]`` (the
+    terms of one group: the same slots, in the same order), which fill some of the slots;
+    absent slots keep the neutral row. ``f_cols``: the group's force columns in ``f_all``.
+    ``ValueError`` for weights that are negative or not finite."""
+    out = np.empty((len(stage_terms), len(columns.neutral)))
     out[:] = columns.neutral
-    for term in terms:
-        _fill_term(out, layout, term, *columns.slots[term_key(term)], f_cols)
+    for i, term in enumerate(stage_terms[0]):
+        _fill_term(out, layout, term, _field(stage_terms, i), *columns.slots[term_key(term)], f_cols)
     weights = out[:, columns.weights]
     if not np.all(np.isfinite(weights) & (weights >= 0)):
         raise ValueError(f"cost weights must be finite and >= 0, got {weights}")
     return out
 
 
-def _fill_term(out, layout, term, start, k, n, f_cols):
-    """Write the references and weights of ``term`` (stacked over the rows of ``out``) into the
-    columns of its slot (``k`` references, ``n`` residuals) from ``start``."""
+def _field(stage_terms, i):
+    """``value(name)``: the field ``name`` of the stages' ``i``-th term, stacked over the stages
+    (:func:`ocp.problem.stage_stack`); that of the term itself, for every row, when they share it."""
+    first = stage_terms[0][i]
+    if all(terms[i] is first for terms in stage_terms):
+        return functools.partial(getattr, first)
+    return lambda name: stage_stack([getattr(terms[i], name) for terms in stage_terms])
+
+
+def _fill_term(out, layout, term, value, start, k, n, f_cols):
+    """Write the references and weights ``value(name)`` of a term like ``term`` (stacked over the
+    rows of ``out``, or one for every row) into the columns of its slot (``k`` references, ``n``
+    residuals) from ``start``."""
     if isinstance(term, VariableCost) and term.variable == "f":  # only the group's force columns
-        out[:, start + f_cols] = term.reference
-        out[:, start + k + f_cols] = term.weights
+        out[:, start + f_cols] = value("reference")
+        out[:, start + k + f_cols] = value("weights")
         return
     if isinstance(term, StateCost):
         nq = layout.model.nq
-        out[:, start : start + nq] = term.q_ref
-        out[:, start + nq : start + k] = term.v_ref
+        out[:, start : start + nq] = value("q_ref")
+        out[:, start + nq : start + k] = value("v_ref")
     elif isinstance(term, PlaneDistanceCost):
-        out[:, start : start + 3] = np.asarray(term.normal, dtype=float)
-        out[:, start + 3 : start + k] = term.reference
+        out[:, start : start + 3] = np.asarray(value("normal"), dtype=float)
+        out[:, start + 3 : start + k] = value("reference")
     elif isinstance(term, FrameRotationCost):
-        out[:, start : start + k] = np.reshape(term.reference, (-1, k))
+        out[:, start : start + k] = np.reshape(value("reference"), (-1, k))
     else:
-        out[:, start : start + k] = term.reference
-    out[:, start + k : start + k + n] = term.weights
+        out[:, start : start + k] = value("reference")
+    out[:, start + k : start + k + n] = value("weights")
 
 
 # ----------------------------------------------------------------------------- symbolic pieces

@@ -332,9 +332,11 @@ class GaitController:
         """The base's horizontal reference and yaw at each stage start (module docstring), the
         stages ``steps`` long under ``commands`` (per stage ``vx, vy, yaw_rate``)."""
         yaw = np.add.accumulate(np.concatenate(([self.yaw_ref], steps * commands[:-1, 2])))
-        moves = (steps[:, None, None] * _rotation(yaw[:-1]) @ commands[:-1, :2, None])[:, :, 0]
-        xy = np.add.accumulate(np.concatenate((q[None, :2], moves)))
-        return xy, yaw
+        c, s, (vx, vy) = np.cos(yaw[:-1]), np.sin(yaw[:-1]), commands[:-1, :2].T
+        xy = np.empty((len(yaw), 2))
+        xy[0] = q[:2]
+        xy[1:, 0], xy[1:, 1] = steps * (c * vx - s * vy), steps * (s * vx + c * vy)  # the command turned by the yaw
+        return np.add.accumulate(xy), yaw
 
     def _foothold(self, i, j, xy, yaw, commands, error) -> np.ndarray:
         """Where foot ``i`` lands at knot ``j`` of the horizon (module docstring); ``error`` the
@@ -405,10 +407,9 @@ def _wrap(angle) -> float:
 
 
 def _rotation(yaw) -> np.ndarray:
-    """The planar rotation ``(2, 2)`` of the angle ``yaw``, or ``(n, 2, 2)`` of ``n`` angles."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    R = np.array([[c, -s], [s, c]])
-    return R if R.ndim == 2 else np.moveaxis(R, (0, 1), (-2, -1))
+    """The planar rotation ``(2, 2)`` of the angle ``yaw``."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s], [s, c]])
 
 
 def _base_rotation(q) -> np.ndarray:

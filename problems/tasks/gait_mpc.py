@@ -231,8 +231,8 @@ class StageParts:
     docstring), for a model of ``nv`` velocities. The terms several stages have alike (the
     control's, the accelerations', the tangential forces', the landing velocities') are made
     once and shared, cost terms being immutable: by the stages of a horizon, and by the horizons
-    of an MPC, whose regrouping then finds their stacks made (:func:`ocp.problem._shared`). The
-    feet's contacts are made once and moved to each foothold."""
+    of an MPC (the kernels' inputs of a term a group's stages share are written once for them
+    all). The feet's contacts are made once and moved to each foothold."""
 
     def __init__(self, config: GaitMPCConfig, nv):
         self.config, self.costs, self.mpc = config, config.costs, config.mpc
