@@ -3,8 +3,8 @@
  * Row-major stacks over S stages; y = (z, w) with z = (dx, du) of size nz = nx + nu and w of
  * size nw; ny = nz + nw. Inputs: H (S, ny, ny), g (S, ny), C (S, nw, ny), c (S, nw),
  * A (S, nx, ny), b (S, nx), and the rows or columns of H_zw, H_ww and A_w that are not zero
- * (the products skip the others): zw (columns of H_zw), ww (rows and columns of H_ww),
- * ar, ac (rows and columns of A_w).
+ * (the products skip the others, and the rows of ww that are zero at a stage): zw (columns of
+ * H_zw), ww (rows and columns of H_ww), ar, ac (rows and columns of A_w).
  * condense: Cw = C[:, :, nz:] = P^T L U (partial pivoting), [T t] = -Cw^-1 [C_z c],
  *   Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T (symmetrized), l = g_z + H_zw t + T^T (g_w + H_ww t),
  *   [Ac Bc] = A_z + A_w T, bc = b + A_w t, written into stage index[s] of the LQR of ocp/lqr.py
@@ -115,7 +115,12 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                      double *Quu, double *lx, double *lu) {
     const int nz = nx + nu, ny = nz + nw, m = nz + 1;
     double *X = malloc(sizeof(double) * (nw * m + 2 * nw * nz + nw + nw * nw + nz * nz + nz));
-    if (!X) return -1;
+    int *rows = malloc(sizeof(int) * (nww > 0 ? nww : 1));
+    if (!X || !rows) {
+        free(X);
+        free(rows);
+        return -1;
+    }
     double *HT = X + nw * m, *gw = HT + nw * nz, *Tw = gw + nw, *Hw = Tw + nw * nz, *Qs = Hw + nw * nw;
     double *ls = Qs + nz * nz;
     for (int s = 0; s < S; ++s) {
@@ -131,6 +136,7 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
         }
         if (!lu_factor(nw, M, ps)) {
             free(X);
+            free(rows);
             return s + 1;
         }
         lu_solve(nw, m, M, ps, X);
@@ -155,17 +161,26 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                 }
                 ls[i] += h * ts[zw[a]];
             }
-        if (nww > 0) { /* Tw = T[ww], Hw = H_ww[ww, ww]: Q += Tw^T (Hw Tw), g_w[ww] += Hw t[ww] */
-            for (int a = 0; a < nww; ++a) {
-                memcpy(Tw + a * nz, Ts + ww[a] * nz, sizeof(double) * nz);
-                for (int e = 0; e < nww; ++e) {
-                    const double h = Hs[(nz + ww[a]) * ny + nz + ww[e]];
-                    Hw[a * nww + e] = h;
-                    gw[ww[a]] += h * ts[ww[e]];
+        /* the rows of ww whose entries of H_ww are not all zero at this stage (H_ww is symmetric:
+           their columns too), e.g. the accelerations' where their cost weighs nothing */
+        int na = 0;
+        for (int a = 0; a < nww; ++a) {
+            const double *h = Hs + (nz + ww[a]) * ny + nz;
+            int used = 0;
+            for (int e = 0; e < nww && !used; ++e) used = h[ww[e]] != 0.0;
+            if (used) rows[na++] = ww[a];
+        }
+        if (na > 0) { /* Tw = T[rows], Hw = H_ww[rows, rows]: Q += Tw^T (Hw Tw), g_w[rows] += Hw t[rows] */
+            for (int a = 0; a < na; ++a) {
+                memcpy(Tw + a * nz, Ts + rows[a] * nz, sizeof(double) * nz);
+                for (int e = 0; e < na; ++e) {
+                    const double h = Hs[(nz + rows[a]) * ny + nz + rows[e]];
+                    Hw[a * na + e] = h;
+                    gw[rows[a]] += h * ts[rows[e]];
                 }
             }
-            gemm('N', 'N', nww, nz, nww, Hw, nww, Tw, nz, 0.0, HT, nz);
-            gemm('T', 'N', nz, nz, nww, Tw, nz, HT, nz, 1.0, Qs, nz);
+            gemm('N', 'N', na, nz, na, Hw, na, Tw, nz, 0.0, HT, nz);
+            gemm('T', 'N', nz, nz, na, Tw, nz, HT, nz, 1.0, Qs, nz);
         }
         for (int a = 0; a < nw; ++a) {
             const double f = gw[a];
@@ -206,6 +221,7 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
         }
     }
     free(X);
+    free(rows);
     return 0;
 }
 

@@ -102,7 +102,17 @@ def structured_lifted(rng, S=7, nx=8, nu=3, nv=4, m=3):
     return LiftedStages(nx, nu, H, st.g, C, st.c, A, st.b)
 
 
-@pytest.mark.parametrize("make", [random_lifted, structured_lifted])
+def weighted_at_one_stage(rng):
+    """:func:`structured_lifted` with a cost on the accelerations at one stage only (the MPC's
+    approach to a landing): the support of H_ww has rows that are zero at the other stages."""
+    st = structured_lifted(rng)
+    nz, nv = st.nx + st.nu, 4
+    H = st.H.copy()
+    H[2, nz : nz + nv, nz : nz + nv] += np.diag(rng.uniform(1.0, 2.0, nv))
+    return LiftedStages(st.nx, st.nu, H, st.g, st.C, st.c, st.A, st.b)
+
+
+@pytest.mark.parametrize("make", [random_lifted, structured_lifted, weighted_at_one_stage])
 def test_compiled_condensing_and_expansion_equal_numpy(make):
     rng = np.random.default_rng(4)
     st = make(rng)
