@@ -125,15 +125,17 @@ class Contact:
                 raise ValueError(
                     f"loop closure {self.frame!r}-{self.frame2!r}: 6D loop closures are expressed in LOCAL or WORLD"
                 )
-        if self.kp > 0 and self.frame2 is None and self.placement is None:
+        self._check_placement(self.placement)
+
+    def _check_placement(self, placement):
+        if self.kp > 0 and self.frame2 is None and placement is None:
             raise ValueError(f"contact on {self.frame!r}: kp > 0 needs a target placement (placement=p or (R, p))")
 
     def with_placement(self, placement) -> Contact:
         """This contact with the target ``placement`` (as the field), its other fields as they
         were checked when it was made: what a controller that moves its contacts' targets at
         every update makes of one contact, without parsing its kind and frames again."""
-        if placement is None and self.kp > 0 and self.frame2 is None:
-            raise ValueError(f"contact on {self.frame!r}: kp > 0 needs a target placement (placement=p or (R, p))")
+        self._check_placement(placement)
         out = object.__new__(Contact)
         out.__dict__.update(self.__dict__, placement=placement)
         return out

@@ -373,10 +373,11 @@ def _stacked(first, **fields):
 
 
 def _shared(obj, n, stack):
-    """``stack(obj, n)``: the stack of ``obj``, a term or contact that ``n`` stages share, made
-    once per ``n`` while ``obj`` lives (its arrays read-only, :func:`_repeat`): the horizons of
-    an MPC share their terms and contacts, and regroup them at every update. Kept by identity in
-    :data:`_STACKS`, not on ``obj``, whose copies and pickles stay its own fields."""
+    """``stack(obj, n)``: the stack of ``obj``, a contact that ``n`` stages share, made once per
+    ``n`` while ``obj`` lives (its arrays read-only, :func:`_repeat`): the horizons of an MPC
+    share their contacts, and the compiled backend reads their stacked targets at every update.
+    Kept by identity in :data:`_STACKS`, not on ``obj``, whose copies and pickles stay its own
+    fields."""
     key = id(obj)
     kept = _STACKS.get(key)
     if kept is None or kept[0]() is not obj:
@@ -387,25 +388,20 @@ def _shared(obj, n, stack):
     return stacks[n]
 
 
-_STACKS: dict = {}  # id(obj) -> (a weak reference to obj, {n: its stack over n stages})
+_STACKS: dict = {}  # id(contact) -> (a weak reference to it, {n: its stack over n stages})
 
 
 def _stack_term(terms):
     """One term with its array fields stacked over its stages (one term per stage, a leading axis)."""
-    first = terms[0]
-    if len(terms) > 1 and all(t is first for t in terms):  # a term several stages share: its arrays repeated
-        return _shared(first, len(terms), _repeated_term)
-    fields = _array_fields(type(first))
+    first, fields = terms[0], _array_fields(type(terms[0]))
+    if all(t is first for t in terms):  # a term every stage shares: its arrays repeated
+        return _stacked(first, **{name: _repeat(getattr(first, name), len(terms)) for name in fields})
     return _stacked(first, **{name: stage_stack([getattr(t, name) for t in terms]) for name in fields})
-
-
-def _repeated_term(term, n):
-    return _stacked(term, **{name: _repeat(getattr(term, name), n) for name in _array_fields(type(term))})
 
 
 def _repeat(value, n) -> np.ndarray:
     """``value`` (made at least 1D) repeated along a new leading axis of ``n``: :func:`stage_stack`
-    of ``n`` copies, read-only (a stack kept for every problem, :func:`_shared`)."""
+    of ``n`` copies, read-only (a shared contact's is kept for every problem, :func:`_shared`)."""
     out = np.repeat(np.atleast_1d(np.asarray(value, dtype=float))[None], n, axis=0)
     out.flags.writeable = False
     return out
