@@ -231,21 +231,20 @@ void liftoff_expand(int S, int nx, int nu, int nw, const double *H, const double
     const int nz = nx + nu, ny = nz + nw;
     for (int s = 0; s < S; ++s) {
         const double *Ts = T + (size_t)s * nw * nz, *zs = z + (size_t)s * nz, *Hs = H + (size_t)s * ny * ny;
-        const double *As = A + (size_t)s * nx * ny, *ls = lam + (size_t)s * nx;
+        const double *As = A + (size_t)s * nx * ny, *ls = lam + (size_t)s * nx, *Hw = Hs + (size_t)nz * ny;
         double *dws = dw + (size_t)s * nw, *bs = beta + (size_t)s * nw;
-        for (int i = 0; i < nw; ++i) {
-            double v = t[(size_t)s * nw + i];
-            for (int j = 0; j < nz; ++j) v += Ts[i * nz + j] * zs[j];
-            dws[i] = v;
-        }
-        for (int i = 0; i < nw; ++i) {
-            const double *h = Hs + (nz + i) * ny;
-            double v = g[(size_t)s * ny + nz + i];
-            for (int j = 0; j < nz; ++j) v += h[j] * zs[j];
-            for (int j = 0; j < nw; ++j) v += h[nz + j] * dws[j];
-            for (int r = 0; r < nx; ++r) v += As[r * ny + nz + i] * ls[r];
-            bs[i] = -v;
-        }
+        /* the rows' sums side by side, each in the order of its terms (one row at a time, each
+           product would wait for the previous one) */
+        for (int i = 0; i < nw; ++i) dws[i] = t[(size_t)s * nw + i], bs[i] = g[(size_t)s * ny + nz + i];
+        for (int j = 0; j < nz; ++j)
+            for (int i = 0; i < nw; ++i) dws[i] += Ts[i * nz + j] * zs[j];
+        for (int j = 0; j < nz; ++j)
+            for (int i = 0; i < nw; ++i) bs[i] += Hw[i * ny + j] * zs[j];
+        for (int j = 0; j < nw; ++j)
+            for (int i = 0; i < nw; ++i) bs[i] += Hw[i * ny + nz + j] * dws[j];
+        for (int r = 0; r < nx; ++r)
+            for (int i = 0; i < nw; ++i) bs[i] += As[r * ny + nz + i] * ls[r];
+        for (int i = 0; i < nw; ++i) bs[i] = -bs[i];
         lu_solve_transposed(nw, LU + (size_t)s * nw * nw, piv + (size_t)s * nw, bs);
     }
 }

@@ -220,11 +220,10 @@ def condense_redundant(stages: LiftedStages, lifted=True, into=None) -> Condense
     return replace(eliminate(H, stages.g, stages.A, stages.b, nz, Tt[..., :nz], Tt[..., nz], into), pinv=pinv)
 
 
-def expand(stages: LiftedStages, condensed: Condensed, dx, du, lam_next):
-    """``(dw, beta)`` of each stage from its ``dx (S, nx)``, ``du (S, nu)`` and the costate
+def expand(stages: LiftedStages, condensed: Condensed, z, lam_next):
+    """``(dw, beta)`` of each stage from its ``z = (dx, du)`` ``(S, nx + nu)`` and the costate
     ``lam_next (S, nx)`` of its state equation."""
     nz = stages.nx + stages.nu
-    z = np.concatenate((dx, du), axis=1)
     if condensed.factors is not None:
         return _expand_compiled(_library(), stages, condensed, z, lam_next)
     dw = np.einsum("swz,sz->sw", condensed.T, z) + condensed.t

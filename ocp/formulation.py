@@ -114,11 +114,14 @@ class Linearization:
 @dataclass(frozen=True)
 class Direction:
     """Newton direction: ``dx (K+1, nx)``, the new costates ``lam``, and per group
-    ``(du, dw, beta_new, ds, dz)``."""
+    ``(du, dw, beta_new, ds, dz)``; the iterate it was taken at (``origin``) and the
+    fraction-to-boundary step sizes ``(primal, dual)`` there (``steps``)."""
 
     dx: np.ndarray
     lam: np.ndarray
     groups: tuple
+    origin: Iterate | None = None
+    steps: tuple | None = None
 
 
 class Formulation:
@@ -377,23 +380,26 @@ class Formulation:
 
     def direction(self, it: Iterate, lin: Linearization, sol) -> Direction:
         """Expand the Riccati solution ``sol`` into the full primal-dual direction."""
-        dx, lam = np.asarray(sol.dx), np.asarray(sol.lam)
-        groups = []
+        dx, lam, nx = np.asarray(sol.dx), np.asarray(sol.lam), self.ocp.nx
+        groups, primal, dual = [], 1.0, 1.0
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
             idx = group.index
-            du = sol.controls[idx, : gv.u.shape[1]]
+            z = np.concatenate((dx[idx], sol.controls[idx, : gv.u.shape[1]]), axis=1)
             if step.lifted is not None:
-                dw, beta = condensing.expand(step.lifted, step.condensed, dx[idx], du, lam[idx + 1])
+                dw, beta = condensing.expand(step.lifted, step.condensed, z, lam[idx + 1])
             else:
-                z = np.concatenate((dx[idx], du), axis=1)
                 dw, beta = np.einsum("swz,sz->sw", step.condensed.T, z), gv.beta
-            dy = np.concatenate((dx[idx], du, dw), axis=1)
-            ds, dz = pdipm.expand(step.ineq, dy, gv.s, gv.z, step.r_p, step.r_c)
-            groups.append((du, dw, beta, ds, dz))
-        return Direction(dx, lam, tuple(groups))
+            calls = None if step.lifted is None else step.lifted.calls
+            ds, dz, (a_p, a_d) = interior.expand(step.ineq, z, dw, gv.s, gv.z, step.r_p, step.r_c, self.backend, calls)
+            primal, dual = min(primal, a_p), min(dual, a_d)
+            groups.append((z[:, nx:], dw, beta, ds, dz))
+        return Direction(dx, lam, tuple(groups), it, (primal, dual))
 
     def max_steps(self, it: Iterate, d: Direction):
-        """Fraction-to-boundary step sizes ``(primal, dual)``."""
+        """Fraction-to-boundary step sizes ``(primal, dual)`` of ``d`` from ``it`` (found by
+        :meth:`direction` when ``d`` was taken at ``it``)."""
+        if d.origin is it:
+            return d.steps
         alpha_p = min([1.0] + [pdipm.fraction_to_boundary(gv.s, g[3]) for gv, g in zip(it.groups, d.groups)])
         alpha_d = min([1.0] + [pdipm.fraction_to_boundary(gv.z, g[4]) for gv, g in zip(it.groups, d.groups)])
         return alpha_p, alpha_d

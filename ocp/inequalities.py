@@ -22,12 +22,14 @@ from .friction import friction_cones
 class Inequalities:
     """``g (S, ni) >= 0`` of the stages of a group and its Jacobian ``dg/dy`` in two parts: the
     first ``ng`` rows (friction cones) with ``G (S, ng, ny)``, then bound rows, each a sign
-    times one column of ``y`` (the limits): ``bounds (nb, ny)``, the same for every stage.
-    The products the interior point needs use that structure (:mod:`ocp.pdipm`)."""
+    times one column of ``y`` (the limits): ``bounds (nb, ny)``, the same for every stage;
+    ``columns``: the columns of ``y`` where ``G`` can be nonzero by its structure, increasing
+    (None: any). The products the interior point needs use that structure (:mod:`ocp.pdipm`)."""
 
     g: np.ndarray
     G: np.ndarray
     bounds: np.ndarray
+    columns: np.ndarray | None = None
 
     @property
     def ng(self) -> int:

@@ -15,8 +15,12 @@ from (:mod:`ocp.condensing`). The KKT residual's parts are summed on the way: ``
 the stationarity, ``b``, ``c``, ``r_p``, ``r_c``), the largest ``violation`` (of ``b``, ``c``
 and the inequalities) and the ``l1`` norm of ``(b, c, r_p)``.
 
-:func:`terms` computes them with numpy (the reference) or with ``interior.c`` (the compiled
-backend).
+After the Riccati recursion, :func:`expand` gives the group's slack and dual directions and
+their fraction-to-boundary step sizes from its primal direction (:func:`ocp.pdipm.expand`,
+:func:`ocp.pdipm.fraction_to_boundary`).
+
+:func:`terms` and :func:`expand` compute them with numpy (the reference) or with ``interior.c``
+(the compiled backend).
 """
 
 from __future__ import annotations
@@ -90,13 +94,14 @@ class _Interior:
         self.arrays, self.function = arrays, library.liftoff_interior
         self.S, self.ny = ev.g.shape
         nx, nw, ng = ev.A.shape[1], ev.C.shape[1], ineq.ng
-        bcol = np.ascontiguousarray(np.argmax(np.abs(ineq.bounds), axis=1), dtype=np.intc)
-        bsign = np.ascontiguousarray(ineq.bounds[np.arange(len(bcol)), bcol])
+        bcol, bsign = _bound_columns(ineq.bounds)
+        cols = _cone_columns(ineq)
         self.H = ev.H if ev.H.flags.c_contiguous else np.ascontiguousarray(ev.H)  # the terms are added in place
         fixed = [np.ascontiguousarray(x, dtype=float) for x in (ineq.g, ineq.G, ev.g, ev.c, ev.C, ev.b, ev.A)]
-        self._alive = (bcol, bsign, fixed)
+        self._alive = (bcol, bsign, cols, fixed)
         g_ineq, G, g, c, C, b, A = map(address, fixed)
-        self._head = (self.S, self.ny, nx, nw, ng, len(bcol), address(bcol), address(bsign), g_ineq, G)
+        heads = (self.S, self.ny, nx, nw, ng, len(bcol), address(bcol), address(bsign), len(cols), address(cols))
+        self._head = (*heads, g_ineq, G)
         self._constraints, self._dynamics, self._out = (g, c, C), (b, A), address(self.H)
         self.rows = ineq.g.shape[1]  # the cones' and the bounds'
 
@@ -115,9 +120,61 @@ class _Interior:
         return Terms(r_p, r_c, self.H, g, stationarity, squares, violation, l1)
 
 
+def expand(ineq, dxu, dw, s, z, r_p, r_c, backend="numpy", calls=None) -> tuple:
+    """``(ds, dz, (primal, dual))``: the slack and dual directions of the stages of a group with
+    the inequalities ``ineq`` (:class:`ocp.inequalities.Inequalities`) at slacks ``s`` and duals
+    ``z`` (their residuals ``r_p``, ``r_c`` at the linearization), for the primal direction
+    ``dy = (dxu, dw)``, and the fraction-to-boundary step sizes of the slacks and of the duals.
+    ``calls``: the dict that keeps the compiled call for the arrays of ``ineq``
+    (:func:`dynamics.memory.bound`), or None."""
+    if not ineq.g.shape[1]:  # no inequalities (impulse stages)
+        return ineq.g, ineq.g, (1.0, 1.0)
+    library = _library() if backend == "compiled" else None
+    if library is None:
+        ds, dz = pdipm.expand(ineq, np.concatenate((dxu, dw), axis=1), s, z, r_p, r_c)
+        return ds, dz, (pdipm.fraction_to_boundary(s, ds), pdipm.fraction_to_boundary(z, dz))
+    return bound(calls, "expand", (ineq.G, ineq.bounds), lambda: _Expand(library, ineq))(dxu, dw, s, z, r_p, r_c)
+
+
+class _Expand:
+    """``interior.c``'s expansion for the inequalities of one evaluation: the addresses of their
+    Jacobian and the bounds' columns made once, the direction's arrays and fresh outputs per call."""
+
+    def __init__(self, library, ineq):
+        G, cols = np.ascontiguousarray(ineq.G, dtype=float), _cone_columns(ineq)
+        bcol, bsign = _bound_columns(ineq.bounds)
+        self.arrays, self.function = (ineq.G, ineq.bounds), library.liftoff_interior_expand
+        self._alive, (self.S, self.rows), self.ny = (G, bcol, bsign, cols), ineq.g.shape, G.shape[2]
+        self._head = (G.shape[1], len(bcol), address(bcol), address(bsign), len(cols), address(cols), address(G))
+
+    def __call__(self, dxu, dw, s, z, r_p, r_c) -> tuple:
+        dxu, dw, s, z, r_p, r_c = (np.ascontiguousarray(x, dtype=float) for x in (dxu, dw, s, z, r_p, r_c))
+        ds, dz, steps = np.empty((self.S, self.rows)), np.empty((self.S, self.rows)), np.empty(2)
+        self.function(
+            self.S, self.ny, dxu.shape[1], *self._head, *map(address, (dxu, dw, s, z, r_p, r_c)),
+            pdipm.FRACTION_TO_BOUNDARY, address(ds), address(dz), address(steps),
+        )  # fmt: skip
+        return ds, dz, tuple(steps.tolist())
+
+
+def _bound_columns(bounds) -> tuple:
+    """``(bcol, bsign)``: the column of ``y`` and the sign of each of the signed one-hot rows ``bounds``."""
+    bcol = np.ascontiguousarray(np.argmax(np.abs(bounds), axis=1), dtype=np.intc)
+    return bcol, np.ascontiguousarray(bounds[np.arange(len(bcol)), bcol])
+
+
+def _cone_columns(ineq) -> np.ndarray:
+    """The columns of ``y`` where the cones' Jacobian ``G`` can be nonzero, as C integers."""
+    columns = np.arange(ineq.G.shape[2]) if ineq.columns is None else ineq.columns
+    return np.ascontiguousarray(columns, dtype=np.intc)
+
+
 _SOURCE = Path(__file__).with_name("interior.c")
 _P, _I = ctypes.c_void_p, ctypes.c_int
-_FUNCTIONS = {"liftoff_interior": (_I, (_I,) * 6 + (_P,) * 6 + (ctypes.c_double,) + (_P,) * 14)}
+_FUNCTIONS = {
+    "liftoff_interior": (_I, (_I,) * 6 + (_P, _P, _I) + (_P,) * 5 + (ctypes.c_double,) + (_P,) * 14),
+    "liftoff_interior_expand": (None, (_I,) * 5 + (_P, _P, _I) + (_P,) * 8 + (ctypes.c_double,) + (_P,) * 3),
+}
 
 
 def _library():

@@ -98,7 +98,8 @@ class GroupMap:
     :class:`Workspace`; ``supports`` the rows and columns of its ``H_zw, H_ww, A_w`` that are not
     zero by structure (for the condensing: from the kernels' patterns, with the friction cones'
     barrier terms); ``cones`` its cone rows,
-    ``bounds`` the Jacobian rows of its limits; the kernel's constant inputs ``static`` and
+    ``bounds`` the Jacobian rows of its limits, ``touched`` the columns its cones' Jacobian can be
+    nonzero in; the kernel's constant inputs ``static`` and
     the forward kernel's ``forward (S, .)`` (None without a forward kernel)."""
 
     f_cols: np.ndarray
@@ -107,6 +108,7 @@ class GroupMap:
     supports: tuple
     cones: np.ndarray
     bounds: np.ndarray
+    touched: np.ndarray
     static: np.ndarray
     forward: np.ndarray | None
     scatter: np.ndarray | None = None  # (m, lay.m): the group's forces into f_all, when a slot is filled twice
@@ -229,7 +231,7 @@ class CompiledStages:
     def _structure(self, kind, slots):
         """The index maps of a group of ``kind`` whose contacts fill ``slots`` (cached): its force
         columns, its :class:`Blocks` in the kernel's outputs, the supports of its columns, its
-        cone rows and bounds."""
+        cone rows and bounds, the columns its cones touch."""
         key = (kind, tuple(s.offset for s in slots))
         if key in self._structures:
             return self._structures[key]
@@ -249,7 +251,7 @@ class CompiledStages:
         touched = self._cone_columns(kind, y, cones)
         supports = self._supports(kind, y, touched, nx + nu)
         blocks = self._blocks(kind, y, rows, cones, bounds, touched)
-        self._structures[key] = (f_cols, blocks, supports, cones, bounds)
+        self._structures[key] = (f_cols, blocks, supports, cones, bounds, touched.astype(np.intc))
         return self._structures[key]
 
     def _cone_columns(self, kind, y, cones) -> np.ndarray:
@@ -323,7 +325,7 @@ class CompiledStages:
     def _map(self, group) -> GroupMap:
         lay, nv, S = self.layout, self.model.nv, group.size
         plan = self._plan(group)
-        f_cols, blocks, supports, cones, bounds = plan.structure
+        f_cols, blocks, supports, cones, bounds, touched = plan.structure
         scatter = None
         if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
@@ -341,7 +343,7 @@ class CompiledStages:
         workspace = plan.workspace.get(S)
         if workspace is None:
             workspace = plan.workspace[S] = Workspace(self.kernels[group.kind], blocks, S)
-        return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, static, forward, scatter)
+        return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, touched, static, forward, scatter)
 
     def _stage_inputs(self, group, plan) -> np.ndarray:
         """``(S, n)``: the constant inputs that are each stage's own (contact stages: the time
@@ -461,7 +463,7 @@ class CompiledStages:
         elif gm.scatter is not None:  # a cone per copy of a contact listed twice, on its own force
             ineq, calls = self._reference.inequalities(group, q, v, u, w[:, nv:], tau), None
         else:
-            ineq = Inequalities(*inequalities, gm.bounds)
+            ineq = Inequalities(*inequalities, gm.bounds, gm.touched)
         return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports, calls)
 
     def dynamics(self, group, q, v, torque):

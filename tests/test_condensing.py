@@ -73,7 +73,7 @@ def test_condense_riccati_expand_equals_the_uncondensed_newton_step(seed, backen
     assert (cond.factors is not None) == (backend == "compiled")
     sol = riccati([cond.stage(i, st.nx) for i in range(len(st.H))], terminal, dx0, backend)
     dx, du = np.array(sol.dx[:-1]), np.array(sol.du)
-    dw, beta = expand(st, cond, dx, du, np.array(sol.lam[1:]))
+    dw, beta = expand(st, cond, np.concatenate((dx, du), axis=1), np.array(sol.lam[1:]))
     y, lam, beta_ref = dense_solution(st, terminal, dx0)
     ny = st.H.shape[1]
     Y = y[: len(dx) * ny].reshape(len(dx), ny)
@@ -120,12 +120,8 @@ def test_compiled_condensing_and_expansion_equal_numpy(make):
     for name in ("T", "t", "A", "B", "b", "Q", "l"):
         x = getattr(ref, name)
         np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()), err_msg=name)
-    dx, du, lam = (
-        rng.standard_normal((len(st.H), st.nx)),
-        rng.standard_normal((len(st.H), st.nu)),
-        rng.standard_normal((len(st.H), st.nx)),
-    )
-    for x, y in zip(expand(st, ref, dx, du, lam), expand(st, got, dx, du, lam)):
+    z, lam = rng.standard_normal((len(st.H), st.nx + st.nu)), rng.standard_normal((len(st.H), st.nx))
+    for x, y in zip(expand(st, ref, z, lam), expand(st, got, z, lam)):
         np.testing.assert_allclose(y, x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()))
 
 

@@ -12,6 +12,7 @@ from liftoff.ocp import interior, pdipm
 from liftoff.ocp.formulation import Formulation
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers.riccati import riccati
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -51,6 +52,28 @@ def test_compiled_terms_equal_numpy(evaluated):
         assert compiled.squares == pytest.approx(reference.squares, rel=1e-12)
         assert compiled.violation == pytest.approx(reference.violation, rel=1e-12)
         assert compiled.l1 == pytest.approx(reference.l1, rel=1e-12)
+
+
+def test_compiled_expansion_equals_numpy(evaluated):
+    """The slack and dual directions and the fraction-to-boundary steps of a random primal
+    direction, on every group (cones, limits, impulse stages without inequalities); directions
+    large enough that both steps are cut."""
+    rng = np.random.default_rng(8)
+    cut = [0, 0]
+    for ev, s, z, *_ in evaluated:
+        S, ny, nw = len(ev.g), ev.g.shape[1], ev.C.shape[1]
+        dxu, dw = 30.0 * rng.standard_normal((S, ny - nw)), 30.0 * rng.standard_normal((S, nw))
+        r_p, r_c = pdipm.residuals(ev.ineq.g, s, z, 0.01)
+        reference = interior.expand(ev.ineq, dxu, dw, s, z, r_p, r_c, "numpy")
+        compiled = interior.expand(ev.ineq, dxu, dw, s, z, r_p, r_c, "compiled", {})
+        for a, b in zip(reference[:2], compiled[:2]):
+            np.testing.assert_allclose(b, a, rtol=0, atol=1e-12 * max(1.0, float(np.max(np.abs(a), initial=0.0))))
+        assert compiled[2] == pytest.approx(reference[2], rel=1e-12)
+        cut = [c + (x < 1.0) for c, x in zip(cut, reference[2])]
+        ds, dz = pdipm.expand(ev.ineq, np.concatenate((dxu, dw), axis=1), s, z, r_p, r_c)  # the arithmetic itself
+        np.testing.assert_array_equal(reference[0], ds)
+        np.testing.assert_array_equal(reference[1], dz)
+    assert min(cut) > 0
 
 
 def test_numpy_terms_are_the_interior_point_arithmetic(evaluated):
@@ -109,3 +132,23 @@ def test_terms_bound_to_a_compiled_workspace_follow_its_later_evaluations():
     assert "interior" in ev.calls and ev.calls["interior"].arrays[0] is ev.H  # kept, for these blocks
     formulation.linearize(it, 0.1)
     assert all({"interior", "condense"} <= set(gm.workspace.calls) for gm in formulation.stages.maps.values())
+
+
+def test_a_compiled_newton_direction_equals_numpy():
+    """The trot's first Newton direction, slacks and duals included, and its fraction-to-boundary
+    steps, with the compiled backend against numpy; the steps found with a direction are those
+    that :meth:`Formulation.max_steps` finds for another iterate with the same values."""
+    ocp = build_problem(load_config(CONFIGS / "anymal_trot.yaml"))
+    directions = {}
+    for backend in ("compiled", "numpy"):
+        formulation = Formulation(ocp, "lifted", backend, quiet=True)
+        lin, it = formulation.linearize(formulation.initial_iterate(0.1), 0.1)
+        d = formulation.direction(it, lin, riccati(lin.lqr, lin.terminal, lin.dx0, backend))
+        assert d.origin is it and formulation.max_steps(dataclasses.replace(it), d) == d.steps
+        if backend == "compiled":  # the cones' columns by the kernels' structure: the products skip the others
+            assert any(0 < len(s.ineq.columns) < s.ineq.G.shape[2] for s in lin.groups if s.ineq.ng)
+        directions[backend] = d
+    compiled, reference = directions["compiled"], directions["numpy"]
+    assert compiled.steps == pytest.approx(reference.steps, rel=1e-9) and min(reference.steps) < 1.0
+    for a, b in zip((reference.dx, *sum(reference.groups, ())), (compiled.dx, *sum(compiled.groups, ()))):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-9 * max(1.0, float(np.max(np.abs(a), initial=0.0))))

@@ -209,7 +209,7 @@ def test_condensed_direction_equals_uncondensed_on_anymal_stages(anymal, kind):
     dx0 = 0.1 * rng.standard_normal(nx)
     cond = condense(stages)
     sol = riccati([cond.stage(i, nx) for i in range(len(stages.H))], terminal, dx0)
-    dw, beta = expand(stages, cond, np.array(sol.dx[:-1]), np.array(sol.du), np.array(sol.lam[1:]))
+    dw, beta = expand(stages, cond, np.concatenate((sol.dx[:-1], sol.du), axis=1), np.array(sol.lam[1:]))
     y, lam, beta_ref = dense_solution(stages, terminal, dx0)
     ny = stages.H.shape[1]
     Y = y[: len(stages.H) * ny].reshape(len(stages.H), ny)
