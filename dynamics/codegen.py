@@ -282,12 +282,18 @@ def load(name: str, key: dict, build, quiet=False, sparse=False) -> Kernel:
     return kernel
 
 
-def load_library(path, quiet=False) -> ctypes.CDLL:
+def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
     """The C file ``path`` compiled for this processor (``-O3 -march=native``: loops that the
-    compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`."""
+    compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`; ``include``:
+    ``(folder, version)``, a folder of another library's headers that it includes, and their
+    version (part of the cache's key: a new version is compiled anew)."""
     cc = compiler()
     text = Path(path).read_text()
-    digest = _digest({"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu()}, cc)
+    key, flags = {"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu()}, LIBRARY_FLAGS
+    if include is not None:
+        flags = (*LIBRARY_FLAGS, f"-I{include[0]}")
+        key.update(flags=flags, headers=include[1])
+    digest = _digest(key, cc)
     name = Path(path).stem
 
     def source(folder):
@@ -295,22 +301,22 @@ def load_library(path, quiet=False) -> ctypes.CDLL:
         out.write_text(text + _KEY.format(digest=digest))
         return out, "C source"
 
-    return _cached(name, digest, cc, LIBRARY_FLAGS, source, quiet)[1]
+    return _cached(name, digest, cc, flags, source, quiet)[1]
 
 
 _LIBRARIES: dict = {}
 
 
-def compiled_library(path, functions: dict, blas=()):
-    """:func:`load_library` of ``path`` once per process, its ``functions`` typed
-    (``{name: (restype, argtypes)}``) and, if it calls the routines ``blas`` (names of
-    :func:`blas_routines`), their addresses passed once to its ``liftoff_set_blas(void **)``
-    in that order; ``None``, after one warning line on stderr, when it cannot be compiled
-    (the caller runs its numpy twin)."""
+def compiled_library(path, functions: dict, blas=(), include=None):
+    """:func:`load_library` of ``path`` (with the headers ``include``) once per process, its
+    ``functions`` typed (``{name: (restype, argtypes)}``) and, if it calls the routines ``blas``
+    (names of :func:`blas_routines`), their addresses passed once to its
+    ``liftoff_set_blas(void **)`` in that order; ``None``, after one warning line on stderr,
+    when it cannot be compiled (the caller runs its numpy twin)."""
     path = str(path)
     if path not in _LIBRARIES:
         try:
-            lib = load_library(path)
+            lib = load_library(path, include=include)
             if blas:
                 lib.liftoff_set_blas.argtypes = (ctypes.c_void_p,)
                 lib.liftoff_set_blas((ctypes.c_void_p * len(blas))(*blas_routines(blas)))

@@ -6,6 +6,7 @@ MuJoCo's ``qacc``); the plant's readings, pushes and model mismatch; its errors.
 from __future__ import annotations
 
 import sys
+import types
 
 import mujoco
 import numpy as np
@@ -15,6 +16,7 @@ from liftoff import dynamics
 from liftoff.dynamics.robots import named_configuration
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.plants import mujoco_model as mm
+from liftoff.problems.mpc.plants import mujoco_readings
 from liftoff.problems.mpc.plants.mujoco_plant import MujocoPlant
 
 RELATIVE = 1e-6  # the issue's tolerance; the placeholder inertias repaired are 1e-6 of the model's
@@ -194,6 +196,30 @@ def test_the_readings_sum_mujocos_contacts_of_each_foot():
             np.testing.assert_allclose(reading.velocity, velocity, rtol=1e-12, atol=1e-12)
             assert reading.depth == pytest.approx(depth, rel=1e-12)
     assert np.linalg.norm(measurement.contacts["LF_FOOT"].velocity[:2]) > 0.05  # sliding readings were compared
+
+
+def test_the_compiled_readings_are_the_references():
+    """mujoco_readings.c against the readings in Python at every step of a landing with sliding
+    feet: feet in the air (their frames after the step), touching, several geoms per foot."""
+    model, q0, feet, robot = standing_anymal()
+    plant = MujocoPlant(robot, {f: (f, mm.body_geoms(robot, f)) for f in feet})
+    assert plant.readings.compiled
+    up, v0 = q0.copy(), np.zeros(model.nv)
+    up[2], v0[:2] = up[2] + 0.03, (0.8, -0.5)
+    measurement, states = plant.reset(up, v0), set()
+    for k in range(120):
+        measurement = plant.step(k * plant.dt, 80 * (q0[7:] - measurement.q[7:]) - 2 * measurement.v[6:])
+        compiled, reference = plant.readings(plant.data), plant.readings.reference(plant.data)
+        np.testing.assert_allclose(compiled, reference, rtol=1e-14, atol=1e-14)
+        states |= set(compiled[:, 0].tolist())
+    assert states == {0.0, 1.0}  # both kinds of reading were compared
+
+
+def test_without_mujocos_headers_the_readings_run_in_python(tmp_path, capsys):
+    elsewhere = types.SimpleNamespace(__file__=str(tmp_path / "__init__.py"), __version__="0", mj_version=lambda: 0)
+    assert mujoco_readings._compiled(elsewhere) is None
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not mujoco_readings.Readings(mujoco, mujoco.MjModel.from_xml_string("<mujoco/>"), {}, (), False).compiled
 
 
 def test_a_foot_in_the_air_reports_its_frame_after_the_step():

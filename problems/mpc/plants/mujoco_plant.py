@@ -11,7 +11,8 @@ measured torque.
 A named contact of the robot is a set of its geoms (a foot's sphere, the polishing pad); its
 reading sums MuJoCo's contacts between those geoms and the environment's surfaces: the force
 (``mj_contactForce``, turned to the world axes), the force-weighted contact point and velocity
-of the robot's material point there, and the deepest penetration.
+of the robot's material point there, and the deepest penetration (:mod:`.mujoco_readings`,
+compiled).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from liftoff.problems.mpc.disturbances import Disturbances
 
 from . import ContactReading, Measurement
 from .mujoco_model import MujocoRobot, frame_body, import_mujoco
+from .mujoco_readings import Readings
 
 DESCRIPTION = "MuJoCo (unilateral, compliant, frictional contacts; the URDF's joint damping and friction)"
 
@@ -42,16 +44,10 @@ class MujocoPlant:
         self.dt = float(self.mj.opt.timestep)
         self.contacts = {name: (frame, frozenset(geoms)) for name, (frame, geoms) in contacts.items()}
         self.contact_names = tuple(self.contacts)
-        self._frames = {name: self._placement_in_body(frame) for name, (frame, _) in self.contacts.items()}
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
-        self._is_surface = np.zeros(self.mj.ngeom, dtype=bool)
-        self._is_surface[list(self.surfaces)] = True
-        self._names_of = [[] for _ in range(self.mj.ngeom)]  # per geom, the named contacts it is part of
-        for k, (_, geoms) in enumerate(self.contacts.values()):
-            for g in geoms:
-                self._names_of[g].append(k)
-        self._wrench, self._twist = np.zeros(6), np.zeros(6)  # MuJoCo's outputs for one contact
+        placed = {name: (*self._placement_in_body(frame), geoms) for name, (frame, geoms) in self.contacts.items()}
+        self.readings = Readings(self.mujoco, self.mj, placed, self.surfaces)
         self._push_bodies = {}
         for push in disturbances.pushes:
             self._push_bodies[push.frame] = self._body_of(push.frame)
@@ -96,48 +92,8 @@ class MujocoPlant:
         m, d = self.mj, self.data
         q, v = self.robot.from_mujoco(d.qpos, d.qvel)
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
-        force, moment, sliding, weight, depth = self._contact_sums()
-        readings, placed = {}, False
-        for k, name in enumerate(self.contacts):
-            touching = bool(weight[k] > 0)
-            if touching:
-                position, velocity = moment[k] / weight[k], sliding[k] / weight[k]
-            else:  # the frame's origin at the state after the step (mj_step left the kinematics of its start)
-                if not placed:
-                    self.mujoco.mj_kinematics(m, d)
-                    placed = True
-                body, p = self._frames[name]
-                position, velocity = d.xpos[body] + d.xmat[body].reshape(3, 3) @ p, np.zeros(3)
-            readings[name] = ContactReading(touching, force[k], position, float(depth[k]), velocity)
+        readings = {
+            name: ContactReading(bool(r[0]), r[1:4], r[4:7], float(r[7]), r[8:11])
+            for name, r in zip(self.contact_names, self.readings(d))
+        }
         return Measurement(q, v, tau, readings)
-
-    def _contact_sums(self) -> tuple:
-        """Per named contact (rows in ``contact_names`` order), over MuJoCo's contacts between
-        its geoms and a surface: the force on the robot, the sums of the contact points and of
-        the robot's material points' velocities there weighted by the normal force, the normal
-        force, and the deepest penetration. A contact at a time in floats: there are a few."""
-        m, d = self.mj, self.data
-        sums = [[0.0] * 11 for _ in self.contacts]  # per name: force, moment, sliding, weight, depth
-        c = d.contact
-        is_surface, wrench, twist, geom = self._is_surface, self._wrench, self._twist, self.mujoco.mjtObj.mjOBJ_GEOM
-        rows = zip(c.geom1.tolist(), c.geom2.tolist(), c.frame.tolist(), c.pos.tolist(), c.dist.tolist())
-        for i, (g1, g2, frame, pos, dist) in enumerate(rows):
-            robot = g2 if is_surface[g1] else g1
-            if is_surface[g1] == is_surface[g2] or not self._names_of[robot]:
-                continue
-            self.mujoco.mj_contactForce(m, d, i, wrench)  # in the contact's frame: its rows, normal first
-            self.mujoco.mj_objectVelocity(m, d, geom, robot, twist, 0)
-            (fn, f1, f2), sign = wrench[:3].tolist(), 1.0 if is_surface[g1] else -1.0  # the force is on geom2
-            force = [sign * (fn * frame[j] + f1 * frame[3 + j] + f2 * frame[6 + j]) for j in range(3)]
-            (wx, wy, wz, vx, vy, vz), centre = twist.tolist(), d.geom_xpos[robot].tolist()
-            x, y, z = pos[0] - centre[0], pos[1] - centre[1], pos[2] - centre[2]
-            point = (vx + wy * z - wz * y, vy + wz * x - wx * z, vz + wx * y - wy * x)  # the material point's velocity
-            normal = abs(fn)
-            row = force + [normal * p for p in pos] + [normal * p for p in point] + [normal]
-            for k in self._names_of[robot]:
-                total = sums[k]
-                for j in range(10):
-                    total[j] += row[j]
-                total[10] = max(total[10], -dist)
-        sums = np.array(sums).reshape(len(self.contacts), 11)
-        return sums[:, 0:3], sums[:, 3:6], sums[:, 6:9], sums[:, 9], sums[:, 10]
