@@ -32,9 +32,10 @@ def test_the_wheel_holds_every_subpackage_and_solves_outside_the_source_tree(tmp
     }
     for package in packages:
         assert f"liftoff/{package.as_posix()}/__init__.py" in names
-    layers = ("dynamics", "ocp", "solvers")
-    sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("*.c")]
-    assert sources and all(f"liftoff/{s}" in names for s in sources)
+    layers = ("dynamics", "ocp", "solvers", "problems")
+    sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("**/*.c")]
+    assert "problems/mpc/plants/mujoco_readings.c" in sources
+    assert all(f"liftoff/{s}" in names for s in sources), sorted(set(sources) - {n[8:] for n in names})
 
     site = tmp_path / "site"
     installed = subprocess.run(
