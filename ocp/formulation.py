@@ -144,7 +144,6 @@ class Formulation:
         self.ocp, self.name = ocp, name
         self.model = ocp.model
         self.groups = ocp.groups()
-        self.terminal_cost = ocp.terminal()
         self.S = lifted.actuation(self.model)
         self.stages = make_stages(
             ocp, backend, nonlifted=name == "nonlifted", dynamics_options=dynamics_options, quiet=quiet
@@ -169,7 +168,7 @@ class Formulation:
             raise ValueError("the OCP's model, torque state, cones or limits are not this formulation's")
         groups = ocp.groups()
         new = copy.copy(self)
-        new.ocp, new.groups, new.terminal_cost = ocp, groups, ocp.terminal()
+        new.ocp, new.groups = ocp, groups
         new.stages = self.stages.for_problem(ocp, groups)
         new._flags = new._redundant_groups()
         return new

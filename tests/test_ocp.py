@@ -111,7 +111,7 @@ def lagrangian(form, it, lam_tilde, eps):
                 total += np.sum(gv.beta * local)
         total += np.sum(lam_tilde[idx + 1] * F)
     zT = StageVariables(it.q[-1:], it.v[-1:], *(np.zeros((1, 0)),) * 3)
-    total += sum(np.sum(c) for c in form.terminal_cost.evaluate(model, zT).values())
+    total += sum(np.sum(c) for c in form.ocp.terminal().evaluate(model, zT).values())
     x0_error = np.concatenate((dynamics.difference(model, ocp.q0, it.q[0]), it.v[0] - ocp.v0))
     return total - it.lam[0] @ x0_error
 
@@ -177,7 +177,7 @@ def test_kkt_stationarity_is_the_gradient_of_the_lagrangian(anymal, formulation,
         parts = [dq[group.index], dv[group.index], du] + ([dw] if formulation == "lifted" else [])
         analytic += np.sum(step.residual["stationarity"] * np.concatenate(parts, axis=1))
     zT = StageVariables(it.q[-1:], it.v[-1:], *(np.zeros((1, 0)),) * 3)
-    _, g_T = form.terminal_cost.gauss_newton(model, zT)
+    _, g_T = form.ocp.terminal().gauss_newton(model, zT)
     analytic += (g_T[0] - it.lam[K]) @ np.concatenate((dq[K], dv[K]))
     np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
 
