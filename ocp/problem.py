@@ -214,17 +214,13 @@ class OCP:
         keys: dict = {}  # by the identity of the key (interned: one object per key)
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
         for k, stage in enumerate(self.stages):
-            key = _stage_key(stage, known)
-            members = keys.get(id(key))
-            if members is None:
-                keys[id(key)] = (key, [k])
-            else:
-                members[1].append(k)
-        return tuple(_group(self.stages, np.array(index), key) for key, index in keys.values())
+            key = stage.__dict__.get("_key") or _stage_key(stage, known)  # kept by the stage, else made
+            keys.setdefault(id(key), (key, []))[1].append(k)
+        return tuple(_group(self.stages, index, key) for key, index in keys.values())
 
     def stage_groups(self) -> tuple:
         """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""
-        return tuple(_group(self.stages, np.array([k]), _stage_key(s, {})) for k, s in enumerate(self.stages))
+        return tuple(_group(self.stages, [k], _stage_key(s, {})) for k, s in enumerate(self.stages))
 
     def terminal(self) -> CostSum:
         return CostSum(tuple(_stack_term([t]) for t in self.terminal_costs))
@@ -439,5 +435,6 @@ def _repeated_contact(contact, n):
 
 
 def _group(stages, index, key):
-    """The :class:`StageGroup` of the ``stages`` at ``index``, which share ``key``."""
-    return StageGroup(tuple(stages[k] for k in index), index, key)
+    """The :class:`StageGroup` of the ``stages`` at the knot indices ``index`` (a list), which
+    share ``key``."""
+    return StageGroup(tuple(map(stages.__getitem__, index)), np.array(index), key)
