@@ -212,7 +212,8 @@ def test_an_update_needs_a_start(task):
 
 def test_an_update_whose_policy_gains_do_not_exist_is_an_mpc_failure(task, monkeypatch):
     """The policy's Riccati recursion at the update's last iterate failing (an indefinite
-    ``Quu + B^T P B``) ends the update with :class:`MPCError`, the closed loop's ``diverged``."""
+    ``Quu + B^T P B``) at every damping ends the update with :class:`MPCError`, the closed
+    loop's ``diverged``."""
     mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=2)
     mpc.start(0.0, task.q0, task.v0, task.u_pressing)
 
@@ -222,6 +223,47 @@ def test_an_update_whose_policy_gains_do_not_exist_is_an_mpc_failure(task, monke
     monkeypatch.setattr(controller, "riccati", indefinite)
     with pytest.raises(MPCError, match=r"t = 0\.010 s failed: stage 0: Quu"):
         mpc.update(0.01, task.q0, task.v0, task.u_pressing)
+
+
+def test_a_policy_whose_lqr_is_not_convex_is_damped_by_the_smallest_mu_that_convexifies_it(task, monkeypatch):
+    """A linearization whose first stage has an indefinite ``Quu``: the undamped recursion fails,
+    :func:`controller.policy_recursion` gives the recursion of ``Quu + mu I`` for the smallest
+    ``mu`` of :data:`controller.REGULARIZATIONS` that succeeds; a convex one is undamped. An
+    update whose first recursion fails says its ``mu``."""
+    mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=2)
+    mpc.start(0.0, task.q0, task.v0, task.u_pressing)
+    lin, backend = mpc.result.linearization, mpc.formulation.backend
+    sol, mu = controller.policy_recursion(lin, backend)
+    assert mu == 0.0
+    np.testing.assert_array_equal(sol.gains, controller.riccati(lin.lqr, lin.terminal, lin.dx0, backend).gains)
+
+    Quu = lin.lqr.Quu.copy()
+    Quu[0] -= 50.0 * np.eye(len(Quu[0]))
+    bent = replace(lin, lqr=replace(lin.lqr, Quu=Quu))
+    with pytest.raises(RiccatiError):
+        controller.riccati(bent.lqr, bent.terminal, bent.dx0, backend)
+    sol, mu = controller.policy_recursion(bent, backend)
+    k = controller.REGULARIZATIONS.index(mu)
+    assert k > 0
+    damped = controller.riccati(
+        replace(bent.lqr, Quu=Quu + mu * np.eye(Quu.shape[1])), bent.terminal, bent.dx0, backend
+    )
+    np.testing.assert_array_equal(sol.gains, damped.gains)
+    with pytest.raises(RiccatiError):  # the smallest that succeeds
+        lower = replace(bent.lqr, Quu=Quu + controller.REGULARIZATIONS[k - 1] * np.eye(Quu.shape[1]))
+        controller.riccati(lower, bent.terminal, bent.dx0, backend)
+
+    calls, riccati = [], controller.riccati
+
+    def first_fails(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise RiccatiError("stage 0: Quu + B^T P B is not positive definite")
+        return riccati(*args)
+
+    monkeypatch.setattr(controller, "riccati", first_fails)
+    mpc.update(0.01, task.q0, task.v0, task.u_pressing)
+    assert mpc.ticks[-1].regularization == controller.REGULARIZATIONS[0] and mpc.ticks[0].regularization == 0.0
 
 
 def test_a_push_is_the_torque_of_its_force_at_the_frame(task):

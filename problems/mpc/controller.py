@@ -11,7 +11,12 @@ Newton iterations of the interior point (:func:`solvers.ipm.solve`), and returns
 The policy (:class:`.policy.Policy`) is the first-order expansion of the solution in the
 initial state around the last linearization point ``x_lin``: ``u = u_lin + k_0 + K_0 (x -
 x_lin(t))`` from the Riccati recursion there (at the measured state, the first control of the
-Newton step). The ``scheme`` decides where that point is (:data:`SCHEMES`):
+Newton step). Where the LQR there is not convex (``Quu + B^T P B`` not positive definite at some
+stage: no gains exist), the recursion is that of the LQR with ``mu I`` added to every stage's
+``Quu``, the smallest ``mu`` of :data:`REGULARIZATIONS` that makes it convex (Levenberg-Marquardt,
+as Crocoddyl's and acados' regularizations; :func:`policy_recursion`): the update's policy is
+then a damped one, and its :class:`Tick` says ``mu``. The ``scheme`` decides where that point is
+(:data:`SCHEMES`):
 
 - ``newton``: ``iterations`` Newton steps, then a linearization and a Riccati recursion at
   the final iterate for the policy: ``iterations + 1`` of each per update;
@@ -43,7 +48,8 @@ from .policy import Policy, PolicyKernel
 class Tick:
     """One update: its time ``t``, CPU ``seconds`` (building the OCP, solving, the gains),
     Newton ``iterations``, KKT error and solver status at its end; ``parts``: the CPU seconds
-    of its steps (:data:`PARTS`; the first solve has no regrouping and no warm start)."""
+    of its steps (:data:`PARTS`; the first solve has no regrouping and no warm start);
+    ``regularization``: the ``mu`` of the policy's recursion (module docstring; 0: none)."""
 
     t: float
     seconds: float
@@ -51,11 +57,13 @@ class Tick:
     kkt_error: float
     status: str
     parts: dict = field(default_factory=dict)
+    regularization: float = 0.0
 
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
 MATCHINGS = 1000  # the most warm-start matchings an MPC keeps (:func:`warm_start`)
 SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
+REGULARIZATIONS = tuple(10.0**k for k in range(-8, 5))  # the mu tried where the policy's LQR is not convex
 
 
 class MPC:
@@ -153,8 +161,8 @@ class MPC:
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
         lin, f = result.linearization, self.formulation
         try:
-            sol = riccati(lin.lqr, lin.terminal, lin.dx0, f.backend)
-        except RiccatiError as e:  # the policy's gains at the last iterate do not exist
+            sol, mu = policy_recursion(lin, f.backend)
+        except RiccatiError as e:  # no gains at the last iterate, even damped
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {e}") from None
         it = result.iterate
         if rti:  # the step warm-starts the next update
@@ -170,7 +178,7 @@ class MPC:
         stamps.append(time.process_time())
         names = PARTS if len(stamps) == len(PARTS) + 1 else ("build", "solve", "policy")
         parts = dict(zip(names, np.diff(stamps).tolist()))
-        tick = Tick(t, stamps[-1] - stamps[0], self.result.iterations, result.kkt_error, result.status, parts)
+        tick = Tick(t, stamps[-1] - stamps[0], self.result.iterations, result.kkt_error, result.status, parts, mu)
         self.ticks.append(tick)
         if self.on_tick is not None:
             self.on_tick(tick)
@@ -179,6 +187,24 @@ class MPC:
 
 class MPCError(RuntimeError):
     """An update that could not produce a policy (a non-finite or singular problem)."""
+
+
+def policy_recursion(lin, backend) -> tuple:
+    """``(solution, mu)``: the Riccati recursion of the linearization ``lin`` (``mu = 0``) or,
+    where it finds ``Quu + B^T P B`` not positive definite, that of the LQR with ``mu I`` added
+    to every stage's ``Quu`` for the smallest ``mu`` of :data:`REGULARIZATIONS` that makes it
+    definite (module docstring). :class:`RiccatiError` (the undamped recursion's) if none does."""
+    try:
+        return riccati(lin.lqr, lin.terminal, lin.dx0, backend), 0.0
+    except RiccatiError as e:
+        error = e
+    lqr, eye = lin.lqr, np.eye(lin.lqr.Quu.shape[1])
+    for mu in REGULARIZATIONS:
+        try:
+            return riccati(replace(lqr, Quu=lqr.Quu + mu * eye), lin.terminal, lin.dx0, backend), mu
+        except RiccatiError:
+            continue
+    raise error
 
 
 def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:

@@ -2,7 +2,8 @@
 
 A results file (``.npz``) holds the plant-rate arrays of the run (the log's ``t, q, v, tau, u``
 and contact readings, and the task's own), the per-update ``tick_t, tick_ms, tick_iterations,
-tick_kkt``, and the run's measures and configuration as JSON strings. :func:`timing` gives the
+tick_kkt, tick_regularization`` (the ``mu`` of the policy's recursion, 0 when it needed none:
+:mod:`problems.mpc.controller`), and the run's measures and configuration as JSON strings. :func:`timing` gives the
 measures of the loop's speed:
 
 - ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates' CPU time (the first
@@ -64,6 +65,7 @@ def save(path, arrays, ticks, measures, config) -> None:
         "tick_ms": [1e3 * x.seconds for x in ticks],
         "tick_iterations": [x.iterations for x in ticks],
         "tick_kkt": [x.kkt_error for x in ticks],
+        "tick_regularization": [x.regularization for x in ticks],
     }
     with atomic(path) as out:
         np.savez_compressed(
