@@ -214,7 +214,7 @@ class OCP:
         keys: dict = {}  # by the identity of the key (interned: one object per key)
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
         for k, stage in enumerate(self.stages):
-            key = stage.__dict__.get("_key") or _stage_key(stage, known)  # kept by the stage, else made
+            key = _stage_key(stage, known)
             keys.setdefault(id(key), (key, []))[1].append(k)
         return tuple(_group(self.stages, index, key) for key, index in keys.values())
 
