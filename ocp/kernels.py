@@ -169,10 +169,12 @@ class CompiledStages:
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
+        self._donors = {}  # by group key: the last stage whose inputs were made, and its row (_new_inputs)
         # what the problems of these kernels share: the static start's kernel, made on first use
         # (:meth:`static_terms`), and the inputs of the last terminal terms met
         self._kept = {}
         self._columns = {kind: self._input_columns(kind) for kind in ("contact", "impulse")}
+        self._sliding_size = sym.sliding_size(self.layout)
         self._set_problem(ocp, groups)
 
     def _set_problem(self, ocp, groups):
@@ -350,27 +352,44 @@ class CompiledStages:
         step, the contacts' gains and targets, the sliding friction, the soft contacts and the
         cost terms; impulse stages: the cost terms). A stage keeps its row for the ``plan`` it
         was made for (the row is a function of the stage's immutable fields and of the plan): the
-        overlapping horizons of an MPC make each once."""
+        overlapping horizons of an MPC make each once. New stages' rows start from a kept stage's
+        of the group, else from the last one made for the plan (:meth:`_new_inputs`): the terms an
+        MPC's builder shares between its horizons are not written again."""
         stages = group.stages
         kept = [s.__dict__.get("_inputs") for s in stages]
         missing = [i for i, k in enumerate(kept) if k is None or k[0] is not plan]
         if not missing:
             return np.array([k[1] for k in kept])
         new = group if len(missing) == len(stages) else group.subset(missing)
-        rows = self._new_inputs(new, plan)
+        keeping = (i for i in reversed(range(len(stages))) if kept[i] and kept[i][0] is plan)
+        donor = next(((stages[i], kept[i][1]) for i in keeping), self._donors.get(group.key))
+        rows = self._new_inputs(new, plan, donor)
         for i, row in zip(missing, rows):
             object.__setattr__(stages[i], "_inputs", (plan, row))
+        self._donors[group.key] = (stages[missing[-1]], rows[-1])
         return rows if new is group else np.array([s.__dict__["_inputs"][1] for s in stages])
 
-    def _new_inputs(self, group, plan) -> np.ndarray:
-        lay, S = self.layout, group.size
-        f_cols = plan.structure[0]
-        terms = sym.term_parameters(lay, self._term_columns[group.kind], [s.costs for s in group.stages], f_cols)
+    def _new_inputs(self, group, plan, donor=None) -> np.ndarray:
+        """The rows of :meth:`_stage_inputs` of ``group``'s stages. ``donor``: ``(stage, row)``, a
+        stage of ``plan`` and its row: what every stage of ``group`` shares with it (the same
+        contacts, the same sliding friction, the same cost term objects) is copied from its row."""
+        lay, S, stages = self.layout, group.size, group.stages
+        f_cols, columns = plan.structure[0], self._term_columns[group.kind]
+        donor, kept = (None, None) if donor is None else donor
+        base = None if kept is None else (donor.costs, kept[len(kept) - len(columns.neutral) :])
+        terms = sym.term_parameters(lay, columns, [s.costs for s in stages], f_cols, base)
         if group.kind != "contact":
             return terms
-        sliding = sym.sliding_parameters(lay, group.contacts, group.sliding, S)
-        contacts, soft = self._contact_inputs(group, plan), _rows(plan.soft, S)
-        return np.concatenate((group.dt[:, None], contacts, sliding, soft, terms), axis=1)
+        first = 1 + len(plan.contacts)  # a row: the time step, the contacts, the sliding friction, ...
+        if _shared(stages, donor, "contacts"):
+            contacts = _rows(kept[1:first], S)
+        else:
+            contacts = self._contact_inputs(group, plan)
+        if _shared(stages, donor, "sliding"):
+            sliding = _rows(kept[first : first + self._sliding_size], S)
+        else:
+            sliding = sym.sliding_parameters(lay, group.contact_set, group.sliding, S)
+        return np.concatenate((group.dt[:, None], contacts, sliding, _rows(plan.soft, S), terms), axis=1)
 
     def _contact_inputs(self, group, plan) -> np.ndarray:
         """``(S, n)``: the gains and Baumgarte targets of the layout's contact slots for ``group``'s stages."""
@@ -581,6 +600,12 @@ _FUNCTIONS = {"liftoff_scatter": (None, (_I, _I) + (_P,) * 7)}
 
 def _library():
     return codegen.compiled_library(_SOURCE, _FUNCTIONS)
+
+
+def _shared(stages, donor, name) -> bool:
+    """Whether each of ``stages`` has the field ``name`` of ``donor`` (the same object; False
+    without a donor)."""
+    return donor is not None and all(getattr(s, name) is getattr(donor, name) for s in stages)
 
 
 def _rows(row, S) -> np.ndarray:

@@ -233,15 +233,19 @@ def term_columns(layout: Layout, slots) -> TermColumns:
     return TermColumns(neutral, starts, np.concatenate(weights + [np.zeros(0, int)]))
 
 
-def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols) -> np.ndarray:
+def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols, base=None) -> np.ndarray:
     """``(S, sum term_size)``: each slot's references and weights (``columns``, of
     :func:`term_columns`) for the ``S`` stages whose cost terms are ``stage_terms[s]`` (the
     terms of one group: the same slots, in the same order), which fill some of the slots;
     absent slots keep the neutral row. ``f_cols``: the group's force columns in ``f_all``.
-    ``ValueError`` for weights that are negative or not finite."""
+    ``base``: ``(terms, row)``, the terms of a stage of the same slots and its row: the rows
+    start from it, and a term that every stage shares with it (the same object) is not
+    written again. ``ValueError`` for weights that are negative or not finite."""
     out = np.empty((len(stage_terms), len(columns.neutral)))
-    out[:] = columns.neutral
+    out[:] = columns.neutral if base is None else base[1]
     for i, term in enumerate(stage_terms[0]):
+        if base is not None and all(terms[i] is base[0][i] for terms in stage_terms):
+            continue
         _fill_term(out, layout, term, _field(stage_terms, i), *columns.slots[term_key(term)], f_cols)
     weights = out[:, columns.weights]
     if not np.all(np.isfinite(weights) & (weights >= 0)):
@@ -321,9 +325,15 @@ def _sliding_inputs(layout):
     return {f"sliding{i}": 3 for i, s in enumerate(layout.contacts) if s.dim == 1}
 
 
+def sliding_size(layout: Layout) -> int:
+    """The number of columns of :func:`sliding_parameters`."""
+    return sum(_sliding_inputs(layout).values())
+
+
 def sliding_parameters(layout: Layout, contacts, sliding, S) -> np.ndarray:
-    """``(S, 3 per 1D slot)``: the :func:`_sliding_inputs` of a group with ``contacts`` and
-    ``sliding`` frictions (stacked over its stages)."""
+    """``(S, 3 per 1D slot)``: the :func:`_sliding_inputs` of a group with ``contacts`` (the
+    contacts of its stages, their targets aside) and ``sliding`` frictions (stacked over its
+    stages)."""
     by_slot = {layout.slot(contacts[s.contact]).offset: s for s in sliding}
     blocks = []
     for slot in layout.contacts:

@@ -19,6 +19,7 @@ from liftoff import dynamics
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.costs import VariableCost
 from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
+from liftoff.ocp.problem import SlidingFriction
 from liftoff.problems.mpc import controller
 from liftoff.problems.mpc.controller import MPC, PARTS, MPCError, Tick, warm_start
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
@@ -177,6 +178,38 @@ def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task, monkeyp
     fresh = Formulation(later, "lifted", "compiled", quiet=True)
     np.testing.assert_array_equal(moved.stages.maps[0].static, fresh.stages.maps[0].static)
     assert not np.array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)
+
+
+def test_new_stages_take_what_they_share_with_a_kept_stage_from_its_inputs(task):
+    """A horizon's new stages start from the row of a stage their group keeps (else of the last
+    stage of their group's kind made) and write what they do not share with it: other
+    contacts' targets, another sliding friction, other cost terms, another time step; their
+    inputs are a fresh formulation's."""
+    d = np.array([1.0, 0.0, 0.0])
+    ocp = build_ocp(task)
+    sliding = tuple(replace(s, sliding=(SlidingFriction(0, 0.3 + 0.01 * k, d),)) for k, s in enumerate(ocp.stages))
+    first = Formulation(replace(ocp, stages=sliding), "lifted", "compiled", quiet=True)
+    last = sliding[-1]
+    lower = tuple(c.with_placement(c.placement - [0.0, 0.0, 0.01]) for c in last.contacts)
+    other = (replace(last.costs[0], weights=2.0 * last.costs[0].weights),) + last.costs[1:]  # a new state term
+    new = (
+        replace(last, dt=0.5 * last.dt),  # all else shared
+        replace(last, contacts=lower),
+        replace(last, sliding=(SlidingFriction(0, 0.5, d[[1, 0, 2]]),)),
+        replace(last, costs=other),
+        replace(last, contacts=lower, costs=other, sliding=(SlidingFriction(0, 0.5, -d),)),
+    )
+    horizons = [sliding[1:] + (stage,) for stage in new]
+    horizons.append(tuple(replace(s, contacts=lower) for s in sliding))  # no stage kept: from the last one made
+    for stages in horizons:
+        later = replace(first.ocp, stages=stages)
+        moved = first.for_problem(later)
+        assert stages[-1].__dict__["_inputs"][0] is moved.stages._plans[stages[-1].__dict__["_key"]]
+        copies = replace(later, stages=tuple(map(copy.copy, later.stages)))  # the kept rows left to the stages
+        fresh = Formulation(copies, "lifted", "compiled", quiet=True)
+        assert moved.stages.maps.keys() == fresh.stages.maps.keys() == {0}
+        np.testing.assert_array_equal(moved.stages.maps[0].static, fresh.stages.maps[0].static)
+        assert not np.array_equal(moved.stages.maps[0].static[-1], moved.stages.maps[0].static[-2])
 
 
 def test_a_stage_a_formulation_has_read_pickles_and_copies_without_what_it_keeps(task):
