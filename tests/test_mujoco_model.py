@@ -250,6 +250,11 @@ def test_a_push_acts_at_its_frame_and_a_heavier_plant_weighs_more():
     J = dynamics.frame_jacobian(model, q0, "LF_FOOT", "LOCAL_WORLD_ALIGNED")[:3]
     T = velocity_map(robot, q0)
     np.testing.assert_allclose(T.T @ generalized, J.T @ np.array(push.force), atol=1e-9)
+    plant.step(0.5, np.zeros(model.nv - 6))  # still pushed: the push's force, not added to the last step's
+    np.testing.assert_array_equal(data.xfrc_applied[body, :3], push.force)
+    assert np.count_nonzero(data.xfrc_applied) == 6
+    plant.step(1.0, np.zeros(model.nv - 6))  # the push is over: no wrench left
+    assert not data.xfrc_applied.any()
     heavy = mm.build("anymal", model, scaled=(["root_joint"], 1.1))
     expected = scaled_model(model, ["root_joint"], 1.1).mass
     assert sum(heavy.mj.body_mass) == pytest.approx(expected, rel=1e-12)

@@ -52,6 +52,7 @@ class MujocoPlant:
         for push in disturbances.pushes:
             self._push_bodies[push.frame] = self._body_of(push.frame)
         self._rng = np.random.default_rng(disturbances.seed)
+        self._pushed = False  # whether the last step applied a push (its wrenches still in xfrc_applied)
 
     def _body_of(self, frame) -> int:
         """The MuJoCo body that carries the liftoff frame ``frame``."""
@@ -70,6 +71,7 @@ class MujocoPlant:
         if self.robot.filtered:
             d.act[m.actuator_actadr[self.robot.actuators]] = tau
         self._rng = np.random.default_rng(self.disturbances.seed)
+        self._pushed = False  # mj_resetData cleared xfrc_applied
         self.mujoco.mj_forward(m, d)
         return self._measure()
 
@@ -77,8 +79,11 @@ class MujocoPlant:
         """One MuJoCo step under ``command`` at time ``t`` (module docstring)."""
         m, d = self.mj, self.data
         d.ctrl[self.robot.actuators] = self.disturbances.torques(self._rng, np.asarray(command, dtype=float))
-        d.xfrc_applied[:] = 0.0
-        for push in self.disturbances.active_pushes(t):
+        pushes = self.disturbances.active_pushes(t)
+        if pushes or self._pushed:  # the wrenches of the last step's pushes are taken off
+            d.xfrc_applied[:] = 0.0
+        self._pushed = bool(pushes)
+        for push in pushes:
             body = self._push_bodies[push.frame]
             q, _ = self.robot.from_mujoco(d.qpos, d.qvel)
             _, p = dynamics.frame_placement(self.robot.model, q, push.frame)
