@@ -15,9 +15,11 @@ import pytest
 from liftoff import dynamics
 from liftoff.dynamics.robots import named_configuration
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
+from liftoff.problems.mpc.loop import Divergence
 from liftoff.problems.mpc.plants import mujoco_model as mm
 from liftoff.problems.mpc.plants import mujoco_readings
 from liftoff.problems.mpc.plants.mujoco_plant import MujocoPlant
+from liftoff.problems.mpc.policy import Policy, PolicyKernel
 
 RELATIVE = 1e-6  # the issue's tolerance; the placeholder inertias repaired are 1e-6 of the model's
 
@@ -215,9 +217,68 @@ def test_the_compiled_readings_are_the_references():
     assert states == {0.0, 1.0}  # both kinds of reading were compared
 
 
+def landing_plants(filtered, disturbances, n=2):
+    """``n`` plants of ANYmal (with a torque filter if ``filtered``) dropped 3 cm with sliding
+    feet, their first measurements, and a compiled PD policy about the standing configuration."""
+    model, q0, feet, robot = standing_anymal(torque_filter=40.0 if filtered else None)
+    plants = [MujocoPlant(robot, {f: (f, mm.body_geoms(robot, f)) for f in feet}, disturbances) for _ in range(n)]
+    up, v0, nu = q0.copy(), np.zeros(model.nv), model.nv - 6
+    up[2], v0[:2] = up[2] + 0.03, (0.8, -0.5)
+    ntau, gravity = (nu, 5.0) if filtered else (0, 0.0)
+    measurements = [p.reset(up, v0, np.full(ntau, gravity)) for p in plants]
+    K = np.zeros((nu, 2 * model.nv + ntau))
+    K[:, 6:18], K[:, 24:36] = -80 * np.eye(nu), -2 * np.eye(nu)
+    plan = (np.stack([q0, q0]), np.zeros((2, model.nv)), np.zeros((2, ntau)))
+    policy = PolicyKernel(model, nu, ntau, quiet=True).bind(Policy(model, 0.0, 0.004, *plan, np.full(nu, 1.0), K))
+    return model, up, plants, measurements, policy
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_compiled_steps_are_the_plant_s_steps_one_at_a_time(filtered):
+    """MujocoPlant.run (mujoco_steps.c) against the policy and plant.step at each step of a
+    landing with sliding feet: commands with the torque bias and noise, states on the free flyer's
+    manifold, the filter's torques and the readings, equal to the bit; stopped after the step whose
+    state crosses a limit, which it reports as not checked."""
+    disturbances = Disturbances(torque_noise=0.5, torque_bias=np.linspace(-1.0, 1.0, 12), seed=4)
+    model, up, (compiled, stepped), (start, measurement), policy = landing_plants(filtered, disturbances)
+    divergence = Divergence(model)
+    rows = compiled.run(0, 120, policy, start, divergence.lower, divergence.upper)
+    assert len(rows) == 120 and all(row[-1] for row in rows)
+    touching = set()
+    for j, (t, u, after, policy_seconds, plant_seconds, _) in enumerate(rows):
+        assert t == j * compiled.dt and policy_seconds > 0 and plant_seconds > 0
+        command = policy(t, measurement.q, measurement.v, measurement.tau)
+        measurement = stepped.step(t, command)
+        np.testing.assert_array_equal(u, command)
+        for got, expected in ((after.q, measurement.q), (after.v, measurement.v), (after.tau, measurement.tau)):
+            np.testing.assert_array_equal(got, expected)
+        for name, reading in measurement.contacts.items():
+            other = after.contacts[name]
+            assert (other.active, other.depth) == (reading.active, reading.depth)
+            for field in ("force", "position", "velocity"):
+                np.testing.assert_array_equal(getattr(other, field), getattr(reading, field))
+            touching.add(reading.active)
+    assert touching == {False, True} and (after.tau is not None) == filtered
+    lower = divergence.lower.copy()
+    lower[2] = up[2] - 0.01  # the base falls below it within the period
+    _, _, (plant,), (start,), _ = landing_plants(filtered, disturbances, 1)
+    rows = plant.run(0, 200, policy, start, lower, divergence.upper)
+    assert 0 < len(rows) < 200 and not rows[-1][-1] and all(row[-1] for row in rows[:-1])
+    assert rows[-1][2].q[2] < lower[2] <= rows[-2][2].q[2]
+
+
+def test_steps_with_a_push_or_a_policy_in_numpy_are_left_to_the_loop():
+    push = Push("base", (0.0, 50.0, 0.0), 0.012, 0.1)
+    model, _, (plant,), (start,), policy = landing_plants(False, Disturbances(pushes=(push,)), 1)
+    limits = Divergence(model).lower, Divergence(model).upper
+    assert plant.run(10, 5, policy.policy, start, *limits) is None  # the numpy policy
+    assert plant.run(10, 5, policy, start, *limits) is None  # the push starts within
+    assert len(plant.run(0, 12, policy, start, *limits)) == 12  # it starts after
+
+
 def test_without_mujocos_headers_the_readings_run_in_python(tmp_path, capsys):
     elsewhere = types.SimpleNamespace(__file__=str(tmp_path / "__init__.py"), __version__="0", mj_version=lambda: 0)
-    assert mujoco_readings._compiled(elsewhere) is None
+    assert mujoco_readings._library(elsewhere) is None
     assert capsys.readouterr().err.count("\n") == 1
     assert not mujoco_readings.Readings(mujoco, mujoco.MjModel.from_xml_string("<mujoco/>"), {}, (), False).compiled
 

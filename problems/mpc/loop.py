@@ -121,30 +121,26 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     updates = int(round(duration / period))
     diverged = Divergence(model)
     for k in range(updates):
-        for j in range(steps):
-            t = (k * steps + j) * plant.dt
-            begin = time.perf_counter()
-            u = policy(t, measurement.q, measurement.v, measurement.tau)
-            middle = time.perf_counter()
-            try:
-                after = plant.step(t, u)
-            except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
-                return _ended(log, mpc, "diverged", t, f"the plant failed at t = {t:.3f} s: {e}")
-            log.plant_seconds += time.perf_counter() - middle
-            log.control_seconds += middle - begin
-            log.policy_seconds.append(middle - begin)
-            log.record(t, measurement, u, after.contacts)
-            if observe is not None:
-                begin = time.perf_counter()
-                observe(t, measurement, u, after)
-                log.control_seconds += time.perf_counter() - begin
-            measurement = after
-            why = diverged(measurement)
-            status = ("diverged", why) if why else (None, "")
-            if status[0] is None and stop is not None:
-                status = (stop(measurement), "")
-            if status[0] is not None:
-                return _ended(log, mpc, status[0], t + plant.dt, status[1])
+        try:
+            rows = _steps(plant, policy, measurement, k * steps, steps, diverged)
+            for t, u, after, policy_s, plant_s, checked in rows:
+                log.plant_seconds += plant_s
+                log.control_seconds += policy_s
+                log.policy_seconds.append(policy_s)
+                log.record(t, measurement, u, after.contacts)
+                if observe is not None:
+                    begin = time.perf_counter()
+                    observe(t, measurement, u, after)
+                    log.control_seconds += time.perf_counter() - begin
+                measurement = after
+                why = None if checked else diverged(measurement)
+                status = ("diverged", why) if why else (None, "")
+                if status[0] is None and stop is not None:
+                    status = (stop(measurement), "")
+                if status[0] is not None:
+                    return _ended(log, mpc, status[0], t + plant.dt, status[1])
+        except PlantFailure as e:
+            return _ended(log, mpc, "diverged", e.t, str(e))
         t = (k + 1) * period
         if k + 1 < updates:  # no update after the last period
             begin = time.perf_counter()
@@ -156,6 +152,37 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
         if progress is not None:
             progress(t)
     return _ended(log, mpc, "completed", updates * period, "")
+
+
+def _steps(plant, policy, measurement, first, n, diverged):
+    """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``:
+    per step ``(t, command, measurement after it, policy seconds, plant seconds, checked)``,
+    ``checked`` when the plant found that the state after it has not diverged (``diverged``'s
+    test). In one call where the plant can (the MuJoCo plant's compiled steps), else one at a
+    time, each when the loop asks for it."""
+    run = getattr(plant, "run", None)
+    rows = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
+    if rows is not None:
+        yield from rows
+        return
+    for j in range(n):
+        t = (first + j) * plant.dt
+        begin = time.perf_counter()
+        u = policy(t, measurement.q, measurement.v, measurement.tau)
+        middle = time.perf_counter()
+        try:
+            measurement = plant.step(t, u)
+        except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
+            raise PlantFailure(t, f"the plant failed at t = {t:.3f} s: {e}") from None
+        yield t, u, measurement, middle - begin, time.perf_counter() - middle, False
+
+
+class PlantFailure(RuntimeError):
+    """A plant whose dynamics broke down at time ``t`` (a singular contact system)."""
+
+    def __init__(self, t, message):
+        super().__init__(message)
+        self.t = t
 
 
 def _ended(log, mpc, status, t, message) -> Log:

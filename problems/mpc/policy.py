@@ -20,6 +20,7 @@ control's copy.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import dataclass
 
@@ -70,6 +71,9 @@ class PolicyKernel:
         key = {"model": codegen.model_key(model), "nu": nu, "ntau": ntau}
         key["source"] = codegen.source_digest(sys.modules[__name__])
         self.kernel = codegen.load(f"policy_{model.name}", key, self._function, quiet)
+        path = getattr(self.kernel, "path", None)  # a compiled kernel's library: its batch function's address
+        batch = None if path is None else ctypes.CDLL(str(path)).liftoff_batch
+        self.address = None if batch is None else ctypes.cast(batch, ctypes.c_void_p).value
 
     def _function(self) -> ca.Function:
         m, nt, nu, nx = self.model, self.ntau, self.nu, self.nx
@@ -107,6 +111,17 @@ class CompiledPolicy:
         )
         self._t0, self._rate = policy.t0, 1.0 / policy.dt
         self._call = kernel.kernel.bind(x, [self._u])
+        self._address = kernel.address
+
+    def native(self) -> tuple | None:
+        """The policy as compiled code evaluates it (``mujoco_steps.c``'s ``policy_t``): the
+        address of the kernel's batch function, those of its input row and its output row, where
+        ``q``, ``v`` and ``tau`` start in the input, ``t0`` and ``1 / dt``; None when the kernel is
+        not compiled."""
+        if self._address is None:
+            return None
+        starts = (self._q.start, self._v.start, self._tau.start)
+        return (self._address, self._x.ctypes.data, self._u.ctypes.data, *starts, self._t0, self._rate)
 
     def __call__(self, t, q, v, tau=None) -> np.ndarray:
         x, s = self._x, (t - self._t0) * self._rate

@@ -137,7 +137,7 @@ class MujocoRobot:
         w, x, y, z = qpos[3:7]
         q[3:7] = (x, y, z, w)
         R = _rotation(qpos[3:7])
-        v[:3] = R.T @ qvel[:3]
+        v[:3] = R[0] * qvel[0] + R[1] * qvel[1] + R[2] * qvel[2]  # R^T qvel[:3], summed as mujoco_steps.c does
         if qacc is None:
             return q, v
         a = np.array(qacc[self.dof_index], dtype=float)

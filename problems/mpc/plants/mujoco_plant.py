@@ -25,6 +25,7 @@ from liftoff.problems.mpc.disturbances import Disturbances
 from . import ContactReading, Measurement
 from .mujoco_model import MujocoRobot, frame_body, import_mujoco
 from .mujoco_readings import Readings
+from .mujoco_steps import compiled_steps
 
 DESCRIPTION = "MuJoCo (unilateral, compliant, frictional contacts; the URDF's joint damping and friction)"
 
@@ -53,6 +54,9 @@ class MujocoPlant:
             self._push_bodies[push.frame] = self._body_of(push.frame)
         self._rng = np.random.default_rng(disturbances.seed)
         self._pushed = False  # whether the last step applied a push (its wrenches still in xfrc_applied)
+        self._steps = compiled_steps(self)  # None: the steps of run() one at a time in Python
+        nu = len(robot.actuators)
+        self._bias = np.ascontiguousarray(np.broadcast_to(np.asarray(disturbances.torque_bias, dtype=float), (nu,)))
 
     def _body_of(self, frame) -> int:
         """The MuJoCo body that carries the liftoff frame ``frame``."""
@@ -93,12 +97,48 @@ class MujocoPlant:
         self.mujoco.mj_step(m, d)  # its contacts and forces: those of the step, found at its start
         return self._measure()
 
+    def run(self, first, steps, policy, measurement, lower, upper):
+        """The ``steps`` steps from step index ``first`` (time ``first * dt``) from
+        ``measurement`` under ``policy``, in one compiled call (:mod:`.mujoco_steps`), stopping
+        after one whose state is beyond ``lower, upper (nq,)`` or not finite: per step ``(t,
+        command, measurement after it, policy seconds, plant seconds, checked)``, ``checked``
+        when its state has not diverged. None when they cannot run so: a policy that is not
+        compiled, a push during them, or the steps not compiled; the closed loop then calls
+        :meth:`step` at each."""
+        native = getattr(policy, "native", lambda: None)()
+        if native is None or self._steps is None:
+            return None
+        if any(self.disturbances.active_pushes((first + j) * self.dt) for j in range(steps)):
+            return None
+        if self._pushed:  # the wrenches of the last step's pushes are taken off
+            self.data.xfrc_applied[:] = 0.0
+            self._pushed = False
+        sigma, nu = self.disturbances.torque_noise, len(self.robot.actuators)
+        noise = self._rng.normal(0.0, sigma, size=(steps, nu)) if sigma > 0 else None
+        q, v, tau, u, readings, seconds, diverged = self._steps(
+            first, steps, native, measurement, self._bias, noise, lower, upper
+        )
+        last, dt = len(q) - 1, self.dt
+        return [
+            (
+                (first + j) * dt,
+                u[j],
+                Measurement(q[j], v[j], tau[j] if self.robot.filtered else None, self._contact_readings(readings[j])),
+                *seconds[j].tolist(),
+                not (diverged and j == last),
+            )
+            for j in range(len(q))
+        ]
+
     def _measure(self) -> Measurement:
         m, d = self.mj, self.data
         q, v = self.robot.from_mujoco(d.qpos, d.qvel)
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
-        readings = {
+        return Measurement(q, v, tau, self._contact_readings(self.readings(d)))
+
+    def _contact_readings(self, rows) -> dict:
+        """The :class:`ContactReading` of each named contact from its row of :attr:`readings`."""
+        return {
             name: ContactReading(bool(r[0]), r[1:4], r[4:7], float(r[7]), r[8:11])
-            for name, r in zip(self.contact_names, self.readings(d))
+            for name, r in zip(self.contact_names, rows)
         }
-        return Measurement(q, v, tau, readings)

@@ -33,7 +33,7 @@ _FUNCTIONS = {
     "liftoff_set_mujoco": (None, (_P,)),
 }
 _MUJOCO_FUNCTIONS = ("mj_contactForce", "mj_objectVelocity", "mj_kinematics")
-_COMPILED: dict = {}  # the compiled library, made once per process (None: it could not be)
+_COMPILED: dict = {}  # the compiled libraries by source and MuJoCo version, made once per process (None: could not be)
 
 
 class Readings:
@@ -70,6 +70,11 @@ class Readings:
         out = np.empty((self.n, ROW))
         self._library.liftoff_contact_readings(self.mj._address, data._address, *self._tail, out.ctypes.data)
         return out
+
+    def native(self) -> tuple:
+        """``(address, arguments)``: the compiled readings' function and its arguments after
+        MuJoCo's model and data and before the output (for a compiled caller)."""
+        return ctypes.cast(self._library.liftoff_contact_readings, ctypes.c_void_p).value, self._tail
 
     def reference(self, data) -> np.ndarray:
         """The readings in Python (module docstring)."""
@@ -113,12 +118,23 @@ class Readings:
 def _library(mujoco):
     """``mujoco_readings.c`` compiled against ``mujoco``'s headers, given its functions; None,
     after one warning line, when it cannot be."""
-    if "library" not in _COMPILED:
-        _COMPILED["library"] = _compiled(mujoco)
-    return _COMPILED["library"]
+    fallback = "the MuJoCo plant's contact readings run in Python"
+    return engine_library(mujoco, _SOURCE, _FUNCTIONS, _MUJOCO_FUNCTIONS, fallback)
 
 
-def _compiled(mujoco):
+def engine_library(mujoco, source, functions, engine_functions, fallback):
+    """The C file ``source`` compiled against ``mujoco``'s headers (its ``functions`` typed, as
+    :func:`liftoff.dynamics.codegen.compiled_library`), its ``liftoff_set_mujoco`` given the
+    addresses of ``engine_functions`` in the library the bindings loaded, once per process; None,
+    after one warning line that ends with ``fallback``, when it cannot be (no compiler, no
+    headers or shared library, headers of another version)."""
+    key = (str(source), mujoco.__version__)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compiled(mujoco, source, functions, engine_functions, fallback)
+    return _COMPILED[key]
+
+
+def _compiled(mujoco, source, functions, engine_functions, fallback):
     from liftoff.dynamics.codegen import compiled_library
 
     folder = Path(mujoco.__file__).parent
@@ -126,14 +142,14 @@ def _compiled(mujoco):
     if not (headers / "mujoco" / "mujoco.h").exists() or not binaries:
         why = "this MuJoCo ships no C headers or no shared library"
     else:
-        lib = compiled_library(_SOURCE, _FUNCTIONS, include=(headers, mujoco.__version__))
+        lib = compiled_library(source, functions, include=(headers, mujoco.__version__))
         if lib is None:  # compiled_library said why
             return None
         if lib.liftoff_mujoco_version() == mujoco.mj_version():
             engine = ctypes.CDLL(str(binaries[-1]))  # the library the bindings loaded
-            addresses = [ctypes.cast(getattr(engine, f), ctypes.c_void_p).value for f in _MUJOCO_FUNCTIONS]
+            addresses = [ctypes.cast(getattr(engine, f), ctypes.c_void_p).value for f in engine_functions]
             lib.liftoff_set_mujoco((ctypes.c_void_p * len(addresses))(*addresses))
             return lib
         why = f"MuJoCo's headers ({lib.liftoff_mujoco_version()}) are not its library's ({mujoco.mj_version()})"
-    print(f"liftoff: warning: {why}; the MuJoCo plant's contact readings run in Python", file=sys.stderr)
+    print(f"liftoff: warning: {why}; {fallback}", file=sys.stderr)
     return None
