@@ -23,7 +23,7 @@ from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
 from liftoff.problems.mpc.feet import FeetKinematics
-from liftoff.problems.mpc.gait_run import command_tracking, measures, run
+from liftoff.problems.mpc.gait_run import command_tracking, fallen, measures, run, tilt_degrees
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
@@ -481,3 +481,19 @@ def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
     assert motion.ground == pytest.approx(m["ground_m"])
     assert main(["view", str(tmp_path / "run.npz"), "--html", str(tmp_path / "run.html")]) == 0
     assert "<title>liftoff: anymal_trot_mpc</title>" in (tmp_path / "run.html").read_text()
+
+
+def test_a_legged_run_falls_with_its_base_low_or_tilted_beyond_45_degrees():
+    stop, q = fallen(0.1), np.r_[0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0, np.zeros(12)]
+    for height, axis, degrees, status in [
+        (0.5, (1, 0, 0), 44.0, None),
+        (0.36, (0, 1, 0), 0.0, None),
+        (0.34, (0, 0, 1), 0.0, "fell"),
+        (0.5, (1, 0, 0), 46.0, "fell"),
+        (0.5, (0.6, 0.8, 0), -46.0, "fell"),
+        (0.5, (0, 0, 1), 170.0, None),  # a turn about the vertical is not a tilt
+    ]:
+        half = np.radians(degrees) / 2
+        q[2], q[3:7] = height, (*(np.sin(half) * np.array(axis, dtype=float)), np.cos(half))
+        assert stop(Measurement(q, np.zeros(18))) == status
+        assert (tilt_degrees(q[None])[0] > 45.0) == (status == "fell" and height > 0.35)

@@ -33,6 +33,7 @@ from the plant's readings whatever the engine:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,10 +141,11 @@ def lowest_point(model, q, spheres) -> float:
 def fallen(ground):
     """The stop test of a legged run: ``fell`` when the base is too low or tilted (module docstring)."""
 
+    upright = math.cos(math.radians(FALL_TILT_DEG))  # the base's z axis along the vertical beyond this: not tilted
+
     def stop(measurement):
-        q = measurement.q
-        low = q[2] - ground < FALL_HEIGHT_M
-        return "fell" if low or tilt_degrees(q[None])[0] > FALL_TILT_DEG else None
+        z, x, y, _, _ = measurement.q[2:7].tolist()
+        return "fell" if z - ground < FALL_HEIGHT_M or 1 - 2 * (x * x + y * y) < upright else None
 
     return stop
 
