@@ -54,7 +54,7 @@ def feel(controller, t, touching) -> None:
     """Report one plant step at ``t`` to ``controller`` with the feet ``touching`` on the ground."""
     contacts = {f: ContactReading(f in touching, np.zeros(3), np.zeros(3)) for f in FEET}
     measurement = Measurement(controller.q0, np.zeros(controller.model.nv), None, contacts)
-    controller.observe(t, measurement, None, measurement)
+    controller.observe([t], [measurement], [None], [measurement])
 
 
 def step_to(controller, t_end, touching=FEET, q=None, period=0.005):

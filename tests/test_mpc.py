@@ -553,7 +553,7 @@ def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
         0.03,
         0.01,
         progress=updates.append,
-        observe=lambda t, before, command, after: seen.append((t, before, command, after)),
+        observe=lambda times, befores, commands, afters: seen.extend(zip(times, befores, commands, afters)),
     )
     a = log.arrays()
     assert len(seen) == len(a["t"]) == 30

@@ -15,7 +15,7 @@ import pytest
 from liftoff import dynamics
 from liftoff.dynamics.robots import named_configuration
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
-from liftoff.problems.mpc.loop import Divergence
+from liftoff.problems.mpc.loop import Divergence, closed_loop
 from liftoff.problems.mpc.plants import mujoco_model as mm
 from liftoff.problems.mpc.plants import mujoco_readings
 from liftoff.problems.mpc.plants.mujoco_plant import MujocoPlant
@@ -265,6 +265,49 @@ def test_compiled_steps_are_the_plant_s_steps_one_at_a_time(filtered):
     rows = plant.run(0, 200, policy, start, lower, divergence.upper)
     assert 0 < len(rows) < 200 and not rows[-1][-1] and all(row[-1] for row in rows[:-1])
     assert rows[-1][2].q[2] < lower[2] <= rows[-2][2].q[2]
+
+
+class HeldPolicy:
+    """An MPC whose every update gives the same policy."""
+
+    def __init__(self, policy):
+        self.policy, self.ticks = policy, []
+
+    def start(self, t, q, v, tau=None):
+        return self.policy
+
+    update = start
+
+
+@pytest.mark.parametrize("height", [None, 0.02])
+def test_a_closed_loop_on_compiled_steps_is_the_loop_one_step_at_a_time(height):
+    """The log, what the estimator sees and how the run ends, with the periods' steps in one call
+    each and one at a time: the same, to the bit; a run stopped within a period (the base lower
+    than ``height`` above its start) ends at the same step."""
+    disturbances = Disturbances(torque_noise=0.3, seed=2)
+    model, up, plants, (start, _), policy = landing_plants(True, disturbances)
+    plants[1]._steps = None  # one step at a time
+    runs = []
+    for plant in plants:
+        seen = []
+        stop = None if height is None else (lambda m: "fell" if m.q[2] < up[2] - height else None)
+        log = closed_loop(
+            HeldPolicy(policy), plant, model, start.q, start.v, 0.15, 0.01, tau0=start.tau, stop=stop,
+            observe=lambda *steps, seen=seen: seen.append(steps),
+        )  # fmt: skip
+        runs.append((log, seen))
+    (compiled, seen), (stepped, seen_stepped) = runs
+    assert (compiled.status, compiled.end_time) == (stepped.status, stepped.end_time)
+    assert compiled.status == ("completed" if height is None else "fell")
+    assert height is None or 0.2 < compiled.end_time / 0.01 % 1 < 0.8  # within a period
+    for name, array in compiled.arrays().items():
+        np.testing.assert_array_equal(array, stepped.arrays()[name])
+    assert len(seen) < len(seen_stepped) == len(compiled.t)  # a call per period, a call per step
+    steps = [[step for call in calls for step in zip(*call)] for calls in (seen, seen_stepped)]
+    assert len(steps[0]) == len(steps[1]) == len(compiled.t)
+    for (t, before, command, after), (t_, before_, command_, after_) in zip(*steps):
+        assert t == t_ and np.array_equal(before.q, before_.q) and np.array_equal(command, command_)
+        assert np.array_equal(after.v, after_.v) and np.array_equal(after.tau, after_.tau)
 
 
 def test_steps_with_a_push_or_a_policy_in_numpy_are_left_to_the_loop():

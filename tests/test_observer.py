@@ -59,17 +59,17 @@ def test_the_residual_of_a_step_that_follows_the_model_is_zero(case, rng):
         q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
         scale = np.max(np.abs(dynamics.rnea(model, q, v, (v_next - v) / DT)))
         assert np.max(np.abs(observer.reference_residual(q, v, v_next, tau, forces))) < 1e-9 * scale
-        assert np.max(np.abs(observer.kernel(q, v, v_next, tau, forces))) < 1e-9 * scale
+        assert np.max(np.abs(observer.kernel([q], [v], [v_next], [tau], [forces]))) < 1e-9 * scale
 
 
 def test_the_compiled_residual_equals_the_numpy_reference(case, rng):
+    """Five steps the model does not explain, in one call of the kernel."""
     model, pmodel, frames, observer = case
-    for _ in range(5):
-        q, v, _, tau, forces = _step(model, pmodel, frames, rng)
-        v_next = rng.standard_normal(model.nv)  # a step the model does not explain
-        reference = observer.reference_residual(q, v, v_next, tau, forces)
-        assert np.max(np.abs(reference)) > 1.0
-        np.testing.assert_allclose(observer.kernel(q, v, v_next, tau, forces), reference, rtol=0, atol=1e-10)
+    steps = [_step(model, pmodel, frames, rng) for _ in range(5)]
+    steps = [(q, v, rng.standard_normal(model.nv), tau, forces) for q, v, _, tau, forces in steps]
+    reference = [observer.reference_residual(*step) for step in steps]
+    assert min(np.max(np.abs(r)) for r in reference) > 1.0
+    np.testing.assert_allclose(observer.kernel(*map(list, zip(*steps))), reference, rtol=0, atol=1e-10)
 
 
 def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, rng):
@@ -83,8 +83,8 @@ def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, r
     numpy = DisturbanceObserver(model, DT, 0.02, WIDTH, lambda t, m: forces, frames, "numpy")
     compiled.contact_forces, compiled.estimate = (lambda t, m: forces), np.zeros(model.nv)
     for observer in (numpy, compiled):
-        for k in range(10):
-            observer.observe(k * DT, before, None, after)
+        for k in range(0, 10, 5):  # the steps of a period together
+            observer.observe([(k + i) * DT for i in range(5)], [before] * 5, [None] * 5, [after] * 5)
         expected = (1 - (1 - observer.gain) ** 10) * (observer.S @ bias)
         np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-8 * np.max(np.abs(expected)))
 
@@ -93,9 +93,9 @@ def test_forces_at_other_frames_than_the_kernels_are_refused(case, rng):
     model, pmodel, frames, observer = case
     q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
     with pytest.raises(ValueError, match="made for forces at"):
-        observer.kernel(q, v, v_next, tau, forces[::-1])
+        observer.kernel([q], [v], [v_next], [tau], [forces[::-1]])
     with pytest.raises(ValueError, match="made for forces at"):
-        observer.kernel(q, v, v_next, tau, forces[:1])
+        observer.kernel([q, q], [v, v], [v_next, v_next], [tau, tau], [forces, forces[:1]])
 
 
 def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_friction():
@@ -128,6 +128,6 @@ def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng
     err = capsys.readouterr().err
     assert observer.kernel is None and err.count("\n") == 1
     assert "no C compiler; the disturbance observer runs in numpy" in err
-    observer.observe(0.0, Measurement(q, v, tau), None, Measurement(q, v_next, tau))
+    observer.observe([0.0], [Measurement(q, v, tau)], [None], [Measurement(q, v_next, tau)])
     expected = observer.gain * observer.reference_residual(q, v, v_next, tau, forces)
     np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-12)

@@ -170,17 +170,18 @@ class GaitController:
 
     # ------------------------------------------------------------------ the plant's side
 
-    def observe(self, t, before, command, after) -> None:
-        """Read the contacts of the plant's step from ``t`` (:func:`.loop.closed_loop`'s hook): a
-        contact during that step is dated ``t``."""
-        for f, st in zip(self.feet, self.feet_state):
-            if not after.contacts[f].active:
-                continue
-            self.last_contact[f] = t
-            if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
-                st.touched = t
-                self.touchdowns.append(Touchdown(f, st.planned, t))
-                self.floor = float(dynamics.frame_placement(self.model, after.q, f)[1][2])
+    def observe(self, times, befores, commands, afters) -> None:
+        """Read the contacts of the plant's steps from ``times`` (:func:`.loop.closed_loop`'s
+        hook): a contact during a step is dated its time."""
+        for t, after in zip(times, afters):
+            for f, st in zip(self.feet, self.feet_state):
+                if not after.contacts[f].active:
+                    continue
+                self.last_contact[f] = t
+                if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
+                    st.touched = t
+                    self.touchdowns.append(Touchdown(f, st.planned, t))
+                    self.floor = float(dynamics.frame_placement(self.model, after.q, f)[1][2])
 
     def holds(self, t) -> set:
         """The feet the controller expects on the ground at time ``t``: those in stance and those

@@ -8,6 +8,10 @@ status: ``diverged`` when the plant's state is not finite or a joint is more tha
 break down (a singular contact system), or when an MPC update fails; or the status that
 ``stop(measurement)`` returns (a legged robot that fell). Everything up to then is in the
 :class:`Log`.
+
+A plant that can (:meth:`.plants.mujoco_plant.MujocoPlant.run`) runs a period's steps in one
+compiled call, the policy included; the loop then logs them, tests them and shows them to the
+estimator together, as it would one at a time.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .controller import MPCError
+from .plants import ROW, ContactReadings, reading_row
 
 LIMIT_MARGIN = 0.5  # rad (m for prismatic joints): a joint this far beyond its limits has diverged
 
@@ -59,17 +64,17 @@ class Log:
         self.v.append(measurement.v)
         self.tau.append(np.zeros(0) if measurement.tau is None else measurement.tau)
         self.u.append(np.asarray(u, dtype=float))
-        self.readings.append([readings[name] for name in self.contact_names])
+        if isinstance(readings, ContactReadings) and tuple(readings.index) == self.contact_names:
+            self.readings.append(readings.rows)
+        else:
+            self.readings.append([reading_row(readings[name]) for name in self.contact_names])
 
     def arrays(self) -> dict:
         out = {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u")}
-        n, k = len(self.t), len(self.contact_names)
-        out["contact_active"] = np.array([[r.active for r in row] for row in self.readings], dtype=bool).reshape(n, k)
-        for name in ("force", "position", "velocity"):
-            out[f"contact_{name}"] = np.array(
-                [[getattr(r, name) for r in row] for row in self.readings], dtype=float
-            ).reshape(n, k, 3)
-        out["contact_depth"] = np.array([[r.depth for r in row] for row in self.readings], dtype=float).reshape(n, k)
+        rows = np.array(self.readings, dtype=float).reshape(len(self.t), len(self.contact_names), ROW)
+        out["contact_active"] = rows[:, :, 0] > 0
+        out["contact_force"], out["contact_position"] = rows[:, :, 1:4], rows[:, :, 4:7]
+        out["contact_depth"], out["contact_velocity"] = rows[:, :, 7], rows[:, :, 8:11]
         return out
 
 
@@ -99,8 +104,10 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
     torques ``tau0`` with a torque filter) for ``duration`` seconds (module docstring):
     ``model`` is the controller's (for the divergence test), ``period`` the time between MPC
     updates (a multiple of the plant's step), ``progress(t)`` called after each update,
-    ``stop(measurement)`` a status that ends the run, or None; ``observe(t, before, command,
-    after)`` sees every step (a controller's estimator)."""
+    ``stop(measurement)`` a status that ends the run, or None; ``observe(times, befores,
+    commands, afters)`` sees every step (a controller's estimator): lists of the steps' times,
+    the measurements before and after each and its command, the steps of a period at once where
+    the plant runs them in one call."""
     steps = int(round(period / plant.dt))
     if steps < 1 or abs(steps * plant.dt - period) > 1e-9 * period:
         raise ValueError(f"the MPC period {period!r} is not a multiple of the plant's step {plant.dt!r}")
@@ -122,23 +129,21 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     diverged = Divergence(model)
     for k in range(updates):
         try:
-            rows = _steps(plant, policy, measurement, k * steps, steps, diverged)
-            for t, u, after, policy_s, plant_s, checked in rows:
-                log.plant_seconds += plant_s
-                log.control_seconds += policy_s
-                log.policy_seconds.append(policy_s)
-                log.record(t, measurement, u, after.contacts)
+            for rows in _blocks(plant, policy, measurement, k * steps, steps, diverged):
+                status, message, rows = _until_the_end(rows, diverged, stop)
+                befores = [measurement] + [row[2] for row in rows[:-1]]
+                for before, (t, u, after, policy_seconds, plant_seconds, _) in zip(befores, rows):
+                    log.plant_seconds += plant_seconds
+                    log.control_seconds += policy_seconds
+                    log.policy_seconds.append(policy_seconds)
+                    log.record(t, before, u, after.contacts)
+                measurement = rows[-1][2]
                 if observe is not None:
                     begin = time.perf_counter()
-                    observe(t, measurement, u, after)
+                    observe([row[0] for row in rows], befores, [row[1] for row in rows], [row[2] for row in rows])
                     log.control_seconds += time.perf_counter() - begin
-                measurement = after
-                why = None if checked else diverged(measurement)
-                status = ("diverged", why) if why else (None, "")
-                if status[0] is None and stop is not None:
-                    status = (stop(measurement), "")
-                if status[0] is not None:
-                    return _ended(log, mpc, status[0], t + plant.dt, status[1])
+                if status is not None:
+                    return _ended(log, mpc, status, rows[-1][0] + plant.dt, message)
         except PlantFailure as e:
             return _ended(log, mpc, "diverged", e.t, str(e))
         t = (k + 1) * period
@@ -154,16 +159,16 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     return _ended(log, mpc, "completed", updates * period, "")
 
 
-def _steps(plant, policy, measurement, first, n, diverged):
-    """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``:
-    per step ``(t, command, measurement after it, policy seconds, plant seconds, checked)``,
-    ``checked`` when the plant found that the state after it has not diverged (``diverged``'s
-    test). In one call where the plant can (the MuJoCo plant's compiled steps), else one at a
-    time, each when the loop asks for it."""
+def _blocks(plant, policy, measurement, first, n, diverged):
+    """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``,
+    as lists of rows ``(t, command, measurement after the step, policy seconds, plant seconds,
+    checked)``, ``checked`` when the plant found that the state after it has not diverged
+    (``diverged``'s test): one list of them all where the plant runs them in one call (the
+    MuJoCo plant's compiled steps), else a list per step, each stepped when the loop asks for it."""
     run = getattr(plant, "run", None)
     rows = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
     if rows is not None:
-        yield from rows
+        yield rows
         return
     for j in range(n):
         t = (first + j) * plant.dt
@@ -174,7 +179,19 @@ def _steps(plant, policy, measurement, first, n, diverged):
             measurement = plant.step(t, u)
         except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
             raise PlantFailure(t, f"the plant failed at t = {t:.3f} s: {e}") from None
-        yield t, u, measurement, middle - begin, time.perf_counter() - middle, False
+        yield [(t, u, measurement, middle - begin, time.perf_counter() - middle, False)]
+
+
+def _until_the_end(rows, diverged, stop) -> tuple:
+    """``(status, message, rows)``: the first of ``rows`` whose state diverged (``diverged``'s
+    test, unless checked) or that ``stop`` ends, its status and why, and the rows up to it; or
+    ``(None, "", rows)``."""
+    for i, (_, _, after, _, _, checked) in enumerate(rows):
+        why = None if checked else diverged(after)
+        status = "diverged" if why else None if stop is None else stop(after)
+        if status is not None:
+            return status, why or "", rows[: i + 1]
+    return None, "", rows
 
 
 class PlantFailure(RuntimeError):

@@ -58,17 +58,19 @@ class DisturbanceObserver:
             except codegen.CompileError as e:
                 print(f"liftoff: warning: {e}; the disturbance observer runs in numpy", file=sys.stderr)
 
-    def observe(self, t, before, command, after) -> None:
-        """The plant step at time ``t``: the measurements ``before`` and ``after`` it, and its
-        ``command``."""
-        tau = before.tau if before.tau is not None else command
-        forces = self.contact_forces(t, after)  # the forces during the step
+    def observe(self, times, befores, commands, afters) -> None:
+        """The plant steps at ``times``: the measurements before and after each, and its command
+        (:func:`problems.mpc.loop.closed_loop`'s hook), in order."""
+        taus = [b.tau if b.tau is not None else c for b, c in zip(befores, commands)]
+        forces = [self.contact_forces(t, a) for t, a in zip(times, afters)]  # the forces during the steps
         if self.kernel is None:
-            residual = self.reference_residual(before.q, before.v, after.v, tau, forces)
+            states = zip(befores, afters, taus, forces)
+            residuals = [self.reference_residual(b.q, b.v, a.v, tau, f) for b, a, tau, f in states]
         else:
-            residual = self.kernel(before.q, before.v, after.v, tau, forces)
-        if math.isfinite(residual.sum()):  # every entry finite
-            self.estimate = self.estimate + self.gain * (residual - self.estimate)
+            residuals = self.kernel([b.q for b in befores], [b.v for b in befores], [a.v for a in afters], taus, forces)
+        for residual in residuals:
+            if math.isfinite(residual.sum()):  # every entry finite
+                self.estimate = self.estimate + self.gain * (residual - self.estimate)
 
     def reference_residual(self, q, v, v_next, tau, forces) -> np.ndarray:
         """``d_k`` (module docstring) of the step from ``(q, v)`` to ``v_next`` under the joint
@@ -89,8 +91,8 @@ class ResidualKernel:
     friction width ``width`` and point forces at ``frames``; ``quiet``: no message while
     compiling. Raises :class:`dynamics.codegen.CompileError` without a compiler.
 
-    Its input is ``(q, v, v_next, tau, point_1, force_1, ...)``; a call writes them into one
-    buffer and runs the C function, with no allocation but the returned residual's copy."""
+    Its input is ``(q, v, v_next, tau, point_1, force_1, ...)``; a call evaluates the steps of a
+    period together, one row each."""
 
     def __init__(self, model, dt, width, frames, quiet=False):
         self.model, self.dt, self.width, self.frames = model, float(dt), float(width), tuple(frames)
@@ -99,9 +101,7 @@ class ResidualKernel:
         key["source"] = codegen.source_digest(sys.modules[__name__])
         sizes = (model.nq, model.nv, model.nv, self.nu, 6 * len(self.frames))
         self._offsets = np.cumsum((0,) + sizes).tolist()  # of q, v, v_next, tau, the points and forces
-        kernel = codegen.load(f"observer_{model.name}", key, self._function, quiet)
-        self._x, self._out = np.zeros((1, kernel.n_in)), np.zeros((1, model.nv))
-        self._call = kernel.bind(self._x, [self._out])
+        self.kernel = codegen.load(f"observer_{model.name}", key, self._function, quiet)
 
     def _function(self) -> ca.Function:
         m = self.model
@@ -118,15 +118,17 @@ class ResidualKernel:
         return ca.Function("observer", [x], [residual])
 
     def __call__(self, q, v, v_next, tau, forces) -> np.ndarray:
-        """The residual of the step, ``forces`` ``[(frame, point, force)]`` at this kernel's
-        frames in their order (``ValueError`` otherwise)."""
-        x, (q0, v0, n0, t0, f0, _) = self._x[0], self._offsets
-        if len(forces) != len(self.frames) or any(f[0] != frame for f, frame in zip(forces, self.frames)):
-            got = tuple(f[0] for f in forces)
-            raise ValueError(f"the contact forces act at {got}; the observer was made for forces at {self.frames}")
-        x[q0:v0], x[v0:n0], x[n0:t0], x[t0:f0] = q, v, v_next, tau
-        for i, (_, point, force) in enumerate(forces):
+        """The residuals ``(S, nv)`` of ``S`` steps: their ``q, v, v_next, tau``, one per step
+        (sequences or arrays of rows), and ``forces``, per step ``[(frame, point, force)]`` at
+        this kernel's frames in their order (``ValueError`` otherwise); one C call."""
+        x, (q0, v0, n0, t0, f0, _) = np.empty((len(forces), self.kernel.n_in)), self._offsets
+        for step in forces:
+            if len(step) != len(self.frames) or any(f[0] != frame for f, frame in zip(step, self.frames)):
+                got = tuple(f[0] for f in step)
+                raise ValueError(f"the contact forces act at {got}; the observer was made for forces at {self.frames}")
+        x[:, q0:v0], x[:, v0:n0], x[:, n0:t0], x[:, t0:f0] = q, v, v_next, tau
+        for i in range(len(self.frames)):
             start = f0 + 6 * i
-            x[start : start + 3], x[start + 3 : start + 6] = point, force
-        self._call()
-        return self._out[0].copy()
+            x[:, start : start + 3] = [step[i][1] for step in forces]
+            x[:, start + 3 : start + 6] = [step[i][2] for step in forces]
+        return self.kernel(x)[0]

@@ -14,41 +14,76 @@
 A plant starts from a state (:meth:`Plant.reset`) and advances one step of ``dt`` under a
 command (:meth:`Plant.step`: the actuated joints' torques, or the torque filter's input); both
 return a :class:`Measurement`: the state, the actuators' torques, and each named contact's
-:class:`ContactReading` (whether it touches, the force, where, how deep). The closed loop and
-the measures read only these.
+:class:`ContactReading` (whether it touches, the force, where, how deep; a plant may hold them
+as rows of numbers, :class:`ContactReadings`). The closed loop and the measures read only these.
 
 Imports :mod:`liftoff.problems.mpc.disturbances` and the layers below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
+_NO_VELOCITY = np.zeros(3)
+_NO_VELOCITY.flags.writeable = False
 
-@dataclass(frozen=True)
-class ContactReading:
+
+class ContactReading(NamedTuple):
     """One contact of the robot with its environment during a step: ``active`` when it
     touches; ``force (3,)`` [N, world axes], the force the environment applies on the robot;
     ``position (3,)``, the contact point (the robot's contact frame when it does not touch);
     ``depth`` [m], how far the robot goes into the surface (0 when it does not); ``velocity
     (3,)`` [m/s, world axes], that of the robot's material point at the contact (its part
     along the surface is sliding: a rolling foot's contact point moves, its material point
-    does not), zero when it does not touch."""
+    does not), zero when it does not touch. A named tuple: a plant makes one per contact at
+    every step."""
 
     active: bool
     force: np.ndarray
     position: np.ndarray
     depth: float = 0.0
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    velocity: np.ndarray = _NO_VELOCITY
+
+
+ROW = 11  # a reading as numbers: touching (1 or 0), force (3), position (3), depth, velocity (3)
+
+
+def reading_row(reading: ContactReading) -> np.ndarray:
+    """``reading`` as a row of :data:`ROW` numbers."""
+    r = reading
+    return np.concatenate(([float(r.active)], r.force, r.position, [r.depth], r.velocity))
+
+
+class ContactReadings(Mapping):
+    """The readings of a step's named contacts held as ``rows (n, ROW)`` (:data:`ROW`), the
+    row of each name in ``index`` (a dict name -> row, in the rows' order): a name's
+    :class:`ContactReading` is made when it is read."""
+
+    __slots__ = ("index", "rows")
+
+    def __init__(self, index: dict, rows: np.ndarray):
+        self.index, self.rows = index, rows
+
+    def __getitem__(self, name) -> ContactReading:
+        r = self.rows[self.index[name]]
+        return ContactReading(bool(r[0]), r[1:4], r[4:7], float(r[7]), r[8:11])
+
+    def __iter__(self):
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
 
 
 @dataclass(frozen=True)
 class Measurement:
     """What a plant reports after a step: the state ``(q, v)``, the actuators' torques ``tau``
-    (with a torque filter, else None) and a :class:`ContactReading` per contact name."""
+    (with a torque filter, else None) and a :class:`ContactReading` per contact name (a dict,
+    or :class:`ContactReadings`)."""
 
     q: np.ndarray
     v: np.ndarray

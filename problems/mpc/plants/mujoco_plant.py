@@ -22,7 +22,7 @@ import numpy as np
 from liftoff import dynamics
 from liftoff.problems.mpc.disturbances import Disturbances
 
-from . import ContactReading, Measurement
+from . import ContactReadings, Measurement
 from .mujoco_model import MujocoRobot, frame_body, import_mujoco
 from .mujoco_readings import Readings
 from .mujoco_steps import compiled_steps
@@ -45,6 +45,7 @@ class MujocoPlant:
         self.dt = float(self.mj.opt.timestep)
         self.contacts = {name: (frame, frozenset(geoms)) for name, (frame, geoms) in contacts.items()}
         self.contact_names = tuple(self.contacts)
+        self._index = {name: k for k, name in enumerate(self.contact_names)}  # the rows of the readings
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
         placed = {name: (*self._placement_in_body(frame), geoms) for name, (frame, geoms) in self.contacts.items()}
@@ -118,12 +119,12 @@ class MujocoPlant:
         q, v, tau, u, readings, seconds, diverged = self._steps(
             first, steps, native, measurement, self._bias, noise, lower, upper
         )
-        last, dt = len(q) - 1, self.dt
+        last, dt, filtered = len(q) - 1, self.dt, self.robot.filtered
         return [
             (
                 (first + j) * dt,
                 u[j],
-                Measurement(q[j], v[j], tau[j] if self.robot.filtered else None, self._contact_readings(readings[j])),
+                Measurement(q[j], v[j], tau[j] if filtered else None, ContactReadings(self._index, readings[j])),
                 *seconds[j].tolist(),
                 not (diverged and j == last),
             )
@@ -134,11 +135,4 @@ class MujocoPlant:
         m, d = self.mj, self.data
         q, v = self.robot.from_mujoco(d.qpos, d.qvel)
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
-        return Measurement(q, v, tau, self._contact_readings(self.readings(d)))
-
-    def _contact_readings(self, rows) -> dict:
-        """The :class:`ContactReading` of each named contact from its row of :attr:`readings`."""
-        return {
-            name: ContactReading(bool(r[0]), r[1:4], r[4:7], float(r[7]), r[8:11])
-            for name, r in zip(self.contact_names, rows)
-        }
+        return Measurement(q, v, tau, ContactReadings(self._index, self.readings(d)))

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROW = 11  # touching, force (3), position (3), depth, velocity (3)
+from . import ROW
+
 _SOURCE = Path(__file__).with_name("mujoco_readings.c")
 _P, _I = ctypes.c_void_p, ctypes.c_int
 _FUNCTIONS = {

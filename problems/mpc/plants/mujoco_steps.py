@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .mujoco_readings import ROW, engine_library
+from . import ROW
+from .mujoco_readings import engine_library
 
 _SOURCE = Path(__file__).with_name("mujoco_steps.c")
 _P, _I, _L, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
