@@ -16,6 +16,8 @@ command (:meth:`Plant.step`: the actuated joints' torques, or the torque filter'
 return a :class:`Measurement`: the state, the actuators' torques, and each named contact's
 :class:`ContactReading` (whether it touches, the force, where, how deep; a plant may hold them
 as rows of numbers, :class:`ContactReadings`). The closed loop and the measures read only these.
+A plant may also run the steps between two MPC updates in one call, the policy included
+(:meth:`.mujoco_plant.MujocoPlant.run`; the closed loop uses it where a plant has it).
 
 Imports :mod:`liftoff.problems.mpc.disturbances` and the layers below.
 """

@@ -13,6 +13,10 @@ reading sums MuJoCo's contacts between those geoms and the environment's surface
 (``mj_contactForce``, turned to the world axes), the force-weighted contact point and velocity
 of the robot's material point there, and the deepest penetration (:mod:`.mujoco_readings`,
 compiled).
+
+Between two MPC updates, :meth:`MujocoPlant.run` steps a whole period in one compiled call
+(:mod:`.mujoco_steps`), the compiled policy included: the numbers of :meth:`MujocoPlant.step`
+called at each step, to the bit.
 """
 
 from __future__ import annotations
