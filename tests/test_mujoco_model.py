@@ -267,6 +267,30 @@ def test_compiled_steps_are_the_plant_s_steps_one_at_a_time(filtered):
     assert rows[-1][2].q[2] < lower[2] <= rows[-2][2].q[2]
 
 
+def test_compiled_steps_of_a_fixed_base_arm_without_contacts_are_its_steps():
+    """The Talos arm (no free joint, no named contact, a torque filter) under a PD policy with
+    torque noise: the compiled steps' rows equal the policy and plant.step to the bit."""
+    name, model, locked = talos_arm()
+    robot = mm.build(name, model, locked, torque_filter=20.0)
+    disturbances = Disturbances(torque_noise=0.2, torque_bias=0.5, seed=1)
+    compiled, stepped = (MujocoPlant(robot, {}, disturbances) for _ in range(2))
+    q0, v0, tau0 = dynamics.neutral(model), np.full(model.nv, 0.3), np.full(model.nv, 1.0)
+    start, measurement = compiled.reset(q0, v0, tau0), stepped.reset(q0, v0, tau0)
+    K = np.hstack((-30 * np.eye(model.nv), -3 * np.eye(model.nv), np.zeros((model.nv, model.nv))))
+    plan = (np.stack([q0, q0]), np.zeros((2, model.nv)), np.stack([tau0, tau0]))
+    policy = PolicyKernel(model, model.nv, model.nv, quiet=True).bind(Policy(model, 0.0, 0.01, *plan, tau0, K))
+    divergence = Divergence(model)
+    rows = compiled.run(0, 50, policy, start, divergence.lower, divergence.upper)
+    assert len(rows) == 50
+    for t, u, after, _, _, checked in rows:
+        command = policy(t, measurement.q, measurement.v, measurement.tau)
+        measurement = stepped.step(t, command)
+        assert checked and not after.contacts and np.array_equal(u, command)
+        for got, expected in ((after.q, measurement.q), (after.v, measurement.v), (after.tau, measurement.tau)):
+            np.testing.assert_array_equal(got, expected)
+    assert np.max(np.abs(after.q - q0)) > 1e-3  # it moved
+
+
 class HeldPolicy:
     """An MPC whose every update gives the same policy."""
 
