@@ -71,7 +71,7 @@ class CompiledSteps:
         self.ntau = self.nu if robot.filtered else 0
         activations = mj.actuator_actadr[robot.actuators] if robot.filtered else np.zeros(0)
         indices = (robot.qpos_index, robot.dof_index, robot.actuators, activations)
-        self._indices = [np.ascontiguousarray(a, dtype=np.int64) for a in indices]  # alive as long as the struct
+        self._indices = [np.ascontiguousarray(a, dtype=np.dtype(_L)) for a in indices]  # C longs, kept alive
         sizes = (self.nq, self.nv, self.ntau, self.nu, int(robot.free))
         self._robot = _Robot(*sizes, *(a.ctypes.data for a in self._indices))
         call, tail = plant.readings.native()
