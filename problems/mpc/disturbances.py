@@ -63,10 +63,13 @@ class Disturbances:
 
     def torques(self, rng, tau) -> np.ndarray:
         """The actuated joints' torques ``tau`` with the bias and the noise (drawn from ``rng``) added."""
-        out = tau + self.torque_bias
-        if self.torque_noise > 0:
-            out = out + rng.normal(0.0, self.torque_noise, size=np.shape(tau))
-        return out
+        out, noise = tau + self.torque_bias, self.noise(rng, np.shape(tau))
+        return out if noise is None else out + noise
+
+    def noise(self, rng, shape) -> np.ndarray | None:
+        """The torque noise of ``shape`` drawn from ``rng``, None without noise. The draws come one
+        after the other: several steps' at once are the steps' drawn one at a time."""
+        return rng.normal(0.0, self.torque_noise, size=shape) if self.torque_noise > 0 else None
 
     def active_pushes(self, t) -> list:
         return [push for push in self.pushes if push.active(t)]

@@ -118,8 +118,7 @@ class MujocoPlant:
         if self._pushed:  # the wrenches of the last step's pushes are taken off
             self.data.xfrc_applied[:] = 0.0
             self._pushed = False
-        sigma, nu = self.disturbances.torque_noise, len(self.robot.actuators)
-        noise = self._rng.normal(0.0, sigma, size=(steps, nu)) if sigma > 0 else None
+        noise = self.disturbances.noise(self._rng, (steps, len(self.robot.actuators)))
         q, v, tau, u, readings, seconds, diverged = self._steps(
             first, steps, native, measurement, self._bias, noise, lower, upper
         )
