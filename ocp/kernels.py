@@ -388,7 +388,7 @@ class CompiledStages:
         if _shared(stages, donor, "sliding"):
             sliding = _rows(kept[first : first + self._sliding_size], S)
         else:
-            sliding = sym.sliding_parameters(lay, group.contact_set, group.sliding, S)
+            sliding = sym.sliding_parameters(lay, plan.slots, group.sliding, S)
         return np.concatenate((group.dt[:, None], contacts, sliding, _rows(plan.soft, S), terms), axis=1)
 
     def _contact_inputs(self, group, plan) -> np.ndarray:

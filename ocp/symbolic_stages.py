@@ -330,11 +330,11 @@ def sliding_size(layout: Layout) -> int:
     return sum(_sliding_inputs(layout).values())
 
 
-def sliding_parameters(layout: Layout, contacts, sliding, S) -> np.ndarray:
-    """``(S, 3 per 1D slot)``: the :func:`_sliding_inputs` of a group with ``contacts`` (the
-    contacts of its stages, their targets aside) and ``sliding`` frictions (stacked over its
+def sliding_parameters(layout: Layout, slots, sliding, S) -> np.ndarray:
+    """``(S, 3 per 1D slot)``: the :func:`_sliding_inputs` of a group whose contacts fill the
+    layout's ``slots`` (one per contact, in order) with ``sliding`` frictions (stacked over its
     stages)."""
-    by_slot = {layout.slot(contacts[s.contact]).offset: s for s in sliding}
+    by_slot = {slots[s.contact].offset: s for s in sliding}
     blocks = []
     for slot in layout.contacts:
         if slot.dim != 1:

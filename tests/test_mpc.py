@@ -224,6 +224,24 @@ def test_a_stage_a_formulation_has_read_pickles_and_copies_without_what_it_keeps
         np.testing.assert_array_equal(moved.stages.maps[0].static, first.stages.maps[0].static)
 
 
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
+def test_a_compiled_formulation_refuses_weights_that_are_negative_or_not_finite(task, bad):
+    """On a term of one new stage, and on a weight array every stage shares (the value a
+    builder hands them all, written once for the group)."""
+    first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
+    ocp = build_ocp(task, t0=0.5)
+    last = ocp.stages[-1]
+    weights = np.array(last.costs[0].weights, dtype=float)
+    weights[2] = bad
+    one = ocp.stages[:-1] + (replace(last, costs=(replace(last.costs[0], weights=weights),) + last.costs[1:]),)
+    every = tuple(replace(s, costs=(replace(s.costs[0], weights=weights),) + s.costs[1:]) for s in ocp.stages)
+    for stages in (one, every):
+        with pytest.raises(ValueError, match="cost weights must be finite and >= 0"):
+            first.for_problem(replace(ocp, stages=stages))
+        with pytest.raises(ValueError, match="cost weights must be finite and >= 0"):
+            Formulation(replace(ocp, stages=stages), "lifted", "compiled", quiet=True)
+
+
 def test_a_compiled_formulation_refuses_terms_its_kernels_lack(task):
     first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
     ocp = build_ocp(task)
