@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,15 +146,20 @@ def _library():
 def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     N, nx, nm = lqr.B.shape
     c = np.ascontiguousarray
-    inputs = [
-        c(x, dtype=float)
-        for x in (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu, terminal.Qxx, terminal.lx, dx0)
-    ]
+    try:
+        stages = lqr.addresses  # an LQR that compiled condensing wrote: its blocks' addresses, kept
+    except ValueError:  # other arrays: contiguous copies, alive until the call returns
+        copies = [c(x, dtype=float) for x in (lqr.A, lqr.B, lqr.b, lqr.Qxx, lqr.Qxu, lqr.Quu, lqr.lx, lqr.lu)]
+        stages = tuple(map(address, copies))
+    terminal_inputs = [c(x, dtype=float) for x in (terminal.Qxx, terminal.lx, dx0)]
     nu = c(lqr.nu, dtype=np.intc)
-    P, p, K, k = np.empty((N + 1, nx, nx)), np.empty((N + 1, nx)), np.empty((N, nm, nx)), np.empty((N, nm))
-    dx, du, lam = np.empty((N + 1, nx)), np.empty((N, nm)), np.empty((N + 1, nx))
-    outputs = (P, p, K, k, dx, du, lam)
-    status = library.liftoff_riccati(N, nx, nm, address(nu), *map(address, inputs + list(outputs)))
+    shapes = ((N + 1, nx, nx), (N + 1, nx), (N, nm, nx), (N, nm), (N + 1, nx), (N, nm), (N + 1, nx))
+    sizes = [math.prod(shape) for shape in shapes]
+    block = np.empty(sum(sizes))  # the outputs, one allocation
+    base, starts = address(block), list(itertools.accumulate(sizes[:-1], initial=0))
+    P, p, K, k, dx, du, lam = (block[a : a + n].reshape(shape) for a, n, shape in zip(starts, sizes, shapes))
+    outputs = [base + 8 * a for a in starts]
+    status = library.liftoff_riccati(N, nx, nm, address(nu), *stages, *map(address, terminal_inputs), *outputs)
     if status < 0:
         raise MemoryError("the Riccati recursion could not allocate its workspace")
     if status > 0:

@@ -1,10 +1,13 @@
 """The Riccati recursion against a dense solve of the LQR's KKT system, in numpy and compiled;
 the compiled one against numpy on the size of an ANYmal OCP."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from liftoff.ocp import StageLQR, TerminalLQR
+from liftoff.ocp.lqr import LQR
 from liftoff.solvers import RiccatiError, riccati
 
 
@@ -128,6 +131,20 @@ def test_compiled_equals_numpy_at_the_size_of_anymal():
             np.testing.assert_allclose(
                 y, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]"
             )
+
+
+def test_an_lqr_of_arrays_that_are_not_contiguous_solves_as_its_contiguous_copy():
+    """The compiled recursion reads an LQR that compiled condensing wrote by its blocks' kept
+    addresses, and contiguous copies of any other LQR's blocks."""
+    stages, terminal, dx0 = random_lqr(np.random.default_rng(3))
+    lqr = LQR.from_stages(stages)
+    blocks = [getattr(lqr, f.name) for f in dataclasses.fields(lqr)]
+    strided = LQR(*(np.asfortranarray(x) if x.ndim > 1 else x for x in blocks))
+    with pytest.raises(ValueError, match="contiguous"):
+        strided.addresses  # noqa: B018 (the fallback's condition)
+    ref, got = riccati(lqr, terminal, dx0, "compiled"), riccati(strided, terminal, dx0, "compiled")
+    for name in ("dx", "lam", "P", "p", "controls", "gains", "feedforward"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(ref, name), err_msg=name)
 
 
 def test_an_unknown_backend_is_refused():
