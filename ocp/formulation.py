@@ -270,9 +270,8 @@ class Formulation:
         iterate with the non-lifted ``w`` refreshed from the dynamics."""
         model, K = self.model, self.ocp.K
         for name, x in (("configuration q", it.q), ("velocity v", it.v)):
-            bad = ~np.all(np.isfinite(x), axis=1)
-            if np.any(bad):
-                raise NonFiniteError(name, int(np.argmax(bad)), "knot")
+            if not np.isfinite(x).all():
+                raise NonFiniteError(name, int(np.argmax(~np.isfinite(x).all(axis=1))), "knot")
         nx, nm = self.ocp.nx, self.ocp.nu
         lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
@@ -280,14 +279,14 @@ class Formulation:
             gv, step, terms = self._linearize_group(group, gv, it, eps, lqr)
             steps.append(step)
             groups.append(gv)
-            squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.sum(np.log(gv.s)))
+            squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.log(gv.s).sum())
             violation, l1 = max(violation, terms[2]), l1 + terms[3]
         cost_T, H_T, g_T = self.stages.terminal(it.q[K], it.v[K], self._taus(it, K))
         cost += cost_T
         dq0 = dynamics.difference(model, it.q[0], self.ocp.q0)
         dx0 = np.concatenate((dq0, self.ocp.v0 - it.v[0], self.ocp.tau0 - it.tau[0]))
-        squares += float(np.sum((g_T - it.lam[K]) ** 2)) + float(np.sum(dx0**2))
-        violation, l1 = max(violation, float(np.max(np.abs(dx0)))), l1 + float(np.sum(np.abs(dx0)))
+        squares += float(((g_T - it.lam[K]) ** 2).sum()) + float((dx0**2).sum())
+        violation, l1 = max(violation, float(np.abs(dx0).max())), l1 + float(np.abs(dx0).sum())
         if not np.isfinite(squares + cost):
             raise NonFiniteError("terminal cost", K)
         lin = Linearization(
@@ -343,7 +342,7 @@ class Formulation:
             "inequality": r_p,
             "complementarity": r_c,
         }
-        terms = (squares, float(np.sum(ev.cost)), violation, l1)
+        terms = (squares, float(ev.cost.sum()), violation, l1)
         return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), terms
 
     def redundant(self, group) -> bool:

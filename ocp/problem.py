@@ -292,7 +292,7 @@ def _vector(x, n, name):
     x = np.asarray(x, dtype=float)
     if x.shape != (n,):
         raise dynamics.DimensionError(f"{name} must have shape ({n},), got {x.shape}")
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         raise ValueError(f"{name} must be finite")
     return x
 

@@ -335,14 +335,13 @@ def sliding_parameters(layout: Layout, slots, sliding, S) -> np.ndarray:
     layout's ``slots`` (one per contact, in order) with ``sliding`` frictions (stacked over its
     stages)."""
     by_slot = {slots[s.contact].offset: s for s in sliding}
-    blocks = []
-    for slot in layout.contacts:
-        if slot.dim != 1:
-            continue
-        s = by_slot.get(slot.offset)
-        mu_d = np.zeros((S, 3)) if s is None else np.asarray(s.mu, dtype=float)[..., None] * s.direction
-        blocks.append(np.broadcast_to(mu_d, (S, 3)))
-    return np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
+    ones = [slot.offset for slot in layout.contacts if slot.dim == 1]
+    out = np.zeros((S, 3 * len(ones)))
+    for i, offset in enumerate(ones):
+        s = by_slot.get(offset)
+        if s is not None:
+            out[:, 3 * i : 3 * i + 3] = np.asarray(s.mu, dtype=float)[..., None] * s.direction
+    return out
 
 
 def soft_key(contact):

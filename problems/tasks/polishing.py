@@ -385,12 +385,26 @@ class Polishing:
         surface plane through ``p0``, where it starts at ``t = 0`` at the angle ``start_angle``
         from the first in-plane axis ``e1`` toward the second ``e2``; the normal coordinate
         that of the surface."""
+        return self._on_circle(*self._angles(t))
+
+    def _angles(self, t) -> tuple:
+        """``(sin, cos)`` ``(len(t), 1)`` of the circle's angle at times ``t``."""
         c = self.config.circle
-        t = np.atleast_1d(np.asarray(t, dtype=float))
+        angle = c.start_angle + c.angular_velocity * np.atleast_1d(np.asarray(t, dtype=float))[:, None]
+        return np.sin(angle), np.cos(angle)
+
+    def _on_circle(self, sin, cos) -> np.ndarray:
+        """:meth:`circle` at the angles of sines and cosines ``(n, 1)``."""
+        e1, e2, start, center = self._circle_frame
+        return center + self.config.circle.radius * (cos * e1 + sin * e2 - start)
+
+    @functools.cached_property
+    def _circle_frame(self) -> tuple:
+        """``(e1, e2, start, center)``: the plane's axes, the circle's start on them (unit) and the
+        surface point the circle is drawn around."""
+        a = self.config.circle.start_angle
         e1, e2 = self.plane.T
-        angle = c.start_angle + c.angular_velocity * t[:, None]
-        start = np.cos(c.start_angle) * e1 + np.sin(c.start_angle) * e2
-        return self.surface_point() + c.radius * (np.cos(angle) * e1 + np.sin(angle) * e2 - start)
+        return e1, e2, np.cos(a) * e1 + np.sin(a) * e2, self.surface_point()
 
     def contact(self) -> Contact:
         """The OCP's contact: the tool held along the normal (the third of the surface's axes)."""
@@ -444,10 +458,14 @@ class Polishing:
 
     def slidings(self, times) -> list:
         """:meth:`sliding` at each of ``times``."""
+        return self._slidings(*self._angles(times))
+
+    def _slidings(self, sin, cos) -> list:
+        """:meth:`slidings` at the circle's angles of sines and cosines ``(n, 1)``."""
         if not self.slides:
-            return [()] * len(times)
+            return [()] * len(sin)
         mu = self.config.surface.friction
-        return [(SlidingFriction(0, mu, tangent),) for tangent in self.tangents(times)]
+        return [(SlidingFriction(0, mu, tangent),) for tangent in self._tangents(sin, cos)]
 
     @functools.cached_property
     def slides(self) -> bool:
@@ -458,13 +476,14 @@ class Polishing:
     def tangents(self, times) -> np.ndarray:
         """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``;
         at one time ``t`` (a float), its tangent ``(3,)``."""
-        c = self.config.circle
         if isinstance(times, float):  # an observer's time step: in floats
+            c = self.config.circle
             angle = c.start_angle + c.angular_velocity * times
-            sin, cos = math.sin(angle), math.cos(angle)
-        else:
-            angle = c.start_angle + c.angular_velocity * np.asarray(times, dtype=float)[:, None]
-            sin, cos = np.sin(angle), np.cos(angle)
+            return self._tangents(math.sin(angle), math.cos(angle))
+        return self._tangents(*self._angles(times))
+
+    def _tangents(self, sin, cos) -> np.ndarray:
+        """:meth:`tangents` at the circle's angles of sines and cosines."""
         across, along = self._tangent_axes
         return sin * across + cos * along
 
@@ -504,8 +523,9 @@ class Polishing:
             for key in [key for key in self._stages if key < keys[0]]:  # before this horizon: no later one holds it
                 del self._stages[key]
             s = self.shared_terms
-            references = self.circle(times[missing]) - s.depth * self.normal
-            for j, reference, sliding in zip(missing, references, self.slidings(times[missing])):
+            sin, cos = self._angles(times[missing])
+            references = self._on_circle(sin, cos) - s.depth * self.normal
+            for j, reference, sliding in zip(missing, references, self._slidings(sin, cos)):
                 tool = FramePositionCost(TOOL_FRAME, reference, s.tool_weights, "tool")
                 self._stages[keys[j]] = ContactStage(s.contacts, dt, s.before + (tool,) + s.after, sliding, s.soft)
         return tuple(self._stages[key] for key in keys)
