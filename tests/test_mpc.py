@@ -605,5 +605,7 @@ def test_the_timing_of_several_runs_pools_their_updates_and_totals(task):
     assert pooled["updates"] == 3 + 5 and pooled["tick_ms_median"] == pytest.approx(5.5)  # of 2, 3, 5, 6, 7, 8
     assert pooled["tick_ms_max"] == pytest.approx(8.0)
     assert pooled["tick_p95_ratio"] == pytest.approx((2.95 / 2.5 + 7.85 / 6.5) / 2)  # each run's, not the pool's
+    assert pooled["tick_ms_fastest_run"] == pytest.approx(2.5)  # the lower of the runs' medians, 2.5 and 6.5
+    assert timing(logs[1], 0.05)["tick_ms_fastest_run"] == pytest.approx(6.5)  # one run: its median
     assert pooled["real_time_factor"] == pytest.approx(0.08 / (logs[0].loop_seconds + logs[1].loop_seconds))
     assert pooled["plant_ms_per_step"] == pytest.approx(1e3 * (logs[0].plant_seconds + logs[1].plant_seconds) / 80)
