@@ -125,3 +125,13 @@ def test_the_adaptive_barrier_is_loqos_centrality_rule():
         Options(barrier_update="mehrotra")
     with pytest.raises(ValueError, match="barrier_min 0.01 exceeds barrier 0.001"):
         Options(barrier=1e-3, barrier_update="adaptive", barrier_min=1e-2)
+
+
+def test_the_adaptive_barrier_falls_no_faster_than_a_short_step_brought_the_products_down():
+    centred = np.full(4, 1e-2)  # LOQO's sigma alone: 0, the floor
+    assert _centrality_barrier(centred, 1.0, 1e-9, 1.0, 1.0) == 1e-9  # a full step: LOQO's rule
+    assert _centrality_barrier(centred, 1.0, 1e-9, 0.5, 1.0) == pytest.approx(0.5**3 * 1e-2)
+    assert _centrality_barrier(centred, 1.0, 1e-9, 1.0, 0.9) == pytest.approx(0.1**3 * 1e-2)  # the smaller size
+    assert _centrality_barrier(centred, 1e-3, 1e-9, 0.01, 0.01) == 1e-3  # never above the previous barrier
+    products = np.array([1e-2, 2e-2, 3e-2])  # LOQO's sigma 1.25e-5 wins over a near-full step's 1e-6
+    assert _centrality_barrier(products, 1.0, 1e-9, 0.99, 1.0) == pytest.approx(0.1 * 0.05**3 * 2e-2)
