@@ -1,5 +1,6 @@
 """The ``liftoff`` command line: what it prints and how it fails."""
 
+import argparse
 import subprocess
 import sys
 
@@ -181,3 +182,19 @@ def test_an_unknown_controlled_joint_is_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"liftoff: error: {config}: controlled[1]: talos has no joint 'nojoint'; did you mean ")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "update, barrier, expected",
+    [
+        (None, None, {}),
+        (None, 1e-3, {"barrier": 1e-3}),
+        ("fixed", 1e-4, {"barrier_update": "fixed", "barrier": 1e-4}),
+        ("monotone", 1e-4, {"barrier_update": "monotone", "barrier": 0.1, "barrier_min": 1e-4}),
+        ("adaptive", None, {"barrier_update": "adaptive", "barrier": 1.0, "barrier_min": 1e-4}),
+    ],
+)
+def test_the_solve_benchmarks_barrier_options_set_the_solvers_course(update, barrier, expected):
+    from liftoff.problems.cli.bench import _solver_overrides
+
+    assert _solver_overrides(argparse.Namespace(barrier_update=update, barrier=barrier)) == expected
