@@ -259,7 +259,7 @@ class Solver:
     formulation: str = "lifted"  # lifted | nonlifted
     backend: str = "compiled"  # compiled | numpy: how stages are evaluated (compiled kernels, or numpy; same results)
     init: str = "static"  # static | zero_torque: the initial guess (ocp.formulation.Formulation.initial_iterate)
-    barrier: float = 0.1  # in (0, 1e3], interior-point barrier parameter
+    barrier: float = 0.1  # in (0, 1e3], interior-point barrier parameter (where a decreasing one starts)
     barrier_update: str = "fixed"  # fixed | monotone | adaptive: the barrier's course (solvers/ipm.py)
     barrier_min: float = 1e-4  # in (0, 1e3], the smallest barrier when it decreases
     max_iterations: int = 100  # in [0, 1e6]
