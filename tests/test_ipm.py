@@ -99,16 +99,19 @@ def test_line_search_and_decreasing_barriers_reach_the_same_optimum(anymal):
         update: solve(Formulation(problem), Options(barrier=1e-1, barrier_update=update, barrier_min=1e-4, tol=3e-6))
         for update in ("monotone", "adaptive")
     }
+    from_one = solve(
+        Formulation(problem), Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-4, tol=3e-6)
+    )  # the solve benchmark's start
     adaptive_searched = solve(
         Formulation(problem), Options(barrier=1e-1, barrier_update="adaptive", tol=3e-6, line_search=True)
     )
-    for result in (reference, searched, adaptive_searched, *decreasing.values()):
+    for result in (reference, searched, adaptive_searched, from_one, *decreasing.values()):
         assert result.status == "converged", result.message
-    for result in (adaptive_searched, *decreasing.values()):
+    for result in (adaptive_searched, from_one, *decreasing.values()):
         assert result.barrier == pytest.approx(1e-4)
-        assert result.history[0].barrier == pytest.approx(1e-1)
+        assert result.history[0].barrier == pytest.approx(1.0 if result is from_one else 1e-1)
         assert all(a.barrier >= b.barrier for a, b in zip(result.history, result.history[1:]))  # never raised
-    for result in (searched, adaptive_searched, *decreasing.values()):
+    for result in (searched, adaptive_searched, from_one, *decreasing.values()):
         np.testing.assert_allclose(result.iterate.q, reference.iterate.q, atol=1e-7)
         assert result.cost == pytest.approx(reference.cost, rel=1e-9)
     assert decreasing["adaptive"].iterations < reference.iterations  # the point of following the complementarity
