@@ -110,6 +110,31 @@ def test_init_from_the_command_line(tmp_path, capsys, monkeypatch):
     assert "argument --init: invalid choice: 'random'" in capsys.readouterr().err
 
 
+def test_a_decreasing_barrier_from_the_command_line(tmp_path, capsys, monkeypatch):
+    """``--barrier-update adaptive`` from ``--barrier`` down to ``--barrier-min`` ends at the fixed
+    barrier's optimum, says its course, and names its results file by it."""
+    config = write(tmp_path, TINY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["solve", config, "--json", "--barrier", "1e-4"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    argv = ["solve", config, "--barrier", "1", "--barrier-update", "adaptive", "--barrier-min", "1e-4"]
+    assert main([*argv, "--json"]) == 0
+    adaptive = json.loads(capsys.readouterr().out)
+    assert adaptive["status"] == "converged" and adaptive["barrier"] == pytest.approx(1e-4)
+    assert adaptive["cost"] == pytest.approx(fixed["cost"], rel=1e-6)
+    assert adaptive["results_file"] == str(Path("results") / "tiny_lifted_adaptive_1-0.0001.npz")
+    saved = load_run(tmp_path / adaptive["results_file"])["config"]["solver"]
+    assert (saved["barrier"], saved["barrier_update"], saved["barrier_min"]) == (1.0, "adaptive", 1e-4)
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("tiny: lifted, barrier 1 adaptive to 0.0001, compiled stages; ")
+    assert main(["solve", config, "--barrier", "1e-5", "--barrier-update", "monotone"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "liftoff: error: solver.barrier_min: expected at most barrier (1e-05) for a decreasing barrier, got 0.0001\n"
+    )
+
+
 def test_iteration_limit_exits_1(tmp_path, capsys):
     data = edit(TINY, "solver.max_iterations", 1)
     assert main(["solve", write(tmp_path, data), "--json", "--out", str(tmp_path / "x.npz")]) == 1

@@ -18,7 +18,13 @@ def add_parser(commands) -> None:
     )
     p.add_argument("config", metavar="CONFIG", help="a YAML gait configuration, e.g. configs/anymal_trot.yaml")
     p.add_argument("--formulation", choices=("lifted", "nonlifted"), help="override solver.formulation")
-    p.add_argument("--barrier", type=positive_float, metavar="X", help="override solver.barrier")
+    p.add_argument(
+        "--barrier", type=positive_float, metavar="X", help="override solver.barrier (a decreasing one's start)"
+    )
+    p.add_argument("--barrier-update", choices=("fixed", "monotone", "adaptive"), help="override solver.barrier_update")
+    p.add_argument(
+        "--barrier-min", type=positive_float, metavar="X", help="override solver.barrier_min (a decreasing one's end)"
+    )
     p.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p.add_argument("--init", choices=("static", "zero_torque"), help="override solver.init (the initial guess)")
     p.add_argument("--max-iterations", type=non_negative_int, metavar="N", help="override solver.max_iterations")
@@ -50,7 +56,8 @@ def run(args) -> int:
     from liftoff.solvers.ipm import LOG_HEADER, format_final, format_log
 
     config = load_gait_config(args.config)
-    overrides = {k: getattr(args, k) for k in ("formulation", "barrier", "backend", "init", "max_iterations", "tol")}
+    fields = ("formulation", "barrier", "barrier_update", "barrier_min", "backend", "init", "max_iterations", "tol")
+    overrides = {k: getattr(args, k) for k in fields}
     with naming(args.config), too_large(args.config, config):
         config, problem = prepare(config, **overrides)
     out = check_output(args.out or default_path(config))  # before the solve, not after

@@ -98,9 +98,12 @@ def unsupported(config, method, barrier, why) -> Run:
 def describe_problem(config, problem) -> str:
     """One line: the configuration's name, formulation, barrier, stage backend and the sizes of
     its problem (stages, impulses, variables, equalities, inequalities)."""
-    n = problem.sizes()
+    n, s = problem.sizes(), config.solver
+    barrier = f"barrier {s.barrier:g}" + (
+        "" if s.barrier_update == "fixed" else f" {s.barrier_update} to {s.barrier_min:g}"
+    )
     return (
-        f"{config.name}: {config.solver.formulation}, barrier {config.solver.barrier:g}, {problem.backend} stages; "
+        f"{config.name}: {s.formulation}, {barrier}, {problem.backend} stages; "
         f"{n['stages']} stages ({n['impulses']} impulse{'' if n['impulses'] == 1 else 's'}), "
         f"{n['variables']} variables, {n['equalities']} equalities, {n['inequalities']} inequalities"
     )
@@ -258,9 +261,12 @@ def _array(run, key, ndim) -> np.ndarray:
 
 def default_path(config) -> Path:
     s = config.solver
-    return Path("results") / f"{run_name(config.name, s.formulation, s.barrier, s.init)}.npz"
+    barrier = s.barrier if s.barrier_update == "fixed" else f"{s.barrier_update}_{s.barrier:g}-{s.barrier_min:g}"
+    return Path("results") / f"{run_name(config.name, s.formulation, barrier, s.init)}.npz"
 
 
 def run_name(name, formulation, barrier, init="static") -> str:
-    """``NAME_FORMULATION_BARRIER``, and ``_INIT`` for a start other than the static one."""
-    return f"{name}_{formulation}_{barrier:g}" + ("" if init == "static" else f"_{init}")
+    """``NAME_FORMULATION_BARRIER``, and ``_INIT`` for a start other than the static one;
+    ``barrier`` a number, or a text (a decreasing barrier's course)."""
+    barrier = barrier if isinstance(barrier, str) else f"{barrier:g}"
+    return f"{name}_{formulation}_{barrier}" + ("" if init == "static" else f"_{init}")
