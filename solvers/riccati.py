@@ -158,7 +158,7 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     block = np.empty(sum(sizes))  # the outputs, one allocation
     base, starts = address(block), list(itertools.accumulate(sizes[:-1], initial=0))
     P, p, K, k, dx, du, lam = (block[a : a + n].reshape(shape) for a, n, shape in zip(starts, sizes, shapes))
-    outputs = [base + 8 * a for a in starts]
+    outputs = [base + block.itemsize * a for a in starts]
     status = library.liftoff_riccati(N, nx, nm, address(nu), *stages, *map(address, terminal_inputs), *outputs)
     if status < 0:
         raise MemoryError("the Riccati recursion could not allocate its workspace")

@@ -36,8 +36,8 @@ def timing(log, duration) -> dict:
     a list of logs pooled (their updates and steps together, ``duration`` their total)."""
     logs = log if isinstance(log, (list, tuple)) else [log]
     ticks = [tick for one in logs for tick in one.ticks[1:]]
-    ticks_ms = 1e3 * np.array([tick.seconds for tick in ticks] or [np.nan])
     per_run = [[tick.seconds for tick in one.ticks[1:]] for one in logs]
+    ticks_ms = 1e3 * np.array([seconds for run in per_run for seconds in run] or [np.nan])
     ratios = [_p95_ratio(seconds) for seconds in per_run]
     medians = [1e3 * float(np.median(seconds)) for seconds in per_run if seconds]
     policy = [s for one in logs for s in one.policy_seconds]
