@@ -263,7 +263,7 @@ class Solver:
     barrier_update: str = "fixed"  # fixed | monotone | adaptive: the barrier's course (solvers/ipm.py)
     barrier_min: float = 1e-4  # in (0, 1e3], the smallest barrier when it decreases
     max_iterations: int = 100  # in [0, 1e6]
-    tol: float = 1e-5  # in (0, 1e3], on the l2 norm of the KKT residual (its roundoff floor on ANYmal gaits: 1e-6)
+    tol: float = 1e-5  # in (0, 1e3], on the KKT residual's l2 norm, above its round-off (walk 2e-7, jump 4e-5)
     line_search: bool = False  # filter line search (else full Newton steps)
     relaxation: float = 0.0  # in [0, 1e3], fddp/ilqr's relaxed barrier; 0: the largest that keeps the solution feasible
 
