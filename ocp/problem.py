@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 import operator
 import weakref
@@ -146,10 +147,10 @@ class OCP:
             raise ValueError("an OCP needs at least one stage")
         resolved = set()  # the contact tuples checked (stages often share one)
         for k, stage in enumerate(self.stages):
+            if getattr(stage, "_checked", None) is model:  # an MPC's horizons share their stages
+                continue
             if not isinstance(stage, (ContactStage, ImpulseStage)):
                 raise TypeError(f"stage {k}: expected ContactStage or ImpulseStage, got {type(stage).__name__}")
-            if stage.__dict__.get("_checked") is model:  # an MPC's horizons share their stages
-                continue
             if stage.kind == "contact" and not (math.isfinite(stage.dt) and stage.dt > 0):
                 raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
             if stage.kind == "impulse" and not stage.contacts:
@@ -204,19 +205,21 @@ class OCP:
 
     @functools.cached_property
     def _times(self) -> np.ndarray:
-        dts = [s.dt if s.kind == "contact" else 0.0 for s in self.stages]
-        times = np.concatenate(([0.0], np.cumsum(dts)))
+        dts = (s.dt if s.kind == "contact" else 0.0 for s in self.stages)
+        times = np.fromiter(itertools.accumulate(dts, initial=0.0), float, self.K + 1)
         times.flags.writeable = False
         return times
 
     def groups(self) -> tuple:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
-        keys: dict = {}  # by the identity of the key (interned: one object per key)
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
-        for k, stage in enumerate(self.stages):
-            key = _stage_key(stage, known)
-            keys.setdefault(id(key), (key, []))[1].append(k)
-        return tuple(_group(self.stages, index, key) for key, index in keys.values())
+        keys = [_stage_key(stage, known) for stage in self.stages]
+        if keys.count(keys[0]) == len(keys):  # one structure (a manipulator's horizon): one group
+            return (StageGroup(self.stages, np.arange(len(keys)), keys[0]),)
+        by_key: dict = {}  # by the identity of the key (interned: one object per key)
+        for k, key in enumerate(keys):
+            by_key.setdefault(id(key), (key, []))[1].append(k)
+        return tuple(_group(self.stages, index, key) for key, index in by_key.values())
 
     def stage_groups(self) -> tuple:
         """Each stage as a group of its own, in time order (for stage-by-stage rollouts)."""

@@ -222,11 +222,11 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     cache = {} if cache is None else cache
     old_shapes = tuple(_shapes(gv) for gv in it.groups)
     old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
-    signature = (
-        tuple((g.key, g.index.tobytes()) for g in old.groups),
-        tuple((g.key, g.index.tobytes()) for g in new.groups),
-        np.round(old_times - t_new, 9).tobytes(),
-        np.round(new_start - t_new, 9).tobytes(),
+    signature = (  # the groups' keys by identity: equal keys are one object (ocp.problem._stage_key)
+        tuple((id(g.key), g.index.tobytes()) for g in old.groups),
+        tuple((id(g.key), g.index.tobytes()) for g in new.groups),
+        (old_times - t_new).round(9).tobytes(),
+        (new_start - t_new).round(9).tobytes(),
         old_shapes,
     )
     matching = cache.get(signature)

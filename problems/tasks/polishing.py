@@ -517,18 +517,19 @@ class Polishing:
         later horizon may still hold it (an MPC's horizons share all but their last stages)."""
         dt, n = self.config.mpc.dt, self.config.mpc.horizon
         times = t0 + dt * np.arange(n)
-        keys = np.round(times, 9).tolist()  # the start times to the nanosecond
-        missing = [j for j, key in enumerate(keys) if key not in self._stages]
-        if missing:
+        keys = times.round(9).tolist()  # the start times to the nanosecond
+        stages = list(map(self._stages.get, keys))
+        if None in stages:
             for key in [key for key in self._stages if key < keys[0]]:  # before this horizon: no later one holds it
                 del self._stages[key]
-            s = self.shared_terms
+            s, missing = self.shared_terms, [j for j, stage in enumerate(stages) if stage is None]
             sin, cos = self._angles(times[missing])
             references = self._on_circle(sin, cos) - s.depth * self.normal
             for j, reference, sliding in zip(missing, references, self._slidings(sin, cos)):
                 tool = FramePositionCost(TOOL_FRAME, reference, s.tool_weights, "tool")
-                self._stages[keys[j]] = ContactStage(s.contacts, dt, s.before + (tool,) + s.after, sliding, s.soft)
-        return tuple(self._stages[key] for key in keys)
+                stage = ContactStage(s.contacts, dt, s.before + (tool,) + s.after, sliding, s.soft)
+                stages[j] = self._stages[keys[j]] = stage
+        return tuple(stages)
 
     @functools.cached_property
     def shared_terms(self) -> SharedTerms:
