@@ -300,7 +300,8 @@ class Formulation:
             cost - eps * log_slacks,
             tuple(steps),
         )
-        return lin, replace(it, groups=tuple(groups))
+        unchanged = all(a is b for a, b in zip(groups, it.groups))  # lifted: w is a variable, not refreshed
+        return lin, it if unchanged else replace(it, groups=tuple(groups))
 
     def _linearize_group(self, group, gv, it, eps, lqr):
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted

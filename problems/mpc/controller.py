@@ -177,7 +177,7 @@ class MPC:
             policy = self.policy_kernel.bind(policy)
         stamps.append(time.process_time())
         names = PARTS if len(stamps) == len(PARTS) + 1 else ("build", "solve", "policy")
-        parts = dict(zip(names, np.diff(stamps).tolist()))
+        parts = {name: end - begin for name, begin, end in zip(names, stamps, stamps[1:])}
         tick = Tick(t, stamps[-1] - stamps[0], self.result.iterations, result.kkt_error, result.status, parts, mu)
         self.ticks.append(tick)
         if self.on_tick is not None:
