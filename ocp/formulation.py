@@ -307,15 +307,15 @@ class Formulation:
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
         ``w`` refreshed), its step data and ``(squared KKT residual, cost, max constraint
         violation, l1 norm of the equality residuals)``."""
-        nx, idx = self.ocp.nx, group.index
+        nx, idx, nxt = self.ocp.nx, group.rows, group.next_rows
         q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
         if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
             gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
             check_finite("contact dynamics", group, gv.w)
-        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[idx + 1], it.v[idx + 1], tau, self._taus(it, idx + 1))
+        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[nxt], it.v[nxt], tau, self._taus(it, nxt))
         nz = nx + gv.u.shape[1]
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[idx + 1], self.backend)
+            terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[nxt], self.backend)
             r_p, r_c, stationarity, local = terms.r_p, terms.r_c, terms.stationarity, ev.c
             squares, violation, l1 = terms.squares, terms.violation, terms.l1
             stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b, ev.calls)
@@ -329,7 +329,7 @@ class Formulation:
             stages = None
             Z = np.concatenate((np.broadcast_to(np.eye(nz), (group.size, nz, nz)), condensed.T), axis=1)
             AB = np.concatenate((condensed.A, condensed.B), axis=2)
-            stationarity = np.einsum("syz,sy->sz", Z, grad) + np.einsum("sxz,sx->sz", AB, it.lam[idx + 1])
+            stationarity = np.einsum("syz,sy->sz", Z, grad) + np.einsum("sxz,sx->sz", AB, it.lam[nxt])
             stationarity[:, :nx] -= it.lam[idx]
             squares, violation, l1 = interior.norms(stationarity, ev.b, local, r_p, r_c, ev.ineq.g)
         b = ev.b
@@ -382,10 +382,10 @@ class Formulation:
         dx, lam, nx = np.asarray(sol.dx), np.asarray(sol.lam), self.ocp.nx
         groups, primal, dual = [], 1.0, 1.0
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
-            idx = group.index
+            idx = group.rows
             z = np.concatenate((dx[idx], sol.controls[idx, : gv.u.shape[1]]), axis=1)
             if step.lifted is not None:
-                dw, beta = condensing.expand(step.lifted, step.condensed, z, lam[idx + 1])
+                dw, beta = condensing.expand(step.lifted, step.condensed, z, lam[group.next_rows])
             else:
                 dw, beta = np.einsum("swz,sz->sw", step.condensed.T, z), gv.beta
             calls = None if step.lifted is None else step.lifted.calls

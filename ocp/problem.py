@@ -261,6 +261,19 @@ class StageGroup:
         return self.stages[0].contacts
 
     @functools.cached_property
+    def rows(self):
+        """The knots of the stages: a slice when they follow each other (the iterate's rows read
+        as a view), else :attr:`index`."""
+        first, last = int(self.index[0]), int(self.index[-1])
+        return slice(first, last + 1) if last - first + 1 == len(self.index) else self.index
+
+    @functools.cached_property
+    def next_rows(self):
+        """The knots that end the stages (:attr:`rows` plus one)."""
+        rows = self.rows
+        return slice(rows.start + 1, rows.stop + 1) if isinstance(rows, slice) else rows + 1
+
+    @functools.cached_property
     def contacts(self) -> tuple:
         members = self.stages
         return tuple(_stack_contact([m.contacts[i] for m in members]) for i in range(len(members[0].contacts)))
