@@ -27,7 +27,7 @@ from liftoff.problems.mpc.gait_run import command_tracking, fallen, measures, ru
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+from liftoff.problems.tasks.gait_mpc import SCALES, GaitMPCConfig
 from liftoff.problems.tasks.gaits import foot_contacts
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -167,6 +167,17 @@ def test_the_first_stage_is_shortened_to_the_next_knot(controller_model):
     starts = 0.005 + ocp.times()[1:]
     on_grid = [round(x / 0.02, 6) % 1 == 0 for x, s in zip(starts, ocp.stages[1:]) if s.kind == "contact"]
     assert all(on_grid)  # the later stages start on the schedule's 20 ms grid
+
+
+def test_costs_weighted_by_the_shortened_first_stage_keep_a_bounded_cache(controller_model):
+    """With costs.integrate_dt the first stage's length, and so its cost scale, differs in its last
+    bits from one cycle of the clock to the next: the scaled terms are not kept for each."""
+    config = trot_config()
+    c = GaitController(replace(config, costs=replace(config.costs, integrate_dt=True)), controller_model)
+    ocp = step_to(c, 1.5)
+    assert 0 < len(c.parts.scaled) <= SCALES
+    first = ocp.stages[0]
+    assert first.costs[1].weights == pytest.approx(first.dt * config.costs.control)  # the control term's scale
 
 
 def test_feet_lift_off_when_the_schedule_says_touching_or_not(controller_model):

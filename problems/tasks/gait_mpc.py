@@ -47,6 +47,8 @@ from .config import (
 )
 from .gaits import foot_contacts, state_weights
 
+SCALES = 64  # the most cost scales a StageParts keeps (:meth:`StageParts._scaled`)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
@@ -275,8 +277,11 @@ class StageParts:
         return terms
 
     def _scaled(self, scale) -> tuple:
-        """The state weights and the control term of the contact stages whose costs ``scale`` weighs."""
+        """The state weights and the control term of the contact stages whose costs ``scale`` weighs
+        (kept for at most :data:`SCALES` scales)."""
         if scale not in self.scaled:
+            if len(self.scaled) >= SCALES:  # with costs.integrate_dt, a first stage shortened to the grid takes a
+                self.scaled.clear()  # scale of its own at most updates (the clock's round-off): start over
             control = VariableCost("u", self.zero_u, scale * self.costs.control, "control")
             self.scaled[scale] = (scale * self.w_state, control)
         return self.scaled[scale]
