@@ -68,9 +68,11 @@ class DisturbanceObserver:
             residuals = [self.reference_residual(b.q, b.v, a.v, tau, f) for b, a, tau, f in states]
         else:
             residuals = self.kernel([b.q for b in befores], [b.v for b in befores], [a.v for a in afters], taus, forces)
-        for residual in residuals:
-            if math.isfinite(residual.sum()):  # every entry finite
-                self.estimate = self.estimate + self.gain * (residual - self.estimate)
+        estimate, gain = self.estimate.tolist(), self.gain  # the filter in floats: a handful of entries per step
+        for residual in np.asarray(residuals).tolist():
+            if math.isfinite(sum(residual)):  # every entry finite
+                estimate = [e + gain * (r - e) for e, r in zip(estimate, residual)]
+        self.estimate = np.array(estimate)
 
     def reference_residual(self, q, v, v_next, tau, forces) -> np.ndarray:
         """``d_k`` (module docstring) of the step from ``(q, v)`` to ``v_next`` under the joint
