@@ -495,7 +495,7 @@ def integrate(model, q, dq):
         small = theta2 < _SMALL**2
         theta = ca.sqrt(ca.if_else(small, 1.0, theta2))
         half = ca.if_else(small, 0.5 - theta2 / 48, ca.sin(theta / 2) / theta)
-        turn = ca.vertcat(half * w, ca.cos(ca.if_else(small, 0.0, theta) / 2))
+        turn = ca.vertcat(half * w, ca.if_else(small, 1 - theta2 / 8, ca.cos(theta / 2)))  # unit to second order
         quat = quat_multiply(q[3:7], turn)
         p = q[:3] + quat_to_rotation(q[3:7]) @ _so3_left_jacobian(w) @ dq[:3]
         out[:3], out[3:7] = [p[i] for i in range(3)], [quat[i] for i in range(4)]
