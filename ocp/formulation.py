@@ -265,9 +265,22 @@ class Formulation:
 
     # ------------------------------------------------------------------ linearization
 
-    def linearize(self, it: Iterate, eps) -> tuple:
+    @property
+    def exact_hessian(self) -> bool:
+        """Whether :meth:`linearize` can add the curvature of the costs and local equalities
+        (the lifted formulation on compiled kernels)."""
+        return self.name == "lifted" and hasattr(self.stages, "curvature")
+
+    def linearize(self, it: Iterate, eps, curvature=False) -> tuple:
         """The Newton system at ``it`` for the barrier ``eps``: a :class:`Linearization` and the
-        iterate with the non-lifted ``w`` refreshed from the dynamics."""
+        iterate with the non-lifted ``w`` refreshed from the dynamics. The stage Hessians are
+        Gauss-Newton's (the costs' residual Jacobians, the inequalities' barrier terms); with
+        ``curvature`` (:attr:`exact_hessian` only) they add the second derivatives of the costs'
+        residuals and of the local equalities, weighted by the residuals and the multipliers
+        ``beta``: the Hessian of the Lagrangian but for the state equation's and the cones'
+        curvature (:meth:`ocp.kernels.CompiledStages.curvature`)."""
+        if curvature and not self.exact_hessian:
+            raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
         for name, x in (("configuration q", it.q), ("velocity v", it.v)):
             if not np.isfinite(x).all():
@@ -276,12 +289,13 @@ class Formulation:
         lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
-            gv, step, terms = self._linearize_group(group, gv, it, eps, lqr)
+            gv, step, terms = self._linearize_group(group, gv, it, eps, lqr, curvature)
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.log(gv.s).sum())
             violation, l1 = max(violation, terms[2]), l1 + terms[3]
-        cost_T, H_T, g_T = self.stages.terminal(it.q[K], it.v[K], self._taus(it, K))
+        x_K = (it.q[K], it.v[K], self._taus(it, K))
+        cost_T, H_T, g_T = self.stages.terminal(*x_K, curvature=True) if curvature else self.stages.terminal(*x_K)
         cost += cost_T
         dq0 = dynamics.difference(model, it.q[0], self.ocp.q0)
         dx0 = np.concatenate((dq0, self.ocp.v0 - it.v[0], self.ocp.tau0 - it.tau[0]))
@@ -303,7 +317,7 @@ class Formulation:
         unchanged = all(a is b for a, b in zip(groups, it.groups))  # lifted: w is a variable, not refreshed
         return lin, it if unchanged else replace(it, groups=tuple(groups))
 
-    def _linearize_group(self, group, gv, it, eps, lqr):
+    def _linearize_group(self, group, gv, it, eps, lqr, curvature=False):
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
         ``w`` refreshed), its step data and ``(squared KKT residual, cost, max constraint
         violation, l1 norm of the equality residuals)``."""
@@ -313,6 +327,8 @@ class Formulation:
             gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
             check_finite("contact dynamics", group, gv.w)
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[nxt], it.v[nxt], tau, self._taus(it, nxt))
+        if curvature:
+            ev = self.stages.curvature(group, ev, gv.beta, it.lam[nxt])
         nz = nx + gv.u.shape[1]
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
             terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[nxt], self.backend)

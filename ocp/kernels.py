@@ -35,7 +35,7 @@ import copy
 import ctypes
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +87,7 @@ class Workspace:
         self.scatter = bind_scatter(self.outputs, blocks, self.blocks)
         self.static = None
         self.calls = {}  # the later steps' calls bound to the blocks (:attr:`ocp.stages.StageEval.calls`)
+        self.exact = None  # H with the curvature (CompiledStages.curvature): its input, its blocks and their calls
         ny = self.blocks[1].shape[1]
         self.no_inequalities = (np.zeros((S, 0)), np.zeros((S, 0, ny)))  # an impulse stage's
 
@@ -145,7 +146,7 @@ class CompiledStages:
         self.layout = sym.layout(ocp)
         self.S = actuation(self.model)
         kinds = {s.kind for s in ocp.stages} | {"terminal"} | ({"forward"} if forward else set())
-        key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
+        key = self._key = {"layout": self.layout.signature(), "source": codegen.source_digest(sym)}
         builders = {
             "contact": sym.contact_function,
             "impulse": sym.impulse_function,
@@ -241,8 +242,7 @@ class CompiledStages:
         nx = 2 * nv + lay.ntau
         f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
         nu = lay.nu if kind == "contact" else 0
-        nf = nx + nu + nv  # the first force column of y
-        y = np.concatenate((np.arange(nf), nf + f_cols))
+        y = self._y_columns(kind, f_cols)
         rows = np.concatenate((np.arange(nv), nv + f_cols))
         if kind == "contact":
             cones = [s.cone for s in slots if s.cone is not None]
@@ -255,6 +255,12 @@ class CompiledStages:
         blocks = self._blocks(kind, y, rows, cones, bounds, touched)
         self._structures[key] = (f_cols, blocks, supports, cones, bounds, touched.astype(np.intc))
         return self._structures[key]
+
+    def _y_columns(self, kind, f_cols) -> np.ndarray:
+        """A group's columns of the layout's ``y``: all but the forces, then its force columns ``f_cols``."""
+        nu = self.layout.nu if kind == "contact" else 0
+        nf = 2 * self.model.nv + self.layout.ntau + nu + self.model.nv  # the first force column of y
+        return np.concatenate((np.arange(nf), nf + f_cols))
 
     def _cone_columns(self, kind, y, cones) -> np.ndarray:
         """The columns of a group (``y``: its columns of the layout's) that its cone rows
@@ -398,15 +404,18 @@ class CompiledStages:
             _fill_target(inputs, group.contacts[i], start, translational)
         return inputs
 
-    def _supports(self, kind, y, touched, nz):
+    def _supports(self, kind, y, touched, nz, curvature=None):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
         rows and the columns of ``A_w`` of a group (``y``: its columns, ``nz``: the size of
         ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
-        outputs and the columns ``touched`` by its cones (their barrier terms join ``H``)."""
+        outputs, of the ``curvature`` kernel's if given, and the columns ``touched`` by its
+        cones (their barrier terms join ``H``)."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         n = kernel.numel[1]  # y of the layout
         H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
         H[kernel.patterns[2]], A[kernel.patterns[6]] = True, True
+        if curvature is not None:
+            H[curvature.patterns[0]] = True
         H, A = H.reshape(n, n)[np.ix_(y, y)], A.reshape(nx, n)[:, y]
         H[np.ix_(touched, touched)] = True
         Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
@@ -485,6 +494,65 @@ class CompiledStages:
             ineq = Inequalities(*inequalities, gm.bounds, gm.touched)
         return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports, calls)
 
+    def curvature(self, group, ev: StageEval, beta, lam_next) -> StageEval:
+        """``ev``, the evaluation of ``group`` just made, with the curvature of its Lagrangian
+        added to its ``H`` (:func:`ocp.symbolic_stages.contact_curvature_function`) at the
+        multipliers ``beta (S, nv + m)`` of its local equalities and ``lam_next (S, nx)`` of its
+        state equation. ``H`` is another block of the workspace, kept like the others (module
+        docstring), with the supports of both kernels. The kernels are built on first use."""
+        gm, nv, S = self.maps[int(group.index[0])], self.model.nv, group.size
+        kernel, ws = self._curvature_kernel(group.kind), gm.workspace
+        if ws.exact is None:
+            x, out = np.empty((S, kernel.n_in)), np.empty((S, kernel.sizes[0]))
+            ws.exact = (x, out, kernel.bind(x, [out]), np.empty_like(ev.H), {})
+        x, out, call, H, calls = ws.exact
+        n = ws.x.shape[1]
+        x[:, :n], x[:, n : n + nv] = ws.x, beta[:, :nv]
+        forces = slice(n + nv, n + nv + self.layout.m)
+        if gm.scatter is None:
+            x[:, forces] = 0.0
+            x[:, n + nv + gm.f_cols] = beta[:, nv:]
+        else:  # the copies of a contact listed twice act through one slot: their multipliers add up
+            x[:, forces] = beta[:, nv:] @ gm.scatter
+        x[:, forces.stop :] = lam_next[:, :nv]
+        src, dst, supports = self._curvature_structure(group.kind, gm, kernel)
+        begin = time.perf_counter()
+        call()
+        self.kernel_seconds += time.perf_counter() - begin
+        H[:] = ev.H
+        H.reshape(S, -1)[:, dst] += out[:, src]
+        return replace(ev, H=H, supports=supports, calls=calls)
+
+    def _curvature_structure(self, kind, gm, kernel):
+        """``(src, dst, supports)`` of a group of ``kind`` (its :class:`GroupMap` ``gm``): where
+        its block of the curvature ``kernel``'s output is, and the supports of ``H`` with it."""
+        key = ("curvature", kind, gm.f_cols.tobytes())
+        if key not in self._structures:
+            y = self._y_columns(kind, gm.f_cols)
+            width = round(kernel.numel[0] ** 0.5)  # the layout's y
+            nz = 2 * self.model.nv + self.layout.ntau + (self.layout.nu if kind == "contact" else 0)
+            supports = self._supports(kind, y, gm.touched, nz, kernel)
+            self._structures[key] = (*_selection(kernel.patterns[0], kernel.numel[0], y, y, width), supports)
+        return self._structures[key]
+
+    def _curvature_kernel(self, kind):
+        """The kernel of :meth:`curvature` at stages of ``kind`` (built or loaded once, shared by
+        the problems of these kernels)."""
+        name = f"{kind}_curvature"
+        if name not in self._kept:
+            build = {
+                "contact": sym.contact_curvature_function,
+                "impulse": sym.impulse_curvature_function,
+                "terminal": sym.terminal_curvature_function,
+            }[kind]
+            full = f"{name}_{self.model.name}"
+            if self.compile:
+                kernel = codegen.load(full, {**self._key, "kind": name}, lambda: build(self.layout), self.quiet, True)
+            else:
+                kernel = codegen.Interpreted(build(self.layout), full, True)
+            self._kept[name] = kernel
+        return self._kept[name]
+
     def dynamics(self, group, q, v, torque):
         """``w`` of the forward (impulse) dynamics under the actuated joints' ``torque``: the
         solution of their KKT system ``[[M, -J^T], [J, 0]] w = (S torque - h, r)`` (impulses:
@@ -511,11 +579,20 @@ class CompiledStages:
                 pass
         return np.einsum("swr,sr->sw", np.linalg.pinv(K, rcond=1e-10), rhs)
 
-    def terminal(self, q, v, tau=None):
+    def terminal(self, q, v, tau=None, curvature=False):
+        """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv, dtau)``; ``curvature``:
+        ``H`` with the residuals' curvature (:func:`ocp.symbolic_stages.terminal_curvature_function`)."""
         nx = 2 * self.model.nv + self.layout.ntau
         tau = np.zeros(0) if tau is None else tau
-        cost, g, H = self._call("terminal", np.concatenate((q, v, tau, self._terminal_static[0]))[None])
-        return float(cost[0, 0]), H[0].reshape(nx, nx), g[0]
+        x = np.concatenate((q, v, tau, self._terminal_static[0]))[None]
+        cost, g, H = self._call("terminal", x)
+        H = H[0].reshape(nx, nx)
+        if curvature:
+            kernel = self._curvature_kernel("terminal")
+            values = np.zeros(kernel.numel[0])
+            values[kernel.patterns[0]] = kernel(x)[0][0]
+            H = H + values.reshape(nx, nx)
+        return float(cost[0, 0]), H, g[0]
 
 
 def _check_duplicates(ocp, groups):

@@ -563,39 +563,60 @@ def _inequalities(layout, rows, cfg_kin, q, v, torque, variables):
 # ----------------------------------------------------------------------------- stage functions
 
 
-def contact_function(layout: Layout) -> ca.Function:
-    """The :class:`casadi.Function` of the contact stage (module docstring)."""
-    model, m, nu, ntau = layout.model, layout.m, layout.nu, layout.ntau
-    nv = model.nv
-    sizes = variable_inputs(layout, "contact") | {"dt": 1, "gain": 1 if ntau else 0, "disturbance": nv}
+def _moving(model, q, dq, exact):
+    """The configuration ``q (+) dq``: to first order (what first derivatives need), or by the
+    exponential map (``exact``: second derivatives)."""
+    return sx.configuration(model, sx.integrate(model, q, dq)) if exact else sx.configuration(model, q, dq)
+
+
+def _contact_stage(layout, extra=None, exact=False):
+    """The symbolic contact stage (module docstring): its :class:`_Inputs` (with ``extra``
+    inputs after the kernel's), :class:`_Variables`, moving configuration (:func:`_moving`) and
+    kinematics, contact rows, ``J^T f`` with the applied wrenches, the passive torques with the
+    disturbance and the torques the actuated joints receive."""
+    model, nv = layout.model, layout.model.nv
+    sizes = variable_inputs(layout, "contact") | {"dt": 1, "gain": 1 if layout.ntau else 0, "disturbance": nv}
     sizes |= _contact_inputs(layout) | _sliding_inputs(layout) | _soft_inputs(layout)
-    sizes |= _term_inputs(layout, layout.contact_terms)
-    x = _Inputs(sizes)
-    q, v, a, f, u, tau = x["q"], x["v"], x["a"], x["f"], x["u"], x["tau"]
-    var = _Variables(model, v=v, tau=tau, u=u, a=a, f=f)
-    applied = tau if ntau else u  # what the actuated joints receive
-    cfg = sx.configuration(model, q, var.dq)
-    kin = sx.forward(model, cfg, v, a)
-    rows = _contacts(layout, kin, f, x)
-    applied_wrenches = _sliding_wrenches(layout, kin, f, x) + _soft_wrenches(layout, kin, x)
+    x = _Inputs(sizes | _term_inputs(layout, layout.contact_terms) | (extra or {}))
+    v, tau, u = x["v"], x["tau"], x["u"]
+    var = _Variables(model, v=v, tau=tau, u=u, a=x["a"], f=x["f"])
+    cfg = _moving(model, x["q"], var.dq, exact)
+    kin = sx.forward(model, cfg, v, x["a"])
+    rows = _contacts(layout, kin, x["f"], x)
+    applied_wrenches = _sliding_wrenches(layout, kin, x["f"], x) + _soft_wrenches(layout, kin, x)
     tau_f = sx.generalized_forces(model, kin, _wrenches(rows) + applied_wrenches)  # J^T f
-    kin0 = sx.forward(model, sx.configuration(model, q), v, a)
-    dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
     passive = sx.passive_torque(model, v, layout.friction_width) + x["disturbance"]
-    ID = sx.rnea(model, kin0) - tau_f - passive - ca.vertcat(ca.SX.zeros(nv - nu), applied)
-    selection = ca.horzcat(ca.SX.zeros(nu, nv - nu), ca.SX.eye(nu)).T
-    d_tau, d_u = (-selection, ca.SX.zeros(nv, nu)) if ntau else (ca.SX.zeros(nv, 0), -selection)
-    dID_dv = dtau_dv - ca.jacobian(tau_f + passive, v)
-    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dID_dv, d_tau, d_u, M, -ca.jacobian(tau_f, f))
+    applied = ca.vertcat(ca.SX.zeros(nv - layout.nu), tau if layout.ntau else u)
+    return x, var, cfg, kin, rows, tau_f, passive, applied
+
+
+def _alpha(rows, x):
+    """The contact acceleration equalities ``alpha`` (seed 004 eq. 5) of the contact rows."""
     alpha = []
     for i, (slot, r) in enumerate(rows):
         kp, kd = x[f"gains{i}"][0], x[f"gains{i}"][1]
         alpha.append(r.acceleration + kd * r.velocity + (0 if r.error is None else kp * r.error))
-    alpha = ca.vertcat(*alpha) if alpha else ca.SX.zeros(0)
+    return ca.vertcat(*alpha) if alpha else ca.SX.zeros(0)
+
+
+def contact_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the contact stage (module docstring)."""
+    model, m, nu, ntau = layout.model, layout.m, layout.nu, layout.ntau
+    nv = model.nv
+    x, var, cfg, kin, rows, tau_f, passive, applied = _contact_stage(layout)
+    q, v, a, f, u, tau = x["q"], x["v"], x["a"], x["f"], x["u"], x["tau"]
+    kin0 = sx.forward(model, sx.configuration(model, q), v, a)
+    dtau_dq, dtau_dv, M = sx.rnea_derivatives(model, kin0)
+    ID = sx.rnea(model, kin0) - tau_f - passive - applied
+    selection = ca.horzcat(ca.SX.zeros(nu, nv - nu), ca.SX.eye(nu)).T
+    d_tau, d_u = (-selection, ca.SX.zeros(nv, nu)) if ntau else (ca.SX.zeros(nv, 0), -selection)
+    dID_dv = dtau_dv - ca.jacobian(tau_f + passive, v)
+    C_ID = ca.horzcat(dtau_dq - ca.jacobian(tau_f, var.dq), dID_dv, d_tau, d_u, M, -ca.jacobian(tau_f, f))
+    alpha = _alpha(rows, x)
     c = ca.vertcat(ID, alpha)
     C = ca.vertcat(C_ID, ca.jacobian(alpha, var.y))
-    q_moved = sx.configuration(model, q, var.dq).q
-    g_in, G = _inequalities(layout, rows, kin, q_moved, v, applied, var)
+    q_moved = cfg.q
+    g_in, G = _inequalities(layout, rows, kin, q_moved, v, tau if ntau else u, var)
     cost, g, H = _gauss_newton(_residuals(layout, layout.contact_terms, x, cfg, q, v, var), var)
     c, C, g_in, G, cost, g, H = _at_zero(var, c, C, g_in, G, cost, g, H)
     A, b = _state_equation(
@@ -604,30 +625,88 @@ def contact_function(layout: Layout) -> ca.Function:
     return ca.Function("contact", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A), g_in, _rows(G)])
 
 
+def _curvature(name, layout, slots, x, cfg, var, c, dt=None):
+    """The function ``name`` of ``x`` (the input of a stage kind's function, then the
+    multipliers ``beta`` of the local equalities ``c`` and ``lam`` of the next knot's
+    configuration rows): the Hessian in ``y`` at ``dq = 0`` of the stage's Lagrangian beyond
+    Gauss-Newton, row by row: ``sum_k (W r)_k d2 r_k`` over the residuals of the cost term
+    ``slots``, ``sum_j beta_j d2 c_j``, and the derivative of ``A_q^T lam`` (symmetrized), with
+    ``A_q = -D^-1 [D_q, dt I]`` the state equation's configuration rows (:func:`_state_equation`;
+    ``dt`` None at an impulse): the derivative of the stationarity's ``A^T lam`` term as the
+    stages write it, ``A`` without the derivative of ``D^-1``, which multiplies the residual
+    ``F_q``. The next knot is held: its coupling with this stage has no place in the stage-wise
+    LQR. ``cfg`` is the configuration moved by the exponential map (:func:`_moving`)."""
+    model, nv, ny = layout.model, layout.model.nv, var.numel()
+    D_inv = sx.difference_jacobian_inverse(model, x["q_next"], cfg.q)
+    _, D_q = sx.difference_jacobians(model, x["q_next"], cfg.q)
+    lam = x["lam"]
+    At_lam = ca.vertcat(-(D_inv @ D_q).T @ lam, (0 if dt is None else -dt) * (D_inv.T @ lam))  # in (dq, dv)
+    J = ca.vertcat(ca.jacobian(At_lam, var.y), ca.SX.zeros(ny - 2 * nv, ny))
+    H = _cost_curvature(layout, slots, x, cfg, var, ca.dot(x["beta"], c)) + 0.5 * _at_zero(var, J + J.T)[0]
+    return ca.Function(name, [x.x], [_rows(H)])
+
+
+def _cost_curvature(layout, slots, x, cfg, var, more=0):
+    """``sum_k (W r)_k d2 r_k`` over the residuals of the cost term ``slots``, plus the Hessian of
+    ``more``, in ``y`` at ``dq = 0`` (``cfg`` moved by the exponential map)."""
+    residuals = _residuals(layout, slots, x, cfg, cfg.q, x["v"], var)
+    r = ca.vertcat(*[r for r, _, _ in residuals] + [ca.SX.zeros(0)])
+    w = ca.vertcat(*[w for _, _, w in residuals] + [ca.SX.zeros(0)])
+    rho = ca.SX.sym("rho", r.numel())  # W r, held while differentiating
+    H, Wr = _at_zero(var, ca.hessian(ca.dot(rho, r) + more, var.y)[0], w * r)
+    return ca.substitute(H, rho, Wr)
+
+
+def contact_curvature_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of :func:`_curvature` at a contact stage: the input of
+    :func:`contact_function` followed by ``beta`` (``nv + m``) and ``lam`` (``nv``)."""
+    model = layout.model
+    extra = {"beta": model.nv + layout.m, "lam": model.nv}
+    x, var, cfg, kin, rows, tau_f, passive, applied = _contact_stage(layout, extra, True)
+    c = ca.vertcat(sx.rnea(model, kin) - tau_f - passive - applied, _alpha(rows, x))
+    return _curvature("contact_curvature", layout, layout.contact_terms, x, cfg, var, c, x["dt"])
+
+
+def _impulse_stage(layout, extra=None, exact=False):
+    """The symbolic impulse stage (module docstring): its :class:`_Inputs` (with ``extra``),
+    :class:`_Variables`, moving configuration (:func:`_moving`) and kinematics, ``J^T Lambda``
+    and the contact velocities after the impulse."""
+    model = layout.model
+    x = _Inputs(variable_inputs(layout, "impulse") | _term_inputs(layout, layout.impulse_terms) | (extra or {}))
+    v, dv, impulse = x["v"], x["dv"], x["f"]
+    var = _Variables(model, v=v, tau=x["tau"], dv=dv, f=impulse)
+    cfg = _moving(model, x["q"], var.dq, exact)
+    kin = sx.forward(model, cfg, ca.SX.zeros(model.nv), dv)
+    tau_f = sx.generalized_forces(model, kin, _wrenches(_contacts(layout, kin, impulse)))  # J^T Lambda
+    after = [r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)]
+    return x, var, cfg, kin, tau_f, ca.vertcat(*after + [ca.SX.zeros(0)])
+
+
 def impulse_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of the impulse stage (module docstring)."""
     model, m, ntau = layout.model, layout.m, layout.ntau
     nv = model.nv
-    x = _Inputs(variable_inputs(layout, "impulse") | _term_inputs(layout, layout.impulse_terms))
+    x, var, cfg, kin, tau_f, after = _impulse_stage(layout)
     q, v, dv, impulse = x["q"], x["v"], x["dv"], x["f"]
-    var = _Variables(model, v=v, tau=x["tau"], dv=dv, f=impulse)
-    cfg = sx.configuration(model, q, var.dq)
-    zero = ca.SX.zeros(nv)
-    kin = sx.forward(model, cfg, zero, dv)
-    tau_f = sx.generalized_forces(model, kin, _wrenches(_contacts(layout, kin, impulse)))  # J^T Lambda
-    kin0 = sx.forward(model, sx.configuration(model, q), zero, dv)
+    kin0 = sx.forward(model, sx.configuration(model, q), ca.SX.zeros(nv), dv)
     dM_dq, _, M = sx.rnea_derivatives(model, kin0, gravity=False)
     E = sx.rnea(model, kin0, gravity=False) - tau_f
     C_E = ca.horzcat(dM_dq - ca.jacobian(tau_f, var.dq), ca.SX.zeros(nv, nv + ntau), M, -ca.jacobian(tau_f, impulse))
-    after = ca.vertcat(
-        *[r.velocity for _, r in _contacts(layout, sx.forward(model, cfg, v + dv), impulse)] + [ca.SX.zeros(0)]
-    )
     c = ca.vertcat(E, after)
     C = ca.vertcat(C_E, ca.jacobian(after, var.y))
     cost, g, H = _gauss_newton(_residuals(layout, layout.impulse_terms, x, cfg, q, v, var), var)
     c, C, cost, g, H = _at_zero(var, c, C, cost, g, H)
     A, b = _state_equation(model, q, v, dv, x["q_next"], x["v_next"], None, 0, nv + m, x["tau"], x["tau_next"])
     return ca.Function("impulse", [x.x], [cost, g, _rows(H), c, _rows(C), b, _rows(A)])
+
+
+def impulse_curvature_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of :func:`_curvature` at an impulse stage: the input of
+    :func:`impulse_function` followed by ``beta`` (``nv + m``) and ``lam`` (``nv``)."""
+    model = layout.model
+    x, var, cfg, kin, tau_f, after = _impulse_stage(layout, {"beta": model.nv + layout.m, "lam": model.nv}, True)
+    c = ca.vertcat(sx.rnea(model, kin, gravity=False) - tau_f, after)
+    return _curvature("impulse_curvature", layout, layout.impulse_terms, x, cfg, var, c)
 
 
 def forward_function(layout: Layout) -> ca.Function:
@@ -665,3 +744,14 @@ def terminal_function(layout: Layout) -> ca.Function:
     cfg = sx.configuration(model, q, var.dq)
     cost, g, H = _at_zero(var, *_gauss_newton(_residuals(layout, layout.terminal_terms, x, cfg, q, v, var), var))
     return ca.Function("terminal", [x.x], [cost, g, _rows(H)])
+
+
+def terminal_curvature_function(layout: Layout) -> ca.Function:
+    """The :class:`casadi.Function` of the terminal cost's curvature beyond Gauss-Newton, ``sum_k
+    (W r)_k d2 r_k`` in ``(dq, dv, dtau)``, row by row, of the input of :func:`terminal_function`."""
+    model = layout.model
+    sizes = {"q": model.nq, "v": model.nv, "tau": layout.ntau} | _term_inputs(layout, layout.terminal_terms)
+    x = _Inputs(sizes)
+    var = _Variables(model, v=x["v"], tau=x["tau"], u=ca.SX.zeros(0), a=ca.SX.zeros(0), f=ca.SX.zeros(0))
+    H = _cost_curvature(layout, layout.terminal_terms, x, _moving(model, x["q"], var.dq, True), var)
+    return ca.Function("terminal_curvature", [x.x], [_rows(H)])

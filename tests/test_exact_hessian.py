@@ -1,0 +1,107 @@
+"""The exact stage Hessian (:meth:`ocp.kernels.CompiledStages.curvature`) against central
+differences of the numpy reference's stationarity, on random contact sets and every kind of
+cost term."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_kernels import assert_close, random_ocp, random_point
+
+from liftoff import dynamics
+from liftoff.ocp.kernels import CompiledStages
+from liftoff.ocp.stages import NumpyStages
+
+STEP = 1e-6  # central differences: their error is about 1e-9 of the Hessian's largest entries here
+
+
+def differences(stages, group, variables, beta, lam_next, model) -> np.ndarray:
+    """``(S, ny, ny)``: the symmetric part of the central differences of the stationarity ``g +
+    C^T beta + A^T lam_next`` (its terms of the stage's own variables) along each column of ``y =
+    (dq, dv, dtau, du, dw)``, ``q`` moved by the exponential map: the Hessian of the stage's
+    Lagrangian in the tangent coordinates (the antisymmetric terms of moving along two
+    directions in turn cancel). Every displaced point is a stage of one batch."""
+    q, v, u, w, q_next, v_next, tau, tau_next = variables
+    S, nv = len(q), model.nv
+    named = {"q": q, "v": v, "tau": np.zeros((S, 0)) if tau is None else tau, "u": u, "w": w}
+    ny = nv + sum(x.shape[1] for k, x in named.items() if k != "q")
+    moved = {k: np.repeat(x[None], 2 * ny, axis=0) for k, x in named.items()}  # (2 ny, S, n): +h, -h per column
+    column = 0
+    for name, x in named.items():
+        n = nv if name == "q" else x.shape[1]
+        for k in range(n):
+            for side, sign in ((2 * column, 1.0), (2 * column + 1, -1.0)):
+                if name == "q":
+                    step = np.zeros((S, nv))
+                    step[:, k] = sign * STEP
+                    moved["q"][side] = dynamics.integrate(model, q, step)
+                else:
+                    moved[name][side][:, k] += sign * STEP
+            column += 1
+    flat = {k: x.reshape(2 * ny * S, -1) for k, x in moved.items()}
+    tile = lambda x: None if x is None else np.tile(x, (2 * ny, 1))  # noqa: E731
+    batch = group.subset(np.tile(np.arange(S), 2 * ny))
+    taus = (None, None) if tau is None else (flat["tau"], tile(tau_next))
+    ev = stages.evaluate(batch, flat["q"], flat["v"], flat["u"], flat["w"], tile(q_next), tile(v_next), *taus)
+    gradient = ev.g + np.einsum("swy,sw->sy", ev.C, tile(beta)) + np.einsum("sxy,sx->sy", ev.A, tile(lam_next))
+    gradient = gradient.reshape(ny, 2, S, ny)
+    jacobian = np.moveaxis((gradient[:, 0] - gradient[:, 1]) / (2 * STEP), 0, 2)  # (S, ny, ny), columns last
+    return 0.5 * (jacobian + np.swapaxes(jacobian, 1, 2))
+
+
+def terminal_differences(stages, q, v, tau, model) -> np.ndarray:
+    """``(nx, nx)``: the symmetric part of the central differences of the terminal cost's
+    gradient along ``(dq, dv, dtau)``, ``q`` moved by the exponential map."""
+    x = {"q": q, "v": v, "tau": np.zeros(0) if tau is None else tau}
+    columns = []
+    for name, n in (("q", model.nv), ("v", model.nv), ("tau", len(x["tau"]))):
+        for k in range(n):
+            sides = []
+            for sign in (1.0, -1.0):
+                moved = dict(x)
+                step = np.zeros(n)
+                step[k] = sign * STEP
+                moved[name] = dynamics.integrate(model, q, step) if name == "q" else x[name] + step
+                sides.append(stages.terminal(moved["q"], moved["v"], None if tau is None else moved["tau"])[2])
+            columns.append((sides[0] - sides[1]) / (2 * STEP))
+    jacobian = np.stack(columns, axis=1)
+    return 0.5 * (jacobian + jacobian.T)
+
+
+@pytest.mark.parametrize(("name", "torque_filter"), [("anymal", None), ("solo12", None), ("anymal", 5.0)])
+def test_curvature_is_the_hessian_of_the_costs_and_local_equalities(name, torque_filter):
+    """At random points and multipliers of contact stages (3D, 6D, 1D and planar contacts in
+    every reference frame, a flight), an impulse and the terminal cost: ``H`` with the curvature
+    is the Gauss-Newton ``H`` plus the second derivatives of the residuals, of ``beta^T c`` and of
+    the state equation's ``A^T lam_next``, which the central differences of ``g + C^T beta + A^T
+    lam_next`` give (``g = R^T W r``: its derivative is ``R^T W R`` plus the residuals'
+    curvature)."""
+    rng = np.random.default_rng([11, len(name), torque_filter is None])
+    ocp = random_ocp(name, rng, torque_filter)
+    compiled, reference = CompiledStages(ocp, compile=False), NumpyStages(ocp)
+    q, v = random_point(ocp, rng)
+    tau = 10 * rng.standard_normal((ocp.K + 1, ocp.ntau))
+    nv, kinds = ocp.model.nv, set()
+    for group in ocp.groups():
+        idx, S = group.index, group.size
+        m = sum(c.dim for c in group.contacts)
+        nu = ocp.nu if group.kind == "contact" else 0
+        u, w = 10 * rng.standard_normal((S, nu)), 10 * rng.standard_normal((S, nv + m))
+        taus = (tau[idx], tau[idx + 1]) if ocp.ntau else (None, None)
+        variables = (q[idx], v[idx], u, w, q[idx + 1], v[idx + 1], *taus)
+        beta, lam_next = 10 * rng.standard_normal((S, nv + m)), 10 * rng.standard_normal((S, ocp.nx))
+        ev = compiled.evaluate(group, *variables)
+        gauss_newton = ev.H.copy()
+        exact = compiled.curvature(group, ev, beta, lam_next).H
+        np.testing.assert_array_equal(ev.H, gauss_newton)  # the evaluation's own H is left as it was
+        expected = differences(reference, group, variables, beta, lam_next, ocp.model)
+        expected -= reference.evaluate(group, *variables).H
+        assert np.abs(expected).max() > 1.0  # curvature there is
+        assert_close(expected, exact - gauss_newton, tol=1e-6, what=f"{group.kind} stage {idx[0]}")
+        kinds.add(group.kind)
+    assert kinds == {"contact", "impulse"}
+    x_K = (q[-1], v[-1], tau[-1] if ocp.ntau else None)
+    gauss_newton, exact = compiled.terminal(*x_K)[1], compiled.terminal(*x_K, curvature=True)[1]
+    expected = terminal_differences(reference, *x_K, ocp.model) - reference.terminal(*x_K)[1]
+    assert np.abs(expected).max() > 0.01
+    assert_close(expected, exact - gauss_newton, tol=1e-6, what="terminal")
