@@ -29,6 +29,30 @@ The barrier ``eps`` (``barrier_update``) is
   reaches ``barrier_min = 1e-4`` in fewer iterations than a fixed barrier of 1e-4 takes
   (``liftoff bench solve --barrier-update``).
 
+The stage Hessians (``hessian``) are
+
+- ``gauss-newton``: the costs' residual Jacobians and the inequalities' barrier terms (seed
+  004); the iterations then converge linearly near a solution, at a rate set by the curvature
+  left out, which is slow where the dynamics bend a lot (the bound: a KKT error divided by about
+  1.6 per iteration);
+- ``exact``: where Gauss-Newton is slow, the Hessian of each stage's Lagrangian: the second
+  derivatives of the costs' residuals, of the local equalities (the dynamics and the contact
+  constraints, weighted by their multipliers ``beta``) and of the state equation's
+  configuration rows (:meth:`ocp.kernels.CompiledStages.curvature`). Two terms are left out:
+  the coupling of consecutive knots through the free flyer's state equation, which the
+  stage-wise LQR has no place for, and the curvature of friction cones expressed in a moving
+  frame (the gaits' cones are in world axes, where they are linear). On a small trot whose
+  Gauss-Newton tail divides the KKT error by about 5 per iteration, it divides it by 25 to 60
+  (``tests/test_exact_hessian.py``); not the quadratic rate of Newton's method, which those
+  terms would restore. An iteration takes it once the barrier is at its last value
+  (``barrier`` when fixed, else ``barrier_min``), the step before was a full one in primal and
+  dual, and that step was exact, or a Gauss-Newton step that followed a full one and divided
+  the KKT error by less than 2 (:data:`SLOW`): it costs about five Gauss-Newton iterations on
+  ANYmal (its kernels are 3.4 times the size of the stage kernels), so it is taken only where
+  Gauss-Newton's linear rate is slow (the bound), not where it is fast (the other gaits).
+  Wherever the exact LQR is not convex (the Riccati recursion fails), the iteration is
+  Gauss-Newton's.
+
 The solver reads only the problem's containers (a :class:`Problem`); it knows nothing of robots.
 """
 
@@ -43,6 +67,7 @@ import numpy as np
 from .riccati import RiccatiError, compile_riccati, riccati
 
 BARRIER_UPDATES = ("fixed", "monotone", "adaptive")
+HESSIANS = ("gauss-newton", "exact")
 
 
 class Problem(Protocol):
@@ -59,6 +84,8 @@ class Problem(Protocol):
     def step(self, iterate, direction, alpha_primal, alpha_dual): ...
     def complementarity(self, iterate): ...  # the products s_i z_i (for the adaptive barrier)
 
+    exact_hessian: bool  # whether linearize(iterate, eps, curvature=True) adds the Lagrangian's curvature
+
 
 @dataclass(frozen=True)
 class Options:
@@ -74,6 +101,7 @@ class Options:
     merit_penalty: float = 1e3
     max_backtracks: int = 10
     divergence: float = 1e20  # a KKT error above this is reported as divergence
+    hessian: str = "gauss-newton"  # or "exact" in the tail (module docstring)
 
     def __post_init__(self):
         for name in ("barrier", "tol", "barrier_min", "merit_penalty", "divergence"):
@@ -87,6 +115,8 @@ class Options:
             raise ValueError(f"solver option barrier_update must be one of {choices}, got {self.barrier_update!r}")
         if self.barrier_update != "fixed" and self.barrier_min > self.barrier:
             raise ValueError(f"solver option barrier_min {self.barrier_min:g} exceeds barrier {self.barrier:g}")
+        if self.hessian not in HESSIANS:
+            raise ValueError(f"solver option hessian must be one of {', '.join(HESSIANS)}, got {self.hessian!r}")
         if not 0 < self.barrier_factor < 1:
             raise ValueError(f"solver option barrier_factor must be in (0, 1), got {self.barrier_factor!r}")
 
@@ -95,7 +125,8 @@ class Options:
 class IterationLog:
     """One iteration: the KKT error and cost at its start, the steps it took, and the seconds
     it spent: in total, linearizing and condensing at the new iterate (line search included),
-    in the Riccati recursion, and expanding and stepping."""
+    in the Riccati recursion, and expanding and stepping; ``exact``: whether its step used the
+    exact Hessian (module docstring)."""
 
     iteration: int
     cost: float
@@ -107,6 +138,7 @@ class IterationLog:
     linearize_time: float
     riccati_time: float
     expand_time: float
+    exact: bool = False
 
 
 @dataclass
@@ -146,9 +178,10 @@ LOG_HEADER = f"{'iter':>4} {'cost':>14} {'kkt error':>11} {'barrier':>8} {'alpha
 
 
 def format_log(h: IterationLog) -> str:
+    """The log row of an iteration; ``exact`` after it when its step took the exact Hessian."""
     return (
         f"{h.iteration:4d} {h.cost:14.6e} {h.kkt_error:11.4e} {h.barrier:8.1e} "
-        f"{h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}"
+        f"{h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}" + ("  exact" if h.exact else "")
     )
 
 
@@ -166,13 +199,15 @@ def solve(problem: Problem, options: Options = Options(), warm_start=None, callb
 
 
 def _solve(problem, options, warm_start, callback):
+    if options.hessian == "exact" and not problem.exact_hessian:
+        raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
     if problem.backend == "compiled":
         compile_riccati()  # on first use, before any timing
     start = time.perf_counter()
     eps = options.barrier
     iterate = problem.initial_iterate(eps) if warm_start is None else getattr(warm_start, "iterate", warm_start)
     history: list = []
-    lin = None
+    lin, exact = None, False
 
     def finish(status, message):
         summary = (np.nan, np.nan, np.nan) if lin is None else (lin.kkt_error, lin.cost, lin.constraint_violation)
@@ -194,7 +229,14 @@ def _solve(problem, options, warm_start, callback):
             if k == options.max_iterations:
                 return finish("max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations")
             t0, eps_step = time.perf_counter(), eps
-            sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
+            try:
+                sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
+            except RiccatiError:
+                if not exact:
+                    raise
+                exact = False  # not convex with the curvature: Gauss-Newton's system at the same iterate
+                lin, iterate = problem.linearize(iterate, eps)
+                sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
             t1 = time.perf_counter()
             d = problem.direction(iterate, lin, sol)
             alpha_p, alpha_d = problem.max_steps(iterate, d)
@@ -202,21 +244,23 @@ def _solve(problem, options, warm_start, callback):
             t2 = time.perf_counter()
             if options.barrier_update == "adaptive" and not options.line_search:
                 eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min, alpha_p, alpha_d)
-            lin_trial, trial = problem.linearize(trial, eps)
+            exact_step, exact = exact, _exact_next(options, eps, alpha_p, alpha_d, exact, lin, history)
+            lin_trial, trial = _linearize(problem, trial, eps, exact)
             merit = _merit(lin, options)
             for _ in range(options.max_backtracks if options.line_search else 0):
                 if _merit(lin_trial, options) < merit or lin_trial.kkt_error < lin.kkt_error:
                     break
                 alpha_p *= 0.5
+                exact = False
                 trial = problem.step(iterate, d, alpha_p, alpha_d)
                 lin_trial, trial = problem.linearize(trial, eps)
             if options.barrier_update == "adaptive" and options.line_search:  # from the accepted step
                 eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min, alpha_p, alpha_d)
-                lin_trial, trial = problem.linearize(trial, eps)
+                exact = _exact_next(options, eps, alpha_p, alpha_d, exact_step, lin, history)
+                lin_trial, trial = _linearize(problem, trial, eps, exact)
             t3 = time.perf_counter()
-            entry = IterationLog(
-                k, lin.cost, lin.kkt_error, eps_step, alpha_p, alpha_d, t3 - t0, t3 - t2, t1 - t0, t2 - t1
-            )
+            times = (t3 - t0, t3 - t2, t1 - t0, t2 - t1)
+            entry = IterationLog(k, lin.cost, lin.kkt_error, eps_step, alpha_p, alpha_d, *times, exact_step)
             history.append(entry)
             if callback is not None:
                 callback(entry)
@@ -227,6 +271,29 @@ def _solve(problem, options, warm_start, callback):
         return finish("diverged", str(e))
     except np.linalg.LinAlgError as e:
         return finish("diverged", f"singular linear system: {e}")
+
+
+SLOW = 0.5  # a full Gauss-Newton step that divides the KKT error by less than 2 calls for the exact Hessian
+
+
+def _exact_next(options, eps, alpha_p, alpha_d, exact, lin, history) -> bool:
+    """Whether the next iteration takes the exact Hessian (module docstring), after a step of
+    sizes ``alpha_p, alpha_d`` from the system ``lin`` (``exact``: whether it had the exact
+    Hessian) that ``history`` led to: asked for, the barrier at its last value, the step a full
+    one, and either an exact one or the Gauss-Newton step before it a full one that was
+    :data:`SLOW`."""
+    last = options.barrier if options.barrier_update == "fixed" else options.barrier_min
+    if options.hessian != "exact" or eps > last or alpha_p != 1.0 or alpha_d != 1.0:
+        return False
+    if exact:
+        return True
+    before = history[-1] if history else None
+    full = before is not None and before.alpha_primal == before.alpha_dual == 1.0
+    return full and lin.kkt_error > SLOW * before.kkt_error
+
+
+def _linearize(problem, iterate, eps, exact):
+    return problem.linearize(iterate, eps, curvature=True) if exact else problem.linearize(iterate, eps)
 
 
 def _centrality_barrier(products, eps, eps_min, alpha_p=1.0, alpha_d=1.0) -> float:

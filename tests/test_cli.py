@@ -185,16 +185,23 @@ def test_an_unknown_controlled_joint_is_named(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "update, barrier, expected",
+    "update, barrier, hessian, expected",
     [
-        (None, None, {}),
-        (None, 1e-3, {"barrier": 1e-3}),
-        ("fixed", 1e-4, {"barrier_update": "fixed", "barrier": 1e-4}),
-        ("monotone", 1e-4, {"barrier_update": "monotone", "barrier": 0.1, "barrier_min": 1e-4}),
-        ("adaptive", None, {"barrier_update": "adaptive", "barrier": 1.0, "barrier_min": 1e-4}),
+        (None, None, None, {}),
+        (None, 1e-3, None, {"barrier": 1e-3}),
+        ("fixed", 1e-4, None, {"barrier_update": "fixed", "barrier": 1e-4}),
+        ("monotone", 1e-4, None, {"barrier_update": "monotone", "barrier": 0.1, "barrier_min": 1e-4}),
+        ("adaptive", None, None, {"barrier_update": "adaptive", "barrier": 1.0, "barrier_min": 1e-4}),
+        (None, None, "exact", {"hessian": "exact"}),
+        (
+            "adaptive",
+            1e-5,
+            "exact",
+            {"hessian": "exact", "barrier_update": "adaptive", "barrier": 1.0, "barrier_min": 1e-5},
+        ),
     ],
 )
-def test_the_solve_benchmarks_barrier_options_set_the_solvers_course(update, barrier, expected):
+def test_the_solve_benchmarks_solver_options_set_the_solvers_course(update, barrier, hessian, expected):
     from liftoff.problems.cli.bench import _solver_overrides
 
-    assert _solver_overrides(argparse.Namespace(barrier_update=update, barrier=barrier)) == expected
+    assert _solver_overrides(argparse.Namespace(barrier_update=update, barrier=barrier, hessian=hessian)) == expected

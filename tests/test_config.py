@@ -312,6 +312,7 @@ ERRORS = {
         "solver.barrier_update",
         ["fixed or monotone or adaptive"],
     ),
+    "unknown Hessian": ("solver.hessian", "bfgs", "solver.hessian", ["gauss-newton or exact", "got 'bfgs'"]),
     "huge weight": ("costs.com", 1e300, "costs.com", ["a number <= 1e+12"]),
     "unknown start": ("solver.init", "random", "solver.init", ["expected static or zero_torque", "got 'random'"]),
     "unknown swing profile": ("gait.swing_profile", "sine", "gait.swing_profile", ["expected parabola or triangle"]),

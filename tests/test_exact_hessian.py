@@ -1,16 +1,26 @@
 """The exact stage Hessian (:meth:`ocp.kernels.CompiledStages.curvature`) against central
 differences of the numpy reference's stationarity, on random contact sets and every kind of
-cost term."""
+cost term; and what it does to a solve's tail (:mod:`solvers.ipm`)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from test_cli_solve import TINY, write
+from test_config import edit
 from test_kernels import assert_close, random_ocp, random_point
 
 from liftoff import dynamics
+from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.kernels import CompiledStages
 from liftoff.ocp.stages import NumpyStages
+from liftoff.problems.cli import main
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.solvers import ipm
+from liftoff.solvers.riccati import RiccatiError
 
 STEP = 1e-6  # central differences: their error is about 1e-9 of the Hessian's largest entries here
 
@@ -105,3 +115,112 @@ def test_curvature_is_the_hessian_of_the_costs_and_local_equalities(name, torque
     expected = terminal_differences(reference, *x_K, ocp.model) - reference.terminal(*x_K)[1]
     assert np.abs(expected).max() > 0.01
     assert_close(expected, exact - gauss_newton, tol=1e-6, what="terminal")
+
+
+# ----------------------------------------------------------------------------- solves
+
+# TINY with longer, higher steps and a heavy CoM cost: Gauss-Newton's tail is slow (a KKT error divided by about 5
+# per iteration)
+BENT = edit(edit(edit(TINY, "gait.step_length", 0.15), "gait.step_height", 0.08), "costs.com", 1e4)
+
+
+@pytest.fixture(scope="module")
+def bent(tmp_path_factory):
+    """A formulation of :data:`BENT` on compiled kernels, the curvature's interpreted (no compile
+    for it), and its solver options."""
+    config = load_config(write(tmp_path_factory.mktemp("bent"), BENT))
+    form = Formulation(build_problem(config), quiet=True)
+    form.stages.compile = False
+    return form, config.solver.options()
+
+
+def test_the_exact_hessian_shortens_the_tail(bent, monkeypatch):
+    """From the same start and at the same barrier, the exact Hessian takes fewer iterations to
+    the same solution; its iterations start once the steps are full and shrink the KKT error
+    faster than Gauss-Newton's ever do; the default options never take it. (This tail is not
+    slow enough to call for it: it is taken after any full step here.)"""
+    form, options = bent
+    monkeypatch.setattr(ipm, "SLOW", 0.0)
+    gauss_newton = ipm.solve(form, options)
+    exact = ipm.solve(form, dataclasses.replace(options, hessian="exact"))
+    assert gauss_newton.converged and exact.converged
+    assert not any(h.exact for h in gauss_newton.history)
+    assert exact.iterations <= gauss_newton.iterations - 4
+    assert exact.cost == pytest.approx(gauss_newton.cost, rel=1e-8)
+    tail = [h for h in exact.history if h.exact]
+    assert len(tail) >= 4 and exact.history[-1].exact
+    kkt = [h.kkt_error for h in exact.history] + [exact.kkt_error]
+    first = exact.history.index(tail[0])
+    assert exact.history[first - 1].alpha_primal == exact.history[first - 1].alpha_dual == 1.0
+    exact_rates = [kkt[k + 1] / kkt[k] for k in range(first, len(kkt) - 1)]
+    kkt = [h.kkt_error for h in gauss_newton.history] + [gauss_newton.kkt_error]
+    gauss_newton_rates = [kkt[k + 1] / kkt[k] for k in range(len(kkt) - 6, len(kkt) - 1)]
+    assert max(exact_rates[1:]) < 0.1 < min(gauss_newton_rates)
+
+
+def test_a_non_convex_exact_system_falls_back_to_gauss_newton(bent, monkeypatch):
+    """When the Riccati recursion finds the exact LQR not convex, the iteration takes Gauss-Newton's
+    system at the same iterate: the solve is Gauss-Newton's, iteration for iteration."""
+    form, options = bent
+    monkeypatch.setattr(ipm, "SLOW", 0.0)
+    gauss_newton = ipm.solve(form, options)
+    exact_systems = []  # kept alive: compared by identity
+    linearize, riccati = type(form).linearize, ipm.riccati
+
+    def marking(self, it, eps, curvature=False):
+        lin, it = linearize(self, it, eps, curvature)
+        if curvature:
+            exact_systems.append(lin.lqr)
+        return lin, it
+
+    def refusing(lqr, *args):
+        if any(lqr is s for s in exact_systems):
+            raise RiccatiError("stage 0: the LQR is not convex")
+        return riccati(lqr, *args)
+
+    monkeypatch.setattr(type(form), "linearize", marking)
+    monkeypatch.setattr(ipm, "riccati", refusing)
+    fallen = ipm.solve(form, dataclasses.replace(options, hessian="exact"))
+    assert exact_systems and not any(h.exact for h in fallen.history)
+    assert [h.kkt_error for h in fallen.history] == [h.kkt_error for h in gauss_newton.history]
+
+
+def log(kkt, alpha=1.0, exact=False):
+    return ipm.IterationLog(0, 0.0, kkt, 1e-4, alpha, 1.0, 0.0, 0.0, 0.0, 0.0, exact)
+
+
+class _Lin:
+    def __init__(self, kkt):
+        self.kkt_error = kkt
+
+
+def test_the_exact_hessian_is_taken_where_gauss_newton_is_slow():
+    """After a full step at the last barrier: when that step was exact, or when it followed a
+    full Gauss-Newton step that divided the KKT error by less than 2."""
+    exact = ipm.Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-4, hessian="exact")
+    slow, fast = [log(10.0)], [log(100.0)]
+    assert ipm._exact_next(exact, 1e-4, 1.0, 1.0, False, _Lin(6.0), slow)
+    assert not ipm._exact_next(exact, 1e-4, 1.0, 1.0, False, _Lin(6.0), fast)
+    assert not ipm._exact_next(exact, 1e-4, 1.0, 1.0, False, _Lin(6.0), [log(10.0, alpha=0.5)])  # not a full step
+    assert not ipm._exact_next(exact, 1e-4, 1.0, 1.0, False, _Lin(6.0), [])
+    assert not ipm._exact_next(exact, 1e-3, 1.0, 1.0, False, _Lin(6.0), slow)  # the barrier still falls
+    assert not ipm._exact_next(exact, 1e-4, 0.9, 1.0, False, _Lin(6.0), slow)  # this step not full
+    assert not ipm._exact_next(exact, 1e-4, 1.0, 0.9, True, _Lin(0.1), fast)
+    assert ipm._exact_next(exact, 1e-4, 1.0, 1.0, True, _Lin(0.1), fast)  # exact and full: it stays
+    gauss_newton = dataclasses.replace(exact, hessian="gauss-newton")
+    assert not ipm._exact_next(gauss_newton, 1e-4, 1.0, 1.0, False, _Lin(6.0), slow)
+    fixed = ipm.Options(barrier=0.1, hessian="exact")
+    assert ipm._exact_next(fixed, 0.1, 1.0, 1.0, False, _Lin(6.0), slow)
+
+
+def test_the_exact_hessian_needs_the_lifted_formulation_on_compiled_kernels(tmp_path, capsys):
+    config = write(tmp_path, TINY)
+    for other in (["--formulation", "nonlifted"], ["--backend", "numpy"]):
+        assert main(["solve", config, "--hessian", "exact", *other]) == 2
+        assert capsys.readouterr().err == (
+            "liftoff: error: solver.hessian: expected gauss-newton unless the formulation is lifted and the backend "
+            "compiled, got 'exact'\n"
+        )
+    problem = Formulation(build_problem(load_config(config)), backend="numpy")
+    with pytest.raises(ValueError, match="the exact Hessian needs the lifted formulation on compiled kernels"):
+        ipm.solve(problem, ipm.Options(hessian="exact"))

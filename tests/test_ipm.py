@@ -128,6 +128,8 @@ def test_the_adaptive_barrier_is_loqos_centrality_rule():
         Options(barrier_update="mehrotra")
     with pytest.raises(ValueError, match="barrier_min 0.01 exceeds barrier 0.001"):
         Options(barrier=1e-3, barrier_update="adaptive", barrier_min=1e-2)
+    with pytest.raises(ValueError, match="hessian must be one of gauss-newton, exact"):
+        Options(hessian="bfgs")
 
 
 def test_the_adaptive_barrier_falls_no_faster_than_a_short_step_brought_the_products_down():

@@ -181,6 +181,11 @@ def _solve_parser(benches) -> None:
         choices=("fixed", "monotone", "adaptive"),
         help="liftoff's barrier course: monotone from 0.1, adaptive from 1, down to --barrier (default: the configs')",
     )
+    p.add_argument(
+        "--hessian",
+        choices=("gauss-newton", "exact"),
+        help="liftoff's stage Hessians: exact near the solution, lifted only (default: the configs')",
+    )
     _common(p, 3, "solves per case, median kept")
     p.set_defaults(run=solve)
 
@@ -469,15 +474,16 @@ DECREASING_START = {"monotone": 0.1, "adaptive": 1.0}  # where a decreasing barr
 
 
 def _solver_overrides(args) -> dict:
-    """The solver fields ``--barrier`` and ``--barrier-update`` set: a decreasing barrier starts
-    at :data:`DECREASING_START` and stops at ``--barrier``. The monotone barrier starts at the
-    configurations' 0.1 (seed 004's); the adaptive one higher, at 1: far from the gait, its
-    first steps stay on a wider central path, and it falls as fast as the steps allow."""
+    """The solver fields ``--barrier``, ``--barrier-update`` and ``--hessian`` set: a decreasing
+    barrier starts at :data:`DECREASING_START` and stops at ``--barrier``. The monotone barrier
+    starts at the configurations' 0.1 (seed 004's); the adaptive one higher, at 1: far from the
+    gait, its first steps stay on a wider central path, and it falls as fast as the steps allow."""
+    out = {} if args.hessian is None else {"hessian": args.hessian}
     if args.barrier_update in (None, "fixed"):
-        out = {} if args.barrier_update is None else {"barrier_update": "fixed"}
+        out |= {} if args.barrier_update is None else {"barrier_update": "fixed"}
         return out | ({} if args.barrier is None else {"barrier": args.barrier})
     start = DECREASING_START[args.barrier_update]
-    return {"barrier_update": args.barrier_update, "barrier": start, "barrier_min": args.barrier or 1e-4}
+    return out | {"barrier_update": args.barrier_update, "barrier": start, "barrier_min": args.barrier or 1e-4}
 
 
 def ddp(args) -> int:

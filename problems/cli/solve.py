@@ -26,6 +26,9 @@ def add_parser(commands) -> None:
         "--barrier-min", type=positive_float, metavar="X", help="override solver.barrier_min (a decreasing one's end)"
     )
     p.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
+    p.add_argument(
+        "--hessian", choices=("gauss-newton", "exact"), help="override solver.hessian (exact: near the solution)"
+    )
     p.add_argument("--init", choices=("static", "zero_torque"), help="override solver.init (the initial guess)")
     p.add_argument("--max-iterations", type=non_negative_int, metavar="N", help="override solver.max_iterations")
     p.add_argument("--tol", type=positive_float, metavar="X", help="override solver.tol (on the KKT error)")
@@ -56,7 +59,8 @@ def run(args) -> int:
     from liftoff.solvers.ipm import LOG_HEADER, format_final, format_log
 
     config = load_gait_config(args.config)
-    fields = ("formulation", "barrier", "barrier_update", "barrier_min", "backend", "init", "max_iterations", "tol")
+    fields = ("formulation", "barrier", "barrier_update", "barrier_min", "backend", "hessian", "init")
+    fields += ("max_iterations", "tol")
     overrides = {k: getattr(args, k) for k in fields}
     with naming(args.config), too_large(args.config, config):
         config, problem = prepare(config, **overrides)

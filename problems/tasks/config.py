@@ -47,7 +47,7 @@ import yaml
 
 from liftoff import dynamics
 from liftoff.dynamics.simulator import CONTACT_MODELS, SOLVERS  # the liftoff engine's plant.contact
-from liftoff.solvers.ipm import BARRIER_UPDATES, Options
+from liftoff.solvers.ipm import BARRIER_UPDATES, HESSIANS, Options
 
 REFERENCES = ("LOCAL", "WORLD", "LOCAL_WORLD_ALIGNED")
 LIMITS = ("position", "velocity", "torque")
@@ -265,6 +265,7 @@ class Solver:
     max_iterations: int = 100  # in [0, 1e6]
     tol: float = 1e-5  # in (0, 1e3], on the KKT residual's l2 norm, above its round-off (walk 2e-7, jump 4e-5)
     line_search: bool = False  # filter line search (else full Newton steps)
+    hessian: str = "gauss-newton"  # gauss-newton | exact: the stage Hessians; exact near the solution (solvers/ipm.py)
     relaxation: float = 0.0  # in [0, 1e3], fddp/ilqr's relaxed barrier; 0: the largest that keeps the solution feasible
 
     def __post_init__(self):
@@ -273,6 +274,13 @@ class Solver:
         one_of(self.backend, BACKENDS, "backend")
         one_of(self.init, INITS, "init")
         one_of(self.barrier_update, BARRIER_UPDATES, "barrier_update")
+        one_of(self.hessian, HESSIANS, "hessian")
+        check(
+            self.hessian == "gauss-newton" or (self.formulation, self.backend) == ("lifted", "compiled"),
+            "hessian",
+            "gauss-newton unless the formulation is lifted and the backend compiled",
+            self.hessian,
+        )
         at_least(self, ("barrier", "barrier_min", "tol"), 0, strict=True)
         at_least(self, ("max_iterations", "relaxation"), 0)
         at_most(self, ("barrier", "barrier_min", "tol", "relaxation"), 1e3)

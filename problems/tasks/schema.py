@@ -41,6 +41,7 @@ ENUMS = {  # (section, field): the allowed names
     ("Solver", "formulation"): cfg.FORMULATIONS,
     ("Solver", "backend"): cfg.BACKENDS,
     ("Solver", "barrier_update"): cfg.BARRIER_UPDATES,
+    ("Solver", "hessian"): cfg.HESSIANS,
     ("GaitMPCSettings", "scheme"): cfg.MPC_SCHEMES,
     ("MPCSettings", "scheme"): cfg.MPC_SCHEMES,
 }
