@@ -267,8 +267,8 @@ class Formulation:
 
     @property
     def exact_hessian(self) -> bool:
-        """Whether :meth:`linearize` can add the curvature of the costs and local equalities
-        (the lifted formulation on compiled kernels)."""
+        """Whether :meth:`linearize` can add the curvature of the stages' Lagrangian (the lifted
+        formulation on compiled kernels)."""
         return self.name == "lifted" and hasattr(self.stages, "curvature")
 
     def linearize(self, it: Iterate, eps, curvature=False) -> tuple:
@@ -276,9 +276,10 @@ class Formulation:
         iterate with the non-lifted ``w`` refreshed from the dynamics. The stage Hessians are
         Gauss-Newton's (the costs' residual Jacobians, the inequalities' barrier terms); with
         ``curvature`` (:attr:`exact_hessian` only) they add the second derivatives of the costs'
-        residuals and of the local equalities, weighted by the residuals and the multipliers
-        ``beta``: the Hessian of the Lagrangian but for the state equation's and the cones'
-        curvature (:meth:`ocp.kernels.CompiledStages.curvature`)."""
+        residuals, of the local equalities and of the state equation's configuration rows,
+        weighted by the residuals and the multipliers ``beta`` and ``lam`` (the Hessian of the
+        Lagrangian but for the coupling of consecutive knots and the cones' curvature,
+        :mod:`solvers.ipm`; :meth:`ocp.kernels.CompiledStages.curvature`)."""
         if curvature and not self.exact_hessian:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K

@@ -23,7 +23,9 @@ stage kind then has one function of a flat input row:
   J_all, r_all, J_all v)``: what the constrained forward and impulse dynamics solve, ``M a = S u
   - h + J^T f``, ``J a = r`` (``h`` with the passive torques, the soft contacts' forces and the
   disturbance on its side);
-- **terminal**: ``(q, v, tau | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv, dtau)``.
+- **terminal**: ``(q, v, tau | term parameters)`` -> ``(cost, g, H)`` in ``(dq, dv, dtau)``;
+- **curvature** of each of the contact, impulse and terminal stages: its input followed by the
+  multipliers of its equalities -> what the exact Hessian adds to its ``H`` (:func:`_curvature`).
 
 The torque state ``tau`` (and the filter gain) are empty inputs without a torque filter
 (:class:`ocp.problem.OCP`).
