@@ -111,6 +111,15 @@ def test_quiet_compare_prints_only_the_table(tmp_path, capsys):
     assert "| tiny | lifted |" in captured.out.replace("  ", " ")
 
 
+def test_a_configuration_with_the_exact_hessian_compares_with_gauss_newtons_nonlifted_runs(tmp_path, capsys):
+    config = write(tmp_path, edit(TINY, "solver.hessian", "exact"), "tiny.yaml")
+    assert main(["compare", config, "--barrier", "0.1", "--out", str(tmp_path / "h"), "--json"]) == 0
+    summaries = {s["formulation"]: s for s in json.loads(capsys.readouterr().out)}
+    assert {k: s["status"] for k, s in summaries.items()} == {"lifted": "converged", "nonlifted": "converged"}
+    saved = {k: load_run(tmp_path / "h" / f"tiny_{k}_0.1.npz")["config"]["solver"]["hessian"] for k in summaries}
+    assert saved == {"lifted": "exact", "nonlifted": "gauss-newton"}
+
+
 def test_compare_runs_each_start(tmp_path, capsys):
     config = write(tmp_path, TINY, "tiny.yaml")
     out = tmp_path / "starts"

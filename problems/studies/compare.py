@@ -114,7 +114,9 @@ def compare(
 
 
 def _solve(config, method, barrier, init, backend):
-    """The run of ``method`` on ``config`` (:func:`compare`), or an ``unsupported`` one."""
+    """The run of ``method`` on ``config`` (:func:`compare`), or an ``unsupported`` one. The
+    non-lifted formulation keeps Gauss-Newton's Hessian (the exact one, ``solver.hessian``, is the
+    lifted formulation's)."""
     if method in BASELINES and isinstance(config, PolishingConfig):
         return unsupported(with_solver(config, init=init), method, barrier, "the baselines solve gait configurations")
     if method in DDP_METHODS:
@@ -122,7 +124,8 @@ def _solve(config, method, barrier, init, backend):
     if method in BASELINES:
         return solve_baseline(config, method)
     try:
-        prepared = prepare(config, formulation=method, barrier=barrier, backend=backend, init=init)
+        hessian = None if method == "lifted" else "gauss-newton"
+        prepared = prepare(config, formulation=method, barrier=barrier, backend=backend, init=init, hessian=hessian)
     except (ConfigError, ProblemError):
         raise
     except ValueError as e:  # the formulation does not take this OCP (ocp.backends: sliding friction, non-lifted)
