@@ -101,7 +101,7 @@ class Options:
     merit_penalty: float = 1e3
     max_backtracks: int = 10
     divergence: float = 1e20  # a KKT error above this is reported as divergence
-    hessian: str = "gauss-newton"  # or "exact" in the tail (module docstring)
+    hessian: str = "gauss-newton"  # or "exact" where Gauss-Newton is slow (module docstring)
 
     def __post_init__(self):
         for name in ("barrier", "tol", "barrier_min", "merit_penalty", "divergence"):

@@ -184,7 +184,7 @@ def _solve_parser(benches) -> None:
     p.add_argument(
         "--hessian",
         choices=("gauss-newton", "exact"),
-        help="liftoff's stage Hessians: exact near the solution, lifted only (default: the configs')",
+        help="liftoff's stage Hessians: exact where Gauss-Newton is slow, lifted only (default: the configs')",
     )
     _common(p, 3, "solves per case, median kept")
     p.set_defaults(run=solve)

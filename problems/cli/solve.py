@@ -27,7 +27,9 @@ def add_parser(commands) -> None:
     )
     p.add_argument("--backend", choices=("compiled", "numpy"), help="override solver.backend (stage evaluation)")
     p.add_argument(
-        "--hessian", choices=("gauss-newton", "exact"), help="override solver.hessian (exact: near the solution)"
+        "--hessian",
+        choices=("gauss-newton", "exact"),
+        help="override solver.hessian (exact: where Gauss-Newton is slow)",
     )
     p.add_argument("--init", choices=("static", "zero_torque"), help="override solver.init (the initial guess)")
     p.add_argument("--max-iterations", type=non_negative_int, metavar="N", help="override solver.max_iterations")

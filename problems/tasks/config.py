@@ -265,7 +265,7 @@ class Solver:
     max_iterations: int = 100  # in [0, 1e6]
     tol: float = 1e-5  # in (0, 1e3], on the KKT residual's l2 norm, above its round-off (walk 2e-7, jump 4e-5)
     line_search: bool = False  # filter line search (else full Newton steps)
-    hessian: str = "gauss-newton"  # gauss-newton | exact: the stage Hessians; exact near the solution (solvers/ipm.py)
+    hessian: str = "gauss-newton"  # gauss-newton | exact (where Gauss-Newton is slow): stage Hessians, solvers/ipm.py
     relaxation: float = 0.0  # in [0, 1e3], fddp/ilqr's relaxed barrier; 0: the largest that keeps the solution feasible
 
     def __post_init__(self):
