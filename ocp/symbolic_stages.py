@@ -659,13 +659,28 @@ def _cost_curvature(layout, slots, x, cfg, var, more=0):
     return ca.substitute(H, rho, Wr)
 
 
+def _base_frame_rnea(model, cfg, v, a, gravity=True):
+    """:func:`dynamics.symbolic.rnea` at the configuration ``cfg``, computed with the free flyer
+    at the origin and gravity rotated into its frame (the joint torques and the base's wrench in
+    its own frame do not depend on where the base is, only on gravity's direction in it). The
+    same values; but the base's placement enters through three components of gravity instead of
+    every body's placement, which makes the Hessian four times smaller on ANYmal."""
+    if cfg.base is None:
+        return sx.rnea(model, sx.forward(model, cfg, v, a), gravity)
+    R, _ = cfg.base
+    if gravity:  # as an acceleration of the base: -g, in its frame
+        a = ca.vertcat(a[:3] - R.T @ sx.const(model.gravity), a[3:])
+    origin = sx.Configuration(cfg.q, (ca.SX.eye(3), ca.SX.zeros(3)))
+    return sx.rnea(model, sx.forward(model, origin, v, a), gravity=False)
+
+
 def contact_curvature_function(layout: Layout) -> ca.Function:
     """The :class:`casadi.Function` of :func:`_curvature` at a contact stage: the input of
     :func:`contact_function` followed by ``beta`` (``nv + m``) and ``lam`` (``nv``)."""
     model = layout.model
     extra = {"beta": model.nv + layout.m, "lam": model.nv}
     x, var, cfg, kin, rows, tau_f, passive, applied = _contact_stage(layout, extra, True)
-    c = ca.vertcat(sx.rnea(model, kin) - tau_f - passive - applied, _alpha(rows, x))
+    c = ca.vertcat(_base_frame_rnea(model, cfg, x["v"], x["a"]) - tau_f - passive - applied, _alpha(rows, x))
     return _curvature("contact_curvature", layout, layout.contact_terms, x, cfg, var, c, x["dt"])
 
 
@@ -707,7 +722,7 @@ def impulse_curvature_function(layout: Layout) -> ca.Function:
     :func:`impulse_function` followed by ``beta`` (``nv + m``) and ``lam`` (``nv``)."""
     model = layout.model
     x, var, cfg, kin, tau_f, after = _impulse_stage(layout, {"beta": model.nv + layout.m, "lam": model.nv}, True)
-    c = ca.vertcat(sx.rnea(model, kin, gravity=False) - tau_f, after)
+    c = ca.vertcat(_base_frame_rnea(model, cfg, ca.SX.zeros(model.nv), x["dv"], gravity=False) - tau_f, after)
     return _curvature("impulse_curvature", layout, layout.impulse_terms, x, cfg, var, c)
 
 
