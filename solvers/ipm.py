@@ -47,8 +47,8 @@ The stage Hessians (``hessian``) are
   terms would restore. An iteration takes it once the barrier is at its last value
   (``barrier`` when fixed, else ``barrier_min``), the step before was a full one in primal and
   dual, and that step was exact, or a Gauss-Newton step that followed a full one and divided
-  the KKT error by less than 2 (:data:`SLOW`): it costs about four Gauss-Newton iterations on
-  ANYmal (its kernels are 3.4 times the size of the stage kernels), so it is taken only where
+  the KKT error by less than 2 (:data:`SLOW`): it costs about three Gauss-Newton iterations on
+  ANYmal (its kernel is 1.7 times the size of the stage kernel), so it is taken only where
   Gauss-Newton's linear rate is slow (the bound), not where it is fast (the other gaits).
   Wherever the exact LQR is not convex (the Riccati recursion fails), the iteration is
   Gauss-Newton's.
