@@ -213,6 +213,19 @@ def test_the_exact_hessian_is_taken_where_gauss_newton_is_slow():
     assert ipm._exact_next(fixed, 0.1, 1.0, 1.0, False, _Lin(6.0), slow)
 
 
+def test_a_solve_with_the_exact_hessian_says_so_and_keeps_its_own_results_file(tmp_path, capsys, monkeypatch):
+    """The problem's line names it, and its default results file does not replace Gauss-Newton's
+    (this tail is fast: no iteration takes it, and nothing is compiled for it)."""
+    config = write(tmp_path, TINY)
+    monkeypatch.chdir(tmp_path)
+    assert main(["solve", config]) == 0
+    assert main(["solve", config, "--hessian", "exact"]) == 0
+    out = capsys.readouterr().out
+    assert "tiny: lifted, barrier 0.1, exact Hessian, compiled stages; " in out
+    files = sorted(p.name for p in (tmp_path / "results").glob("*.npz"))
+    assert files == ["tiny_lifted_0.1.npz", "tiny_lifted_0.1_exact.npz"]
+
+
 def test_the_exact_hessian_needs_the_lifted_formulation_on_compiled_kernels(tmp_path, capsys):
     config = write(tmp_path, TINY)
     for other in (["--formulation", "nonlifted"], ["--backend", "numpy"]):

@@ -96,14 +96,15 @@ def unsupported(config, method, barrier, why) -> Run:
 
 
 def describe_problem(config, problem) -> str:
-    """One line: the configuration's name, formulation, barrier, stage backend and the sizes of
-    its problem (stages, impulses, variables, equalities, inequalities)."""
+    """One line: the configuration's name, formulation, barrier, Hessian (when exact), stage
+    backend and the sizes of its problem (stages, impulses, variables, equalities, inequalities)."""
     n, s = problem.sizes(), config.solver
     barrier = f"barrier {s.barrier:g}" + (
         "" if s.barrier_update == "fixed" else f" {s.barrier_update} to {s.barrier_min:g}"
     )
+    hessian = ", exact Hessian" if s.hessian == "exact" else ""
     return (
-        f"{config.name}: {s.formulation}, {barrier}, {problem.backend} stages; "
+        f"{config.name}: {s.formulation}, {barrier}{hessian}, {problem.backend} stages; "
         f"{n['stages']} stages ({n['impulses']} impulse{'' if n['impulses'] == 1 else 's'}), "
         f"{n['variables']} variables, {n['equalities']} equalities, {n['inequalities']} inequalities"
     )
@@ -260,9 +261,12 @@ def _array(run, key, ndim) -> np.ndarray:
 
 
 def default_path(config) -> Path:
+    """``results/`` and the :func:`run_name` of ``config``'s solve, ``_exact`` after it with the
+    exact Hessian (so that it does not replace the Gauss-Newton solve's file)."""
     s = config.solver
     barrier = s.barrier if s.barrier_update == "fixed" else f"{s.barrier_update}_{s.barrier:g}-{s.barrier_min:g}"
-    return Path("results") / f"{run_name(config.name, s.formulation, barrier, s.init)}.npz"
+    exact = "_exact" if s.hessian == "exact" else ""
+    return Path("results") / f"{run_name(config.name, s.formulation, barrier, s.init)}{exact}.npz"
 
 
 def run_name(name, formulation, barrier, init="static") -> str:
