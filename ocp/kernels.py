@@ -537,7 +537,8 @@ class CompiledStages:
 
     def _curvature_kernel(self, kind):
         """The kernel of :meth:`curvature` at stages of ``kind`` (built or loaded once, shared by
-        the problems of these kernels)."""
+        the problems of these kernels; interpreted by CasADi, slowly, with one warning line, when
+        it cannot be compiled)."""
         name = f"{kind}_curvature"
         if name not in self._kept:
             build = {
@@ -545,12 +546,13 @@ class CompiledStages:
                 "impulse": sym.impulse_curvature_function,
                 "terminal": sym.terminal_curvature_function,
             }[kind]
-            full = f"{name}_{self.model.name}"
+            full, kernel, key = f"{name}_{self.model.name}", None, {**self._key, "kind": name}
             if self.compile:
-                kernel = codegen.load(full, {**self._key, "kind": name}, lambda: build(self.layout), self.quiet, True)
-            else:
-                kernel = codegen.Interpreted(build(self.layout), full, True)
-            self._kept[name] = kernel
+                try:
+                    kernel = codegen.load(full, key, lambda: build(self.layout), self.quiet, True)
+                except codegen.CompileError as e:
+                    print(f"liftoff: warning: {e}; the exact Hessian's {kind} terms interpreted", file=sys.stderr)
+            self._kept[name] = kernel or codegen.Interpreted(build(self.layout), full, True)
         return self._kept[name]
 
     def dynamics(self, group, q, v, torque):

@@ -13,10 +13,13 @@ from test_config import edit
 from test_kernels import assert_close, random_ocp, random_point
 
 from liftoff import dynamics
+from liftoff.dynamics import codegen
+from liftoff.ocp import backends, kernels
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.kernels import CompiledStages
 from liftoff.ocp.stages import NumpyStages
 from liftoff.problems.cli import main
+from liftoff.problems.studies.runs import load_run
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers import ipm
@@ -237,3 +240,30 @@ def test_the_exact_hessian_needs_the_lifted_formulation_on_compiled_kernels(tmp_
     problem = Formulation(build_problem(load_config(config)), backend="numpy")
     with pytest.raises(ValueError, match="the exact Hessian needs the lifted formulation on compiled kernels"):
         ipm.solve(problem, ipm.Options(hessian="exact"))
+
+
+def test_without_a_compiler_the_exact_hessian_gives_way_to_gauss_newtons(tmp_path, capsys, monkeypatch):
+    def no_compiler(*args, **kwargs):
+        raise codegen.CompileError("no C compiler found")
+
+    monkeypatch.setattr(backends, "CompiledStages", no_compiler)
+    out = tmp_path / "x.npz"
+    assert main(["solve", write(tmp_path, TINY), "--hessian", "exact", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "liftoff: warning: no C compiler found; using the numpy backend\n" in err
+    assert "liftoff: warning: the exact Hessian needs compiled kernels; using Gauss-Newton's\n" in err
+    assert load_run(out)["config"]["solver"]["hessian"] == "gauss-newton"
+
+
+def test_a_curvature_kernel_that_does_not_compile_is_interpreted(bent, monkeypatch, capsys):
+    form, _ = bent
+    stages = CompiledStages(form.ocp, quiet=True)  # the stage kernels, from the cache
+
+    def failing(*args, **kwargs):
+        raise codegen.CompileError("compiling it failed: an error")
+
+    monkeypatch.setattr(kernels.codegen, "load", failing)
+    assert isinstance(stages._curvature_kernel("contact"), codegen.Interpreted)
+    assert capsys.readouterr().err == (
+        "liftoff: warning: compiling it failed: an error; the exact Hessian's contact terms interpreted\n"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,11 +47,16 @@ class Run:
 def prepare(config, **overrides):
     """``(config, problem)``: ``config`` with ``overrides`` of its solver section (fields of
     :class:`problems.tasks.config.Solver`; ``None`` keeps the config's), and its OCP in that
-    formulation."""
+    formulation. Where the compiled kernels fall back to numpy (no C compiler), the exact
+    Hessian, which needs them, gives way to Gauss-Newton's, with one warning line."""
     changes = {k: v for k, v in overrides.items() if v is not None}
     config = with_solver(config, **changes) if changes else config
     s = config.solver
-    return config, Formulation(problem_of(config), s.formulation, s.backend, init=s.init)
+    problem = Formulation(problem_of(config), s.formulation, s.backend, init=s.init)
+    if s.hessian == "exact" and not problem.exact_hessian:
+        print("liftoff: warning: the exact Hessian needs compiled kernels; using Gauss-Newton's", file=sys.stderr)
+        config = with_solver(config, hessian="gauss-newton")
+    return config, problem
 
 
 def problem_of(config):
