@@ -271,7 +271,7 @@ class Formulation:
         formulation on compiled kernels)."""
         return self.name == "lifted" and hasattr(self.stages, "curvature")
 
-    def linearize(self, it: Iterate, eps, curvature=False) -> tuple:
+    def linearize(self, it: Iterate, eps, curvature=False, fresh=True) -> tuple:
         """The Newton system at ``it`` for the barrier ``eps``: a :class:`Linearization` and the
         iterate with the non-lifted ``w`` refreshed from the dynamics. The stage Hessians are
         Gauss-Newton's (the costs' residual Jacobians, the inequalities' barrier terms); with
@@ -279,7 +279,8 @@ class Formulation:
         residuals, of the local equalities and of the state equation's configuration rows,
         weighted by the residuals and the multipliers ``beta`` and ``lam`` (the Hessian of the
         Lagrangian but for the coupling of consecutive knots and the cones' curvature,
-        :mod:`solvers.ipm`; :meth:`ocp.kernels.CompiledStages.curvature`)."""
+        :mod:`solvers.ipm`; :meth:`ocp.kernels.CompiledStages.curvature`); not ``fresh``, they add
+        those of the last fresh linearization of this problem, at its iterate."""
         if curvature and not self.exact_hessian:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
@@ -290,13 +291,15 @@ class Formulation:
         lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
         for group, gv in zip(self.groups, it.groups):
-            gv, step, terms = self._linearize_group(group, gv, it, eps, lqr, curvature)
+            gv, step, terms = self._linearize_group(group, gv, it, eps, lqr, curvature, fresh)
             steps.append(step)
             groups.append(gv)
             squares, cost, log_slacks = squares + terms[0], cost + terms[1], log_slacks + float(np.log(gv.s).sum())
             violation, l1 = max(violation, terms[2]), l1 + terms[3]
         x_K = (it.q[K], it.v[K], self._taus(it, K))
-        cost_T, H_T, g_T = self.stages.terminal(*x_K, curvature=True) if curvature else self.stages.terminal(*x_K)
+        cost_T, H_T, g_T = (
+            self.stages.terminal(*x_K, curvature=True, fresh=fresh) if curvature else self.stages.terminal(*x_K)
+        )
         cost += cost_T
         dq0 = dynamics.difference(model, it.q[0], self.ocp.q0)
         dx0 = np.concatenate((dq0, self.ocp.v0 - it.v[0], self.ocp.tau0 - it.tau[0]))
@@ -318,7 +321,7 @@ class Formulation:
         unchanged = all(a is b for a, b in zip(groups, it.groups))  # lifted: w is a variable, not refreshed
         return lin, it if unchanged else replace(it, groups=tuple(groups))
 
-    def _linearize_group(self, group, gv, it, eps, lqr, curvature=False):
+    def _linearize_group(self, group, gv, it, eps, lqr, curvature=False, fresh=True):
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
         ``w`` refreshed), its step data and ``(squared KKT residual, cost, max constraint
         violation, l1 norm of the equality residuals)``."""
@@ -329,7 +332,7 @@ class Formulation:
             check_finite("contact dynamics", group, gv.w)
         ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[nxt], it.v[nxt], tau, self._taus(it, nxt))
         if curvature:
-            ev = self.stages.curvature(group, ev, gv.beta, it.lam[nxt])
+            ev = self.stages.curvature(group, ev, gv.beta, it.lam[nxt], fresh)
         nz = nx + gv.u.shape[1]
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
             terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[nxt], self.backend)

@@ -87,9 +87,25 @@ class Workspace:
         self.scatter = bind_scatter(self.outputs, blocks, self.blocks)
         self.static = None
         self.calls = {}  # the later steps' calls bound to the blocks (:attr:`ocp.stages.StageEval.calls`)
-        self.exact = None  # H with the curvature (CompiledStages.curvature): its input, its blocks and their calls
+        self.exact = None  # H with the curvature (CompiledStages.curvature), a Curvature made on first use
         ny = self.blocks[1].shape[1]
         self.no_inequalities = (np.zeros((S, 0)), np.zeros((S, 0, ny)))  # an impulse stage's
+
+
+@dataclass
+class Curvature:
+    """A workspace's arrays for :meth:`CompiledStages.curvature`: the curvature kernel's input
+    ``x``, its output ``out`` and its ``call`` bound to them; ``H`` with the curvature added,
+    the ``curvature`` dense ``(S, ny, ny)`` of the last fresh call and the ``problem`` it was
+    made for; ``calls``: those of the later steps bound to ``H``."""
+
+    x: np.ndarray
+    out: np.ndarray
+    call: object
+    H: np.ndarray
+    curvature: np.ndarray
+    calls: dict
+    problem: object = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +199,7 @@ class CompiledStages:
         self.ocp = ocp
         self._numpy = None  # the reference backend of ocp, made on first use (:attr:`_reference`)
         self._statics = None  # the static start's terms at ocp's q0 (:meth:`static_terms`)
+        self._terminal_curvature = None  # the last fresh terminal curvature (:meth:`terminal`)
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
         terminal, kept = ocp.terminal_costs, self._kept.get("terminal")
         if kept is None or len(kept[0]) != len(terminal) or any(a is not b for a, b in zip(kept[0], terminal)):
@@ -494,34 +511,39 @@ class CompiledStages:
             ineq = Inequalities(*inequalities, gm.bounds, gm.touched)
         return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports, calls)
 
-    def curvature(self, group, ev: StageEval, beta, lam_next) -> StageEval:
+    def curvature(self, group, ev: StageEval, beta, lam_next, fresh=True) -> StageEval:
         """``ev``, the evaluation of ``group`` just made, with the curvature of its Lagrangian
         added to its ``H`` (:func:`ocp.symbolic_stages.contact_curvature_function`) at the
         multipliers ``beta (S, nv + m)`` of its local equalities and ``lam_next (S, nx)`` of its
-        state equation. ``H`` is another block of the workspace, kept like the others (module
+        state equation; not ``fresh``: the curvature of the group's last fresh call, at the
+        iterate and multipliers it was given (the workspace keeps it, dense; a group without one
+        computes it). ``H`` is another block of the workspace, kept like the others (module
         docstring), with the supports of both kernels. The kernels are built on first use."""
         gm, nv, S = self.maps[int(group.index[0])], self.model.nv, group.size
         kernel, ws = self._curvature_kernel(group.kind), gm.workspace
         if ws.exact is None:
             x, out = np.empty((S, kernel.n_in)), np.empty((S, kernel.sizes[0]))
-            ws.exact = (x, out, kernel.bind(x, [out]), np.empty_like(ev.H), {})
-        x, out, call, H, calls = ws.exact
-        n = ws.x.shape[1]
-        x[:, :n], x[:, n : n + nv] = ws.x, beta[:, :nv]
-        forces = slice(n + nv, n + nv + self.layout.m)
-        if gm.scatter is None:
-            x[:, forces] = 0.0
-            x[:, n + nv + gm.f_cols] = beta[:, nv:]
-        else:  # the copies of a contact listed twice act through one slot: their multipliers add up
-            x[:, forces] = beta[:, nv:] @ gm.scatter
-        x[:, forces.stop :] = lam_next[:, :nv]
+            ws.exact = Curvature(x, out, kernel.bind(x, [out]), np.empty_like(ev.H), np.empty_like(ev.H), {})
+        exact = ws.exact
         src, dst, supports = self._curvature_structure(group.kind, gm, kernel)
-        begin = time.perf_counter()
-        call()
-        self.kernel_seconds += time.perf_counter() - begin
-        H[:] = ev.H
-        H.reshape(S, -1)[:, dst] += out[:, src]
-        return replace(ev, H=H, supports=supports, calls=calls)
+        if fresh or exact.problem is not self.ocp:
+            x, n = exact.x, ws.x.shape[1]
+            x[:, :n], x[:, n : n + nv] = ws.x, beta[:, :nv]
+            forces = slice(n + nv, n + nv + self.layout.m)
+            if gm.scatter is None:
+                x[:, forces] = 0.0
+                x[:, n + nv + gm.f_cols] = beta[:, nv:]
+            else:  # the copies of a contact listed twice act through one slot: their multipliers add up
+                x[:, forces] = beta[:, nv:] @ gm.scatter
+            x[:, forces.stop :] = lam_next[:, :nv]
+            begin = time.perf_counter()
+            exact.call()
+            self.kernel_seconds += time.perf_counter() - begin
+            exact.curvature.fill(0.0)
+            exact.curvature.reshape(S, -1)[:, dst] = exact.out[:, src]
+            exact.problem = self.ocp
+        np.add(ev.H, exact.curvature, out=exact.H)
+        return replace(ev, H=exact.H, supports=supports, calls=exact.calls)
 
     def _curvature_structure(self, kind, gm, kernel):
         """``(src, dst, supports)`` of a group of ``kind`` (its :class:`GroupMap` ``gm``): where
@@ -581,19 +603,22 @@ class CompiledStages:
                 pass
         return np.einsum("swr,sr->sw", np.linalg.pinv(K, rcond=1e-10), rhs)
 
-    def terminal(self, q, v, tau=None, curvature=False):
+    def terminal(self, q, v, tau=None, curvature=False, fresh=True):
         """``(cost, H, g)`` of the terminal cost at ``x_K`` in ``(dq, dv, dtau)``; ``curvature``:
-        ``H`` with the residuals' curvature (:func:`ocp.symbolic_stages.terminal_curvature_function`)."""
+        ``H`` with the residuals' curvature (:func:`ocp.symbolic_stages.terminal_curvature_function`),
+        not ``fresh``: that of the last fresh call for this problem (:meth:`curvature`)."""
         nx = 2 * self.model.nv + self.layout.ntau
         tau = np.zeros(0) if tau is None else tau
         x = np.concatenate((q, v, tau, self._terminal_static[0]))[None]
         cost, g, H = self._call("terminal", x)
         H = H[0].reshape(nx, nx)
         if curvature:
-            kernel = self._curvature_kernel("terminal")
-            values = np.zeros(kernel.numel[0])
-            values[kernel.patterns[0]] = kernel(x)[0][0]
-            H = H + values.reshape(nx, nx)
+            if fresh or self._terminal_curvature is None:
+                kernel = self._curvature_kernel("terminal")
+                values = np.zeros(kernel.numel[0])
+                values[kernel.patterns[0]] = kernel(x)[0][0]
+                self._terminal_curvature = values.reshape(nx, nx)
+            H = H + self._terminal_curvature
         return float(cost[0, 0]), H, g[0]
 
 

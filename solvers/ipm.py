@@ -47,11 +47,15 @@ The stage Hessians (``hessian``) are
   terms would restore. An iteration takes it once the barrier is at its last value
   (``barrier`` when fixed, else ``barrier_min``), the step before was a full one in primal and
   dual, and that step was exact, or a Gauss-Newton step that followed a full one and divided
-  the KKT error by less than 2 (:data:`SLOW`): it costs about three Gauss-Newton iterations on
-  ANYmal (its kernel is 1.7 times the size of the stage kernel), so it is taken only where
-  Gauss-Newton's linear rate is slow (the bound), not where it is fast (the other gaits).
-  Wherever the exact LQR is not convex (the Riccati recursion fails), the iteration is
-  Gauss-Newton's.
+  the KKT error by less than 2 (:data:`SLOW`). The first exact iteration of such a run computes
+  the curvature (its kernels are 1.7 times the size of the stage kernels on ANYmal: the
+  iteration costs about two Gauss-Newton ones); the next ones add that same curvature to their
+  Gauss-Newton Hessians (a simplified Newton method: near a solution the curvature hardly
+  moves), about 1.35 Gauss-Newton iterations each (the condensing of the denser blocks), until
+  an exact step divides the KKT error by less than 2 (:data:`STALE`), after which the next one
+  computes it afresh. So it is taken only where Gauss-Newton's linear rate is slow (the bound),
+  not where it is fast (the other gaits). Wherever the exact LQR is not convex (the Riccati
+  recursion fails), the iteration is Gauss-Newton's.
 
 The solver reads only the problem's containers (a :class:`Problem`); it knows nothing of robots.
 """
@@ -126,7 +130,8 @@ class IterationLog:
     """One iteration: the KKT error and cost at its start, the steps it took, and the seconds
     it spent: in total, linearizing and condensing at the new iterate (line search included),
     in the Riccati recursion, and expanding and stepping; ``exact``: whether its step used the
-    exact Hessian (module docstring)."""
+    exact Hessian (module docstring), ``fresh``: with the curvature computed at its iterate
+    (else an earlier exact iteration's)."""
 
     iteration: int
     cost: float
@@ -139,6 +144,7 @@ class IterationLog:
     riccati_time: float
     expand_time: float
     exact: bool = False
+    fresh: bool = False
 
 
 @dataclass
@@ -178,10 +184,12 @@ LOG_HEADER = f"{'iter':>4} {'cost':>14} {'kkt error':>11} {'barrier':>8} {'alpha
 
 
 def format_log(h: IterationLog) -> str:
-    """The log row of an iteration; ``exact`` after it when its step took the exact Hessian."""
+    """The log row of an iteration; ``exact`` after it when its step took the exact Hessian
+    (``exact, reused`` with an earlier iteration's curvature)."""
+    mark = ("  exact" if h.fresh else "  exact, reused") if h.exact else ""
     return (
         f"{h.iteration:4d} {h.cost:14.6e} {h.kkt_error:11.4e} {h.barrier:8.1e} "
-        f"{h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}" + ("  exact" if h.exact else "")
+        f"{h.alpha_primal:8.4f} {h.alpha_dual:8.4f} {h.time:9.4f}" + mark
     )
 
 
@@ -207,7 +215,7 @@ def _solve(problem, options, warm_start, callback):
     eps = options.barrier
     iterate = problem.initial_iterate(eps) if warm_start is None else getattr(warm_start, "iterate", warm_start)
     history: list = []
-    lin, exact = None, False
+    lin, exact, fresh = None, False, True
 
     def finish(status, message):
         summary = (np.nan, np.nan, np.nan) if lin is None else (lin.kkt_error, lin.cost, lin.constraint_violation)
@@ -245,7 +253,8 @@ def _solve(problem, options, warm_start, callback):
             if options.barrier_update == "adaptive" and not options.line_search:
                 eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min, alpha_p, alpha_d)
             exact_step, exact = exact, _exact_next(options, eps, alpha_p, alpha_d, exact, lin, history)
-            lin_trial, trial = _linearize(problem, trial, eps, exact)
+            fresh_step, fresh = fresh, _fresh_next(exact_step, lin, history)
+            lin_trial, trial = _linearize(problem, trial, eps, exact, fresh)
             merit = _merit(lin, options)
             for _ in range(options.max_backtracks if options.line_search else 0):
                 if _merit(lin_trial, options) < merit or lin_trial.kkt_error < lin.kkt_error:
@@ -257,10 +266,12 @@ def _solve(problem, options, warm_start, callback):
             if options.barrier_update == "adaptive" and options.line_search:  # from the accepted step
                 eps = _centrality_barrier(problem.complementarity(trial), eps, options.barrier_min, alpha_p, alpha_d)
                 exact = _exact_next(options, eps, alpha_p, alpha_d, exact_step, lin, history)
-                lin_trial, trial = _linearize(problem, trial, eps, exact)
+                lin_trial, trial = _linearize(problem, trial, eps, exact, fresh)
             t3 = time.perf_counter()
             times = (t3 - t0, t3 - t2, t1 - t0, t2 - t1)
-            entry = IterationLog(k, lin.cost, lin.kkt_error, eps_step, alpha_p, alpha_d, *times, exact_step)
+            entry = IterationLog(
+                k, lin.cost, lin.kkt_error, eps_step, alpha_p, alpha_d, *times, exact_step, exact_step and fresh_step
+            )
             history.append(entry)
             if callback is not None:
                 callback(entry)
@@ -274,6 +285,7 @@ def _solve(problem, options, warm_start, callback):
 
 
 SLOW = 0.5  # a full Gauss-Newton step that divides the KKT error by less than 2 calls for the exact Hessian
+STALE = 0.5  # an exact step that divides it by less than 2 had a stale curvature: the next one computes it afresh
 
 
 def _exact_next(options, eps, alpha_p, alpha_d, exact, lin, history) -> bool:
@@ -292,8 +304,19 @@ def _exact_next(options, eps, alpha_p, alpha_d, exact, lin, history) -> bool:
     return full and lin.kkt_error > SLOW * before.kkt_error
 
 
-def _linearize(problem, iterate, eps, exact):
-    return problem.linearize(iterate, eps, curvature=True) if exact else problem.linearize(iterate, eps)
+def _fresh_next(exact_step, lin, history) -> bool:
+    """Whether the next exact linearization computes the curvature afresh (module docstring),
+    after a step from the system ``lin`` (``exact_step``: whether it had the exact Hessian) that
+    ``history`` led to: unless that step was exact and the exact step before it, if any, was
+    not :data:`STALE`."""
+    if not exact_step:
+        return True
+    before = history[-1] if history else None
+    return before is not None and before.exact and lin.kkt_error > STALE * before.kkt_error
+
+
+def _linearize(problem, iterate, eps, exact, fresh=True):
+    return problem.linearize(iterate, eps, curvature=True, fresh=fresh) if exact else problem.linearize(iterate, eps)
 
 
 def _centrality_barrier(products, eps, eps_min, alpha_p=1.0, alpha_d=1.0) -> float:

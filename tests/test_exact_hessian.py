@@ -120,6 +120,56 @@ def test_curvature_is_the_hessian_of_the_costs_and_local_equalities(name, torque
     assert_close(expected, exact - gauss_newton, tol=1e-6, what="terminal")
 
 
+def test_a_reused_curvature_is_that_of_the_last_fresh_evaluation():
+    """Not fresh, the curvature added to a group's (and the terminal cost's) Gauss-Newton ``H`` is
+    the one computed at the last fresh call, at its point and multipliers; a problem whose
+    workspaces hold another problem's curvature (an MPC's next horizon) computes its own."""
+    rng = np.random.default_rng(5)
+    ocp = random_ocp("anymal", rng)
+    compiled = CompiledStages(ocp, compile=False)
+    points = [random_point(ocp, rng) for _ in range(2)]
+    nv, curvatures = ocp.model.nv, {}
+    for group in ocp.groups():
+        idx, S = group.index, group.size
+        m = sum(c.dim for c in group.contacts)
+        nu = ocp.nu if group.kind == "contact" else 0
+        evaluations = []
+        for fresh, (q, v) in zip((True, False), points):
+            u, w = rng.standard_normal((S, nu)), rng.standard_normal((S, nv + m))
+            beta, lam_next = 10 * rng.standard_normal((S, nv + m)), 10 * rng.standard_normal((S, ocp.nx))
+            ev = compiled.evaluate(group, q[idx], v[idx], u, w, q[idx + 1], v[idx + 1])
+            gauss_newton = ev.H.copy()
+            exact = compiled.curvature(group, ev, beta, lam_next, fresh=fresh).H.copy()
+            evaluations.append((gauss_newton, exact, ev, beta, lam_next))
+        (gn1, exact1, *_), (gn2, exact2, ev2, beta2, lam2) = evaluations
+        assert np.abs(exact1 - gn1).max() > 1.0
+        np.testing.assert_allclose(exact2, gn2 + (exact1 - gn1), rtol=0, atol=1e-12 * np.abs(exact1).max())
+        own = compiled.curvature(group, ev2, beta2, lam2).H - gn2
+        assert np.abs(own - (exact1 - gn1)).max() > 1e-3  # the curvature moves with the point
+        curvatures[int(idx[0])] = own
+    (q1, v1), (q2, v2) = points
+    gn1, exact1 = compiled.terminal(q1[-1], v1[-1])[1], compiled.terminal(q1[-1], v1[-1], curvature=True)[1]
+    gn2, exact2 = (
+        compiled.terminal(q2[-1], v2[-1])[1],
+        compiled.terminal(q2[-1], v2[-1], curvature=True, fresh=False)[1],
+    )
+    np.testing.assert_allclose(exact2, gn2 + (exact1 - gn1), rtol=0, atol=1e-12 * np.abs(exact1).max())
+    next_horizon = dataclasses.replace(ocp)  # another problem of the same structure
+    other = compiled.for_problem(next_horizon, next_horizon.groups())  # the same workspaces
+    for group in next_horizon.groups():
+        idx, S = group.index, group.size
+        m = sum(c.dim for c in group.contacts)
+        nu = ocp.nu if group.kind == "contact" else 0
+        u, w = rng.standard_normal((S, nu)), rng.standard_normal((S, nv + m))
+        beta, lam_next = 10 * rng.standard_normal((S, nv + m)), 10 * rng.standard_normal((S, ocp.nx))
+        ev = other.evaluate(group, q2[idx], v2[idx], u, w, q2[idx + 1], v2[idx + 1])
+        gauss_newton = ev.H.copy()
+        reused = other.curvature(group, ev, beta, lam_next, fresh=False).H - gauss_newton
+        np.testing.assert_allclose(reused, other.curvature(group, ev, beta, lam_next).H - gauss_newton, atol=1e-12)
+    terminal = other.terminal(q2[-1], v2[-1], curvature=True, fresh=False)[1]
+    np.testing.assert_array_equal(terminal, other.terminal(q2[-1], v2[-1], curvature=True)[1])
+
+
 # ----------------------------------------------------------------------------- solves
 
 # TINY with longer, higher steps and a heavy CoM cost: Gauss-Newton's tail is slow (a KKT error divided by about 5
@@ -140,8 +190,9 @@ def bent(tmp_path_factory):
 def test_the_exact_hessian_shortens_the_tail(bent, monkeypatch):
     """From the same start and at the same barrier, the exact Hessian takes fewer iterations to
     the same solution; its iterations start once the steps are full and shrink the KKT error
-    faster than Gauss-Newton's ever do; the default options never take it. (This tail is not
-    slow enough to call for it: it is taken after any full step here.)"""
+    faster than Gauss-Newton's ever do, all but the first with its curvature; the default options
+    never take it. (This tail is not slow enough to call for it: it is taken after any full step
+    here.)"""
     form, options = bent
     monkeypatch.setattr(ipm, "SLOW", 0.0)
     gauss_newton = ipm.solve(form, options)
@@ -152,6 +203,7 @@ def test_the_exact_hessian_shortens_the_tail(bent, monkeypatch):
     assert exact.cost == pytest.approx(gauss_newton.cost, rel=1e-8)
     tail = [h for h in exact.history if h.exact]
     assert len(tail) >= 4 and exact.history[-1].exact
+    assert [h.fresh for h in tail] == [True] + [False] * (len(tail) - 1)
     kkt = [h.kkt_error for h in exact.history] + [exact.kkt_error]
     first = exact.history.index(tail[0])
     assert exact.history[first - 1].alpha_primal == exact.history[first - 1].alpha_dual == 1.0
@@ -170,8 +222,8 @@ def test_a_non_convex_exact_system_falls_back_to_gauss_newton(bent, monkeypatch)
     exact_systems = []  # kept alive: compared by identity
     linearize, riccati = type(form).linearize, ipm.riccati
 
-    def marking(self, it, eps, curvature=False):
-        lin, it = linearize(self, it, eps, curvature)
+    def marking(self, it, eps, curvature=False, fresh=True):
+        lin, it = linearize(self, it, eps, curvature, fresh)
         if curvature:
             exact_systems.append(lin.lqr)
         return lin, it
@@ -189,7 +241,7 @@ def test_a_non_convex_exact_system_falls_back_to_gauss_newton(bent, monkeypatch)
 
 
 def log(kkt, alpha=1.0, exact=False):
-    return ipm.IterationLog(0, 0.0, kkt, 1e-4, alpha, 1.0, 0.0, 0.0, 0.0, 0.0, exact)
+    return ipm.IterationLog(0, 0.0, kkt, 1e-4, alpha, 1.0, 0.0, 0.0, 0.0, 0.0, exact, exact)
 
 
 class _Lin:
@@ -214,6 +266,17 @@ def test_the_exact_hessian_is_taken_where_gauss_newton_is_slow():
     assert not ipm._exact_next(gauss_newton, 1e-4, 1.0, 1.0, False, _Lin(6.0), slow)
     fixed = ipm.Options(barrier=0.1, hessian="exact")
     assert ipm._exact_next(fixed, 0.1, 1.0, 1.0, False, _Lin(6.0), slow)
+
+
+def test_an_exact_iteration_reuses_the_curvature_while_the_exact_steps_are_fast():
+    """The first exact iteration of a run computes the curvature; the next ones reuse it until an
+    exact step divides the KKT error by less than 2."""
+    assert ipm._fresh_next(False, _Lin(6.0), [log(10.0, exact=True)])  # after a Gauss-Newton step
+    assert not ipm._fresh_next(True, _Lin(6.0), [log(10.0)])  # the run's first step: its outcome unknown yet
+    assert not ipm._fresh_next(True, _Lin(1.0), [log(10.0, exact=True)])  # a fast exact step
+    assert ipm._fresh_next(True, _Lin(6.0), [log(10.0, exact=True)])  # a slow one
+    assert "exact, reused" in ipm.format_log(dataclasses.replace(log(1.0, exact=True), fresh=False))
+    assert ipm.format_log(log(1.0, exact=True)).endswith("  exact")
 
 
 def test_a_solve_with_the_exact_hessian_says_so_and_keeps_its_own_results_file(tmp_path, capsys, monkeypatch):
