@@ -519,10 +519,11 @@ class Polishing:
         times = t0 + dt * np.arange(n)
         keys = times.round(9).tolist()  # the start times to the nanosecond
         stages = list(map(self._stages.get, keys))
-        if None in stages:
+        missing = [j for j, stage in enumerate(stages) if stage is None]  # by identity: no stage is compared
+        if missing:
             for key in [key for key in self._stages if key < keys[0]]:  # before this horizon: no later one holds it
                 del self._stages[key]
-            s, missing = self.shared_terms, [j for j, stage in enumerate(stages) if stage is None]
+            s = self.shared_terms
             sin, cos = self._angles(times[missing])
             references = self._on_circle(sin, cos) - s.depth * self.normal
             for j, reference, sliding in zip(missing, references, self._slidings(sin, cos)):
