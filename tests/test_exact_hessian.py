@@ -330,3 +330,21 @@ def test_a_curvature_kernel_that_does_not_compile_is_interpreted(bent, monkeypat
     assert capsys.readouterr().err == (
         "liftoff: warning: compiling it failed: an error; the exact Hessian's contact terms interpreted\n"
     )
+
+
+def test_the_solve_benchmark_counts_the_exact_iterations_and_the_curvatures_they_computed():
+    from liftoff.problems.bench.solve import format_table
+
+    def run(iterations, exact, fresh):
+        split = dict.fromkeys(("kernels", "riccati", "linearize_rest", "expand_step", "other"), 1e-3)
+        times = {"total_s": 0.2, "per_knot_iteration_s": 1e-4, "split_s": split}
+        return {"knots": 73, "iterations": iterations, "exact_iterations": exact, "curvatures": fresh, **times}
+
+    def row(lifted):
+        croc = {"knots": 62, "iterations": 19, "total_s": 0.2, "per_knot_iteration_s": 1.7e-4}
+        ratios = {"ratio_per_knot_iteration": 0.6, "ratio_total": 1.0, "nonlifted_over_lifted_per_iteration": 1.4}
+        return {"gait": "bound", "lifted": lifted, "crocoddyl": croc, **ratios}
+
+    table = format_table({"gaits": [row(run(30, 6, 2)), row(run(62, 0, 0))]})
+    assert "| bound | 73, 30 (6 exact, 2 fresh) | 200.0 |" in table
+    assert "| bound | 73, 62 | 200.0 |" in table
