@@ -15,8 +15,10 @@
  *
  * T^T H_ww T is a product of scipy's BLAS (dgemm, whose address liftoff_set_blas receives once
  * from Python; Fortran calling convention, column-major: the row-major C = A B is the
- * column-major C^T = B^T A^T). The LU factorization and solves of Cw stay loops that skip the
- * zeros of Cw: at nw = 24 to 30 they are faster than LAPACK's dgetrf and dgetrs.
+ * column-major C^T = B^T A^T). The LU factorization of Cw and its solve with the nz + 1 columns
+ * of [C_z c] (the largest product of the condensing) are loops over vectors of 8 doubles (the GNU
+ * C vector extension: one AVX-512 register, or two AVX2 ones) in a workspace whose rows are
+ * padded to whole vectors; the solve runs four rows at a time, their sums in registers.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,68 +39,153 @@ static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda
     dgemm(&tb, &ta, &n, &m, &l, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
 
-/* In-place LU of the n x n matrix M with row pivots; 0 if singular. */
-static int lu_factor(int n, double *M, int *piv) {
+/* Eight doubles, which the compiler keeps in one or two vector registers. */
+typedef double vec __attribute__((vector_size(8 * sizeof(double))));
+
+static inline vec load(const double *p) {
+    vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store(double *p, vec v) { memcpy(p, &v, sizeof v); }
+
+/* The first row i >= k of the largest |u[i * ldm]|, i < n: four running maxima side by side,
+   over the rows k + c, k + c + 4, ... for c = 0 .. 3 (a single one would wait for each
+   comparison in turn), then the largest of the four, the first row on ties. */
+static int pivot(int n, int k, const double *u, int ldm) {
+    double best[4] = {-1.0, -1.0, -1.0, -1.0};
+    int at[4] = {k, k, k, k}, i = k;
+    for (; i + 4 <= n; i += 4)
+        for (int c = 0; c < 4; ++c) {
+            const double v = fabs(u[(i + c) * ldm]);
+            if (v > best[c]) best[c] = v, at[c] = i + c;
+        }
+    for (; i < n; ++i) {
+        const double v = fabs(u[i * ldm]);
+        if (v > best[0]) best[0] = v, at[0] = i;
+    }
+    int p = at[0];
+    for (int c = 1; c < 4; ++c)
+        if (best[c] > best[0] || (best[c] == best[0] && at[c] < p)) best[0] = best[c], p = at[c];
+    return p;
+}
+
+/* LU of the n x n matrix in the rows of U (stride ldm, a multiple of 8; zero beyond column n)
+   with row pivots, as LAPACK's dgetf2: U its upper triangle, the multipliers of L below the
+   diagonal of L (same stride, its rows swapped with U's), d the inverses of U's diagonal; 0 if
+   singular. Each row's update runs over whole vectors from the one holding column k: what
+   falls left of the diagonal of U is never read. The multipliers are quotients by the pivot
+   (not products with its inverse, as dgetf2 scales): a row equal to the pivot's (a contact
+   listed twice) then has a multiplier of exactly 1 and leaves a zero row, a singular Cw. */
+static int lu_factor(int n, int ldm, double *U, double *L, double *d, int *piv) {
+    const int nvec = ldm / 8;
     for (int k = 0; k < n; ++k) {
-        int p = k;
-        double best = fabs(M[k * n + k]);
-        for (int i = k + 1; i < n; ++i)
-            if (fabs(M[i * n + k]) > best) best = fabs(M[i * n + k]), p = i;
+        const int p = pivot(n, k, U + k, ldm);
         piv[k] = p;
-        if (!(best > 0.0)) return 0;
+        if (!(fabs(U[p * ldm + k]) > 0.0)) return 0;
         if (p != k)
-            for (int j = 0; j < n; ++j) {
-                const double tmp = M[k * n + j];
-                M[k * n + j] = M[p * n + j];
-                M[p * n + j] = tmp;
+            for (int v = 0; v < nvec; ++v) {
+                double *uk = U + k * ldm + 8 * v, *up = U + p * ldm + 8 * v;
+                double *lk = L + k * ldm + 8 * v, *lp = L + p * ldm + 8 * v;
+                const vec u = load(uk), l = load(lk);
+                store(uk, load(up)), store(up, u);
+                store(lk, load(lp)), store(lp, l);
             }
-        const double d = M[k * n + k];
+        const double *uk = U + k * ldm;
+        d[k] = 1.0 / uk[k];
         for (int i = k + 1; i < n; ++i) {
-            const double f = (M[i * n + k] /= d);
-            if (f != 0.0)
-                for (int j = k + 1; j < n; ++j) M[i * n + j] -= f * M[k * n + j];
+            double *ui = U + i * ldm;
+            const double f = ui[k] / uk[k];
+            L[i * ldm + k] = f;
+            for (int v = k / 8; v < nvec; ++v) store(ui + 8 * v, load(ui + 8 * v) - f * load(uk + 8 * v));
         }
     }
     return 1;
 }
 
-/* X <- M^-1 X for X (n, m) with M = P^T L U from lu_factor(). */
-static void lu_solve(int n, int m, const double *M, const int *piv, double *X) {
-    for (int k = 0; k < n; ++k)
-        if (piv[k] != k)
-            for (int j = 0; j < m; ++j) {
-                const double tmp = X[k * m + j];
-                X[k * m + j] = X[piv[k] * m + j];
-                X[piv[k] * m + j] = tmp;
-            }
-    for (int i = 1; i < n; ++i)
-        for (int r = 0; r < i; ++r) {
-            const double f = M[i * n + r];
-            if (f != 0.0)
-                for (int j = 0; j < m; ++j) X[i * m + j] -= f * X[r * m + j];
+/* Rows i .. i + 3 of Y <- L^-1 Y over the nvec vectors of columns from j0: their sums over the
+   rows r < i solved before, which load each row of Y once for the four (in registers), then
+   the triangle of L within the four rows. The sums run over r in increasing order, zeros
+   included: L has few. */
+static inline __attribute__((always_inline)) void forward_rows(int nvec, int i, int j0, const double *L, int ldm,
+                                                               double *X, int ld) {
+    vec a[4][2];
+    for (int k = 0; k < 4; ++k)
+        for (int v = 0; v < nvec; ++v) a[k][v] = load(X + (i + k) * ld + j0 + 8 * v);
+    for (int r = 0; r < i; ++r) {
+        vec x[2];
+        for (int v = 0; v < nvec; ++v) x[v] = load(X + r * ld + j0 + 8 * v);
+        for (int k = 0; k < 4; ++k) {
+            const double l = L[(i + k) * ldm + r];
+            for (int v = 0; v < nvec; ++v) a[k][v] -= l * x[v];
         }
-    for (int i = n - 1; i >= 0; --i) {
-        for (int r = i + 1; r < n; ++r) {
-            const double f = M[i * n + r];
-            if (f != 0.0)
-                for (int j = 0; j < m; ++j) X[i * m + j] -= f * X[r * m + j];
-        }
-        const double d = M[i * n + i];
-        for (int j = 0; j < m; ++j) X[i * m + j] /= d;
     }
+    for (int k = 1; k < 4; ++k)
+        for (int b = 0; b < k; ++b) {
+            const double l = L[(i + k) * ldm + i + b];
+            for (int v = 0; v < nvec; ++v) a[k][v] -= l * a[b][v];
+        }
+    for (int k = 0; k < 4; ++k)
+        for (int v = 0; v < nvec; ++v) store(X + (i + k) * ld + j0 + 8 * v, a[k][v]);
 }
 
-/* x <- M^-T x for M = P^T L U from lu_factor(). */
-static void lu_solve_transposed(int n, const double *M, const int *piv, double *x) {
-    for (int i = 0; i < n; ++i) {
-        double s = x[i];
-        for (int r = 0; r < i; ++r) s -= M[r * n + i] * x[r];
-        x[i] = s / M[i * n + i];
+/* Rows i .. i + 3 of X <- U^-1 X, n rows: the sums over the rows r > i + 3 solved before, from
+   the last (the rows solved just before enter last: the sums need not wait for them), then the
+   triangle of U within the four rows from the bottom; the division by U_ii a product with its
+   inverse d[i]. */
+static inline __attribute__((always_inline)) void backward_rows(int nvec, int n, int i, int j0, const double *U,
+                                                                int ldm, const double *d, double *X, int ld) {
+    vec a[4][2];
+    for (int k = 0; k < 4; ++k)
+        for (int v = 0; v < nvec; ++v) a[k][v] = load(X + (i + k) * ld + j0 + 8 * v);
+    for (int r = n - 1; r > i + 3; --r) {
+        vec x[2];
+        for (int v = 0; v < nvec; ++v) x[v] = load(X + r * ld + j0 + 8 * v);
+        for (int k = 0; k < 4; ++k) {
+            const double u = U[(i + k) * ldm + r];
+            for (int v = 0; v < nvec; ++v) a[k][v] -= u * x[v];
+        }
     }
-    for (int i = n - 1; i >= 0; --i) {
-        double s = x[i];
-        for (int r = i + 1; r < n; ++r) s -= M[r * n + i] * x[r];
-        x[i] = s;
+    for (int k = 3; k >= 0; --k) {
+        for (int b = 3; b > k; --b) {
+            const double u = U[(i + k) * ldm + i + b];
+            for (int v = 0; v < nvec; ++v) a[k][v] -= u * a[b][v];
+        }
+        for (int v = 0; v < nvec; ++v) a[k][v] *= d[i + k];
+    }
+    for (int k = 0; k < 4; ++k)
+        for (int v = 0; v < nvec; ++v) store(X + (i + k) * ld + j0 + 8 * v, a[k][v]);
+}
+
+/* X <- (L U)^-1 X for X (n, ld), n a multiple of 4 and ld of 8, its rows already permuted by the
+   pivots of lu_factor() (rows beyond the matrix's: L zero, U the identity, X zero). Four rows at
+   a time, each a sum over the rows solved before it (L y_i = x_i - sum_{r < i} L_ir y_r, then
+   U x_i = y_i - sum_{r > i} U_ir x_r), 16 columns at a time (the last 8 alone): the four rows
+   share the loads of the rows they sum. d: the inverses of U's diagonal. */
+static void lu_solve(int n, int ld, const double *L, const double *U, int ldm, const double *d, double *X) {
+    for (int i = 0; i < n; i += 4)
+        for (int j0 = 0; j0 < ld; j0 += 16)
+            if (j0 + 16 <= ld) forward_rows(2, i, j0, L, ldm, X, ld);
+            else forward_rows(1, i, j0, L, ldm, X, ld);
+    for (int i = n - 4; i >= 0; i -= 4)
+        for (int j0 = 0; j0 < ld; j0 += 16)
+            if (j0 + 16 <= ld) backward_rows(2, n, i, j0, U, ldm, d, X, ld);
+            else backward_rows(1, n, i, j0, U, ldm, d, X, ld);
+}
+
+/* x <- M^-T x for the n x n M = P^T L U from lu_factor(), packed: U^T y = x, then L^T z = y, then
+   x = P^T z. Each solved entry is subtracted from the entries after it at once, along its row
+   of U (of L): the rows are contiguous, and the sums are not chains of one term after another. */
+static void lu_solve_transposed(int n, const double *M, const int *piv, double *x) {
+    for (int r = 0; r < n; ++r) {
+        const double *Mr = M + r * n;
+        const double xr = (x[r] /= Mr[r]);
+        for (int i = r + 1; i < n; ++i) x[i] -= Mr[i] * xr;
+    }
+    for (int r = n - 1; r > 0; --r) {
+        const double *Mr = M + r * n, xr = x[r];
+        for (int i = 0; i < r; ++i) x[i] -= Mr[i] * xr;
     }
     for (int k = n - 1; k >= 0; --k)
         if (piv[k] != k) {
@@ -113,36 +200,59 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                      const int *ar, int nac, const int *ac, double *LU, int *piv, double *T, double *t,
                      const int *index, int nm, double *Ac, double *Bc, double *bc, double *Qxx, double *Qxu,
                      double *Quu, double *lx, double *lu) {
-    const int nz = nx + nu, ny = nz + nw, m = nz + 1;
-    double *X = malloc(sizeof(double) * (nw * m + 2 * nw * nz + nw + nw * nw + nz * nz + nz));
-    int *rows = malloc(sizeof(int) * (nww > 0 ? nww : 1));
-    if (!X || !rows) {
-        free(X);
+    /* the workspace of the solve: U and L (n4, ldm), X (n4, ld) with n4 = nw rounded up to 4 rows
+       and ldm, ld = nw, nz + 1 rounded up to 8 columns; rows beyond nw: L zero, U the identity
+       (d its inverse), X zero, so that lu_solve() runs on whole blocks */
+    const int nz = nx + nu, ny = nz + nw, n4 = (nw + 3) / 4 * 4, ldm = (nw + 7) / 8 * 8, ld = (nz + 8) / 8 * 8;
+    const size_t solve = (size_t)2 * n4 * ldm + (size_t)n4 * ld;
+    const size_t size = sizeof(double) * (solve + n4 + 2 * nw * ld + nw + nz * nz + nz);
+    double *U = aligned_alloc(64, (size + 63) / 64 * 64);
+    int *rows = malloc(sizeof(int) * ((nww > nw ? nww : nw) + nx));
+    if (!U || !rows) {
+        free(U);
         free(rows);
         return -1;
     }
-    double *HT = X + nw * m, *gw = HT + nw * nz, *Tw = gw + nw, *Hw = Tw + nw * nz, *Qs = Hw + nw * nw;
-    double *ls = Qs + nz * nz;
+    double *L = U + n4 * ldm, *X = L + n4 * ldm, *d = X + n4 * ld, *Tw = d + n4, *HT = Tw + nw * ld, *gw = HT + nw * ld;
+    double *Qs = gw + nw, *ls = Qs + nz * nz;
+    memset(U, 0, sizeof(double) * solve);
+    for (int i = nw; i < n4; ++i) U[i * ldm + i] = 1.0, d[i] = 1.0;
+    int *inar = rows + (nww > nw ? nww : nw); /* whether a row of A_w is one of ar */
+    memset(inar, 0, sizeof(int) * nx);
+    for (int r = 0; r < nar; ++r) inar[ar[r]] = 1;
     for (int s = 0; s < S; ++s) {
         const double *Hs = H + (size_t)s * ny * ny, *gs = g + (size_t)s * ny, *Cs = C + (size_t)s * nw * ny;
         const double *As = A + (size_t)s * nx * ny;
         double *M = LU + (size_t)s * nw * nw, *Ts = T + (size_t)s * nw * nz, *ts = t + (size_t)s * nw;
         int *ps = piv + (size_t)s * nw;
         const size_t k = (size_t)index[s];
-        for (int i = 0; i < nw; ++i) {
-            memcpy(M + i * nw, Cs + i * ny + nz, sizeof(double) * nw);
-            memcpy(X + i * m, Cs + i * ny, sizeof(double) * nz);
-            X[i * m + nz] = c[(size_t)s * nw + i];
-        }
-        if (!lu_factor(nw, M, ps)) {
-            free(X);
+        for (int i = 0; i < nw; ++i) memcpy(U + i * ldm, Cs + i * ny + nz, sizeof(double) * nw);
+        if (!lu_factor(nw, ldm, U, L, d, ps)) {
+            free(U);
             free(rows);
             return s + 1;
         }
-        lu_solve(nw, m, M, ps, X);
         for (int i = 0; i < nw; ++i) {
-            for (int j = 0; j < nz; ++j) Ts[i * nz + j] = -X[i * m + j];
-            ts[i] = -X[i * m + nz];
+            memcpy(M + i * nw, L + i * ldm, sizeof(double) * i);
+            memcpy(M + i * nw + i, U + i * ldm + i, sizeof(double) * (nw - i));
+        }
+        /* X = -P [C_z c], its rows in the order of the pivots (rows: the permutation); solved,
+           X = [T t] (its row i that of w_i) */
+        for (int i = 0; i < nw; ++i) rows[i] = i;
+        for (int i = 0; i < nw; ++i) {
+            const int p = rows[ps[i]];
+            rows[ps[i]] = rows[i], rows[i] = p;
+        }
+        for (int i = 0; i < nw; ++i) {
+            double *xi = X + (size_t)i * ld;
+            const double *Ci = Cs + (size_t)rows[i] * ny;
+            for (int j = 0; j < nz; ++j) xi[j] = -Ci[j];
+            xi[nz] = -c[(size_t)s * nw + rows[i]];
+        }
+        lu_solve(n4, ld, L, U, ldm, d, X);
+        for (int i = 0; i < nw; ++i) {
+            memcpy(Ts + i * nz, X + (size_t)i * ld, sizeof(double) * nz);
+            ts[i] = X[(size_t)i * ld + nz];
         }
         /* Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T; l = g_z + H_zw t + T^T (g_w + H_ww t) */
         for (int i = 0; i < nz; ++i) {
@@ -154,12 +264,12 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
             for (int a = 0; a < nzw; ++a) {
                 const double h = Hs[i * ny + nz + zw[a]];
                 if (h == 0.0) continue;
-                const double *Tr = Ts + zw[a] * nz;
+                const double *Tr = X + zw[a] * ld;
                 for (int j = 0; j < nz; ++j) {
                     Qs[i * nz + j] += h * Tr[j];
                     Qs[j * nz + i] += h * Tr[j];
                 }
-                ls[i] += h * ts[zw[a]];
+                ls[i] += h * Tr[nz];
             }
         /* the rows of ww whose entries of H_ww are not all zero at this stage (H_ww is symmetric:
            their columns too), e.g. the accelerations' where their cost weighs nothing */
@@ -170,22 +280,26 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
             for (int e = 0; e < nww && !used; ++e) used = h[ww[e]] != 0.0;
             if (used) rows[na++] = ww[a];
         }
-        if (na > 0) { /* Tw = T[rows], Hw = H_ww[rows, rows]: Q += Tw^T (Hw Tw), g_w[rows] += Hw t[rows] */
+        if (na > 0) { /* Tw = [T t][rows], HT = H_ww[rows, rows] Tw (skipping its zeros): Q += Tw^T HT,
+                         g_w[rows] += (H_ww t)[rows], the last column of HT */
+            for (int a = 0; a < na; ++a) memcpy(Tw + a * ld, X + rows[a] * ld, sizeof(double) * ld);
             for (int a = 0; a < na; ++a) {
-                memcpy(Tw + a * nz, Ts + rows[a] * nz, sizeof(double) * nz);
+                const double *h = Hs + (nz + rows[a]) * ny + nz;
+                double *HTa = HT + a * ld;
+                for (int j = 0; j < ld; ++j) HTa[j] = 0.0;
                 for (int e = 0; e < na; ++e) {
-                    const double h = Hs[(nz + rows[a]) * ny + nz + rows[e]];
-                    Hw[a * na + e] = h;
-                    gw[rows[a]] += h * ts[rows[e]];
+                    const double f = h[rows[e]];
+                    if (f == 0.0) continue;
+                    for (int j = 0; j < ld; j += 8) store(HTa + j, load(HTa + j) + f * load(Tw + e * ld + j));
                 }
+                gw[rows[a]] += HTa[nz];
             }
-            gemm('N', 'N', na, nz, na, Hw, na, Tw, nz, 0.0, HT, nz);
-            gemm('T', 'N', nz, nz, na, Tw, nz, HT, nz, 1.0, Qs, nz);
+            gemm('T', 'N', nz, nz, na, Tw, ld, HT, ld, 1.0, Qs, nz);
         }
         for (int a = 0; a < nw; ++a) {
             const double f = gw[a];
             if (f == 0.0) continue;
-            const double *Ta = Ts + a * nz;
+            const double *Ta = X + a * ld;
             for (int i = 0; i < nz; ++i) ls[i] += Ta[i] * f;
         }
         for (int i = 0; i < nz; ++i)
@@ -201,28 +315,38 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
         for (int i = 0; i < nu; ++i) memcpy(Quu + k * nm * nm + i * nm, Qs + (nx + i) * nz + nx, sizeof(double) * nu);
         memcpy(lx + k * nx, ls, sizeof(double) * nx);
         memcpy(lu + k * nm, ls + nx, sizeof(double) * nu);
-        /* [Ac Bc] = A_z + A_w T, bc = b + A_w t */
+        /* [Ac Bc] = A_z + A_w T, bc = b + A_w t, a row at a time (the rows ar with A_w's columns ac) */
         double *Acs = Ac + k * nx * nx, *Bcs = Bc + k * nx * nm, *bcs = bc + k * nx;
         for (int i = 0; i < nx; ++i) {
-            memcpy(Acs + i * nx, As + i * ny, sizeof(double) * nx);
-            memcpy(Bcs + i * nm, As + i * ny + nx, sizeof(double) * nu);
+            double *Ai = Acs + i * nx, *Bi = Bcs + i * nm;
+            memcpy(Ai, As + i * ny, sizeof(double) * nx);
+            memcpy(Bi, As + i * ny + nx, sizeof(double) * nu);
             bcs[i] = b[(size_t)s * nx + i];
-        }
-        for (int r = 0; r < nar; ++r) {
-            const int i = ar[r];
+            if (!inar[i]) continue;
             for (int e = 0; e < nac; ++e) {
                 const double f = As[i * ny + nz + ac[e]];
                 if (f == 0.0) continue;
-                const double *Tr = Ts + ac[e] * nz;
-                for (int j = 0; j < nx; ++j) Acs[i * nx + j] += f * Tr[j];
-                for (int j = 0; j < nu; ++j) Bcs[i * nm + j] += f * Tr[nx + j];
-                bcs[i] += f * ts[ac[e]];
+                const double *Tr = X + ac[e] * ld;
+                for (int j = 0; j < nx; ++j) Ai[j] += f * Tr[j];
+                for (int j = 0; j < nu; ++j) Bi[j] += f * Tr[nx + j];
+                bcs[i] += f * Tr[nz];
             }
         }
     }
-    free(X);
+    free(U);
     free(rows);
     return 0;
+}
+
+/* sum_j a_j b_j over j < n: eight partial sums in a vector, then theirs and the last terms. */
+static double dot(const double *a, const double *b, int n) {
+    vec v = {0.0};
+    int j = 0;
+    for (; j + 8 <= n; j += 8) v += load(a + j) * load(b + j);
+    double sum = 0.0;
+    for (int l = 0; l < 8; ++l) sum += v[l];
+    for (; j < n; ++j) sum += a[j] * b[j];
+    return sum;
 }
 
 void liftoff_expand(int S, int nx, int nu, int nw, const double *H, const double *g, const double *A,
@@ -233,15 +357,10 @@ void liftoff_expand(int S, int nx, int nu, int nw, const double *H, const double
         const double *Ts = T + (size_t)s * nw * nz, *zs = z + (size_t)s * nz, *Hs = H + (size_t)s * ny * ny;
         const double *As = A + (size_t)s * nx * ny, *ls = lam + (size_t)s * nx, *Hw = Hs + (size_t)nz * ny;
         double *dws = dw + (size_t)s * nw, *bs = beta + (size_t)s * nw;
-        /* the rows' sums side by side, each in the order of its terms (one row at a time, each
-           product would wait for the previous one) */
-        for (int i = 0; i < nw; ++i) dws[i] = t[(size_t)s * nw + i], bs[i] = g[(size_t)s * ny + nz + i];
-        for (int j = 0; j < nz; ++j)
-            for (int i = 0; i < nw; ++i) dws[i] += Ts[i * nz + j] * zs[j];
-        for (int j = 0; j < nz; ++j)
-            for (int i = 0; i < nw; ++i) bs[i] += Hw[i * ny + j] * zs[j];
-        for (int j = 0; j < nw; ++j)
-            for (int i = 0; i < nw; ++i) bs[i] += Hw[i * ny + nz + j] * dws[j];
+        /* dw and H_wy y by rows (contiguous, each a dot product), A_w^T lam by the rows of A_w */
+        for (int i = 0; i < nw; ++i) dws[i] = t[(size_t)s * nw + i] + dot(Ts + i * nz, zs, nz);
+        for (int i = 0; i < nw; ++i)
+            bs[i] = g[(size_t)s * ny + nz + i] + (dot(Hw + i * ny, zs, nz) + dot(Hw + i * ny + nz, dws, nw));
         for (int r = 0; r < nx; ++r)
             for (int i = 0; i < nw; ++i) bs[i] += As[r * ny + nz + i] * ls[r];
         for (int i = 0; i < nw; ++i) bs[i] = -bs[i];

@@ -112,17 +112,40 @@ def weighted_at_one_stage(rng):
     return LiftedStages(st.nx, st.nu, H, st.g, st.C, st.c, st.A, st.b)
 
 
-@pytest.mark.parametrize("make", [random_lifted, structured_lifted, weighted_at_one_stage])
-def test_compiled_condensing_and_expansion_equal_numpy(make):
+def larger_structured(rng):
+    """:func:`structured_lifted` with nw = 17 and nz = 20: several of the compiled solve's blocks
+    of rows and of columns, the last ones padded."""
+    return structured_lifted(rng, S=4, nx=14, nu=6, nv=11, m=6)
+
+
+def without_controls(rng):
+    """:func:`structured_lifted` with nu = 0 (an impulse stage)."""
+    return structured_lifted(rng, S=3, nx=14, nu=0, nv=11, m=6)
+
+
+def full_supports(st):
+    """Supports holding every row and column: the compiled condensing finds the zeros itself."""
+    nw = st.nw
+    return np.arange(nw), np.arange(nw), np.arange(st.nx), np.arange(nw)
+
+
+MAKERS = [random_lifted, structured_lifted, weighted_at_one_stage, larger_structured, without_controls]
+
+
+@pytest.mark.parametrize("full", [False, True])
+@pytest.mark.parametrize("make", MAKERS)
+def test_compiled_condensing_and_expansion_equal_numpy(make, full):
     rng = np.random.default_rng(4)
     st = make(rng)
-    ref, got = condense(st, "numpy"), condense(st, "compiled")
+    ref, got = condense(st, "numpy"), condense(st, "compiled", full_supports(st) if full else None)
     for name in ("T", "t", "A", "B", "b", "Q", "l"):
         x = getattr(ref, name)
-        np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()), err_msg=name)
+        np.testing.assert_allclose(
+            getattr(got, name), x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max(initial=0.0)), err_msg=name
+        )
     z, lam = rng.standard_normal((len(st.H), st.nx + st.nu)), rng.standard_normal((len(st.H), st.nx))
     for x, y in zip(expand(st, ref, z, lam), expand(st, got, z, lam)):
-        np.testing.assert_allclose(y, x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max()))
+        np.testing.assert_allclose(y, x, rtol=0, atol=1e-12 * max(1.0, np.abs(x).max(initial=0.0)))
 
 
 def test_singular_local_equalities_are_reported():
@@ -130,8 +153,26 @@ def test_singular_local_equalities_are_reported():
     C = st.C.copy()
     C[3, :, st.nx + st.nu :] = 0.0
     for backend in BACKENDS:
-        with pytest.raises(np.linalg.LinAlgError):
+        with pytest.raises(np.linalg.LinAlgError, match="stage 3" if backend == "compiled" else None):
             condense(LiftedStages(st.nx, st.nu, st.H, st.g, C, st.c, st.A, st.b), backend)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_contact_listed_twice_is_singular_to_the_compiled_lu(seed):
+    """Cw = [[M, -J^T], [J, 0]] (rows shuffled) at stage 2, the last three rows of J those of its
+    first three: the compiled LU meets an exact zero pivot (a multiplier of exactly 1 between the
+    equal rows) and names the stage, which the formulation then condenses as redundant."""
+    rng = np.random.default_rng(seed)
+    st = larger_structured(rng)
+    nz, nv, m = st.nx + st.nu, 11, 6
+    W = rng.standard_normal((nv, nv))
+    J = rng.standard_normal((m, nv))
+    J[3:] = J[:3]
+    Cw = np.block([[W @ W.T + np.eye(nv), -J.T], [J, np.zeros((m, m))]])
+    C = st.C.copy()
+    C[2, :, nz:] = Cw[rng.permutation(nv + m)]
+    with pytest.raises(np.linalg.LinAlgError, match="stage 2"):
+        condense(LiftedStages(st.nx, st.nu, st.H, st.g, C, st.c, st.A, st.b), "compiled")
 
 
 def test_condensed_state_equation_and_cost_match_the_substitution():
