@@ -256,27 +256,28 @@ class CompiledStages:
         if key in self._structures:
             return self._structures[key]
         lay, nv = self.layout, self.model.nv
-        nx = 2 * nv + lay.ntau
         f_cols = np.concatenate([np.arange(s.offset, s.offset + s.dim) for s in slots] + [np.zeros(0, int)]).astype(int)
-        nu = lay.nu if kind == "contact" else 0
         y = self._y_columns(kind, f_cols)
         rows = np.concatenate((np.arange(nv), nv + f_cols))
         if kind == "contact":
             cones = [s.cone for s in slots if s.cone is not None]
             cones = np.concatenate([np.arange(ROWS * k, ROWS * k + ROWS) for k in cones] + [np.zeros(0)]).astype(int)
-            bounds = bound_rows(lay.limits, nv, nu, len(y))
+            bounds = bound_rows(lay.limits, nv, lay.nu, len(y))
         else:
             cones, bounds = np.zeros(0, int), np.zeros((0, len(y)))
         touched = self._cone_columns(kind, y, cones)
-        supports = self._supports(kind, y, touched, nx + nu)
+        supports = self._supports(kind, y, touched)
         blocks = self._blocks(kind, y, rows, cones, bounds, touched)
         self._structures[key] = (f_cols, blocks, supports, cones, bounds, touched.astype(np.intc))
         return self._structures[key]
 
+    def _nz(self, kind) -> int:
+        """The size of ``(dx, du)`` at a stage of ``kind`` (no controls at an impulse)."""
+        return 2 * self.model.nv + self.layout.ntau + (self.layout.nu if kind == "contact" else 0)
+
     def _y_columns(self, kind, f_cols) -> np.ndarray:
         """A group's columns of the layout's ``y``: all but the forces, then its force columns ``f_cols``."""
-        nu = self.layout.nu if kind == "contact" else 0
-        nf = 2 * self.model.nv + self.layout.ntau + nu + self.model.nv  # the first force column of y
+        nf = self._nz(kind) + self.model.nv  # the first force column of y
         return np.concatenate((np.arange(nf), nf + f_cols))
 
     def _cone_columns(self, kind, y, cones) -> np.ndarray:
@@ -421,12 +422,12 @@ class CompiledStages:
             _fill_target(inputs, group.contacts[i], start, translational)
         return inputs
 
-    def _supports(self, kind, y, touched, nz, curvature=None):
+    def _supports(self, kind, y, touched, curvature=None):
         """``(zw, ww, ar, ac)``: the columns of ``H_zw``, the rows and columns of ``H_ww``, the
-        rows and the columns of ``A_w`` of a group (``y``: its columns, ``nz``: the size of
-        ``(dx, du)``) that can be nonzero, from the structural nonzeros of the kernel's
-        outputs, of the ``curvature`` kernel's if given, and the columns ``touched`` by its
-        cones (their barrier terms join ``H``)."""
+        rows and the columns of ``A_w`` of a group of ``kind`` (``y``: its columns) that can be
+        nonzero, from the structural nonzeros of the kernel's outputs, of the ``curvature``
+        kernel's if given, and the columns ``touched`` by its cones (their barrier terms join
+        ``H``)."""
         kernel, nx = self.kernels[kind], 2 * self.model.nv + self.layout.ntau
         n = kernel.numel[1]  # y of the layout
         H, A = np.zeros(n * n, dtype=bool), np.zeros(nx * n, dtype=bool)
@@ -435,6 +436,7 @@ class CompiledStages:
             H[curvature.patterns[0]] = True
         H, A = H.reshape(n, n)[np.ix_(y, y)], A.reshape(nx, n)[:, y]
         H[np.ix_(touched, touched)] = True
+        nz = self._nz(kind)
         Hzw, Hww, Aw = H[:nz, nz:], H[nz:, nz:], A[:, nz:]
         return tuple(  # in the C condensing's integers
             np.flatnonzero(x).astype(np.intc)
@@ -552,8 +554,7 @@ class CompiledStages:
         if key not in self._structures:
             y = self._y_columns(kind, gm.f_cols)
             width = round(kernel.numel[0] ** 0.5)  # the layout's y
-            nz = 2 * self.model.nv + self.layout.ntau + (self.layout.nu if kind == "contact" else 0)
-            supports = self._supports(kind, y, gm.touched, nz, kernel)
+            supports = self._supports(kind, y, gm.touched, kernel)
             self._structures[key] = (*_selection(kernel.patterns[0], kernel.numel[0], y, y, width), supports)
         return self._structures[key]
 
