@@ -5,161 +5,333 @@
  *   A (N, nx, nx), B (N, nx, nm), b (N, nx), Qxx (N, nx, nx), Qxu (N, nx, nm),
  *   Quu (N, nm, nm), lx (N, nx), lu (N, nm), terminal QN (nx, nx), lN (nx), dx0 (nx).
  * Outputs: P (N+1, nx, nx), p (N+1, nx), K (N, nm, nx), k (N, nm), dx (N+1, nx), du (N, nm),
- * lam (N+1, nx). Returns 0, or i + 1 when Quu + B^T P B is not positive definite at stage i.
+ * lam (N+1, nx). Returns 0, i + 1 when Quu + B^T P B is not positive definite at stage i, or -1
+ * when the workspace cannot be allocated.
  *
- * The products are scipy's BLAS (dgemm, dgemv), whose addresses liftoff_set_blas receives
- * once from Python: Fortran routines, every argument by pointer, column-major. A row-major
- * matrix is the column-major storage of its transpose, so the row-major C = A B is the
- * column-major C^T = B^T A^T. The Cholesky factorization of the nu x nu matrix G and its
- * solve stay loops: at nu = 12 they are faster than LAPACK's dpotrf and dpotrs, whose
- * triangular solves alone took a quarter of a stage.
+ * Each stage of the backward recursion, with P, p those of the next stage and m = nu[i]:
+ *   AB = [A B]                                    (nx, nx + m)
+ *   M = P AB = [PA PB]
+ *   X = (PB)^T AB + [Qxu^T Quu^T] = [H^T G^T]     H = Qxu + A^T P B, G = Quu + B^T P B
+ *   co = P b + p,  q = AB^T co = [A^T co; B^T co]
+ *   [Z z] = G^-1 [H^T, lu + B^T co],  K = -Z, k = -z
+ *   P_i = Qxx + [A; -H^T]^T [PA; Z] = Qxx + A^T P A + H K,  symmetrized
+ *   p_i = lx + A^T co + H k
+ * then the rollout du_i = K dx_i + k, dx_{i+1} = A dx_i + B du_i + b, lam_i = P_i dx_i + p_i.
+ *
+ * The products are loops, not BLAS calls: at nx = 18 to 36 a call's fixed cost is of the order
+ * of its arithmetic. The workspace rows are padded to whole vectors of 8 doubles (GCC's vector
+ * extension), and M, X and P_i are one kernel (product()) that keeps 8 rows of 24 columns of its
+ * result in registers. G is solved as L D L^T by eliminations on the rows of X; it enters through
+ * its entries on and below the diagonal (those of G^T on and above), the ones numpy's Cholesky
+ * reads. P_i is exactly symmetric: the kernel forms the 8 x 8 blocks of A^T P A + H K on and
+ * above the diagonal, and each block and its mirror are written from one sum, with
+ * 1/2 (Qxx + Qxx^T), as the symmetrization 1/2 (P_i + P_i^T) adds Qxx. The next stage reads
+ * P_i b from the padded copy of P_i, read by rows as P_i^T; the terminal QN, taken as given, is
+ * copied there transposed, and stage N - 1 forms A^T QN A as A^T 1/2 (QN + QN^T) A, which its
+ * symmetrization makes it.
  */
 #include <stdlib.h>
 #include <string.h>
 
-typedef void gemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
-                    const double *, const int *, const double *, const int *, const double *, double *, const int *);
-typedef void gemv_t(const char *, const int *, const int *, const double *, const double *, const int *,
-                    const double *, const int *, const double *, double *, const int *);
+/* Eight doubles, which the compiler keeps in one or two vector registers. */
+typedef double vec __attribute__((vector_size(8 * sizeof(double))));
 
-static gemm_t *dgemm;
-static gemv_t *dgemv;
-
-/* The routines dgemm and dgemv, in this order. */
-void liftoff_set_blas(void **routines) {
-    dgemm = (gemm_t *)routines[0];
-    dgemv = (gemv_t *)routines[1];
+static inline vec load(const double *p) {
+    vec v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
-/* C = op(A) op(B) + beta C, row-major; op(A) (m, l), op(B) (l, n); op(X) = X^T when t is 'T'. */
-static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda, const double *B, int ldb,
-                 double beta, double *C, int ldc) {
-    const double alpha = 1.0;
-    dgemm(&tb, &ta, &n, &m, &l, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
+static inline void store(double *p, vec v) { memcpy(p, &v, sizeof v); }
+
+/* The entries of a and b (b's numbered from 8) at the eight constant indices that follow:
+   GCC's __builtin_shuffle, clang's __builtin_shufflevector (GCC has it from version 12 only). */
+#ifdef __clang__
+#define SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef long long lanes __attribute__((vector_size(8 * sizeof(long long))));
+#define SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (lanes){__VA_ARGS__})
+#endif
+
+/* dst[:n] = s src[:n]: whole vectors, the last one ending at n (it may overlap the one before;
+   the clamped offset also keeps the compiler from turning the loop into a call to memcpy) */
+static inline void copy(int n, double s, const double *src, double *dst) {
+    if (n < 8) {
+        for (int c = 0; c < n; ++c) dst[c] = s * src[c];
+        return;
+    }
+    for (int c = 0; c < n; c += 8) {
+        const int at = c < n - 8 ? c : n - 8;
+        store(dst + at, s * load(src + at));
+    }
 }
 
-/* y = op(A) x + beta y, A (m, n) row-major. */
-static void gemv(char t, int m, int n, const double *A, int lda, const double *x, double beta, double *y) {
-    const char tc = t == 'N' ? 'T' : 'N';
-    const int one = 1;
-    const double alpha = 1.0;
-    dgemv(&tc, &n, &m, &alpha, A, &lda, x, &one, &beta, y, &one);
+/* The 8 x 8 block of rows r[0..7] transposed in place: pairs of rows interleaved, then pairs of
+   pairs, then halves. */
+static inline void transpose(vec *r) {
+    vec t[8], u[8];
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = SHUFFLE(r[k], r[k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+        t[k + 1] = SHUFFLE(r[k], r[k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; ++h) {
+            u[k + h] = SHUFFLE(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[k + h + 2] = SHUFFLE(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int k = 0; k < 4; ++k) {
+        r[k] = SHUFFLE(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[k + 4] = SHUFFLE(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
 }
 
-/* Lower Cholesky factor of the n x n matrix G in place; 0 if G is not positive definite. */
-static int cholesky(int n, double *G, int ld) {
-    for (int j = 0; j < n; ++j) {
-        double d = G[j * ld + j];
-        for (int r = 0; r < j; ++r) d -= G[j * ld + r] * G[j * ld + r];
-        if (!(d > 0.0)) return 0;
-        d = __builtin_sqrt(d);
-        G[j * ld + j] = d;
-        for (int i = j + 1; i < n; ++i) {
-            double s = G[i * ld + j];
-            for (int r = 0; r < j; ++r) s -= G[i * ld + r] * G[j * ld + r];
-            G[i * ld + j] = s / d;
+/* The sums of the entries of s[0], ..., s[7], in this order: the same halving as transpose(),
+   adding the two halves at each step. */
+static inline vec sums(const vec *s) {
+    vec a[4], b[2];
+    for (int k = 0; k < 4; ++k)
+        a[k] = SHUFFLE(s[2 * k], s[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+               SHUFFLE(s[2 * k], s[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    for (int k = 0; k < 2; ++k)
+        b[k] = SHUFFLE(a[2 * k], a[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
+               SHUFFLE(a[2 * k], a[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+    return SHUFFLE(b[0], b[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+           SHUFFLE(b[0], b[1], 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+/* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: a vector of products per row, the last one over the
+   columns n - 8 .. n - 1 with xs, x there with the columns already counted zeroed; then the R
+   sums at once. */
+static inline __attribute__((always_inline)) void matvec_rows(int R, int n, const double *M, int ld, const double *x,
+                                                              vec xs, const double *y0, double *y) {
+    vec s[8];
+    for (int k = 0; k < 8; ++k) s[k] = (vec){0};
+    for (int c = 0; c + 8 <= n; c += 8) {
+        const vec xc = load(x + c);
+        for (int k = 0; k < R; ++k) s[k] += load(M + k * ld + c) * xc;
+    }
+    if (n % 8)
+        for (int k = 0; k < R; ++k) s[k] += load(M + k * ld + n - 8) * xs;
+    const vec t = sums(s);
+    for (int k = 0; k < R; ++k) y[k] = y0[k] + t[k];
+}
+
+/* y = y0 + M x for M (rows, n) row-major with stride ld (y may be y0), eight rows at a time. */
+static void matvec(int rows, int n, const double *M, int ld, const double *x, const double *y0, double *y) {
+    if (n < 8) {
+        for (int r = 0; r < rows; ++r) {
+            double s = 0.0;
+            for (int c = 0; c < n; ++c) s += M[r * ld + c] * x[c];
+            y[r] = y0[r] + s;
+        }
+        return;
+    }
+    vec xs = load(x + n - 8);
+    for (int l = 0; l < 8 - n % 8; ++l) xs[l] = 0.0;
+    int r = 0;
+    for (; r + 8 <= rows; r += 8) matvec_rows(8, n, M + r * ld, ld, x, xs, y0 + r, y + r);
+    switch (rows - r) {
+#define MATVEC_ROWS(R)                                                                                                 \
+    case R: matvec_rows(R, n, M + r * ld, ld, x, xs, y0 + r, y + r); break;
+        MATVEC_ROWS(1) MATVEC_ROWS(2) MATVEC_ROWS(3) MATVEC_ROWS(4) MATVEC_ROWS(5) MATVEC_ROWS(6) MATVEC_ROWS(7)
+#undef MATVEC_ROWS
+    }
+}
+
+/* Rows 0 .. R - 1 and nv <= 3 vectors of C = sum_{c < n} a(r, c) Y[c, :], a(r, c) = a[r * sr + c * sc]:
+   the R x nv vectors of C in registers, each row of Y loaded once for the R rows. */
+static inline __attribute__((always_inline)) void product_block(int R, int nv, int n, const double *a, int sr, int sc,
+                                                                const double *Y, int ldy, double *C, int ldc) {
+    vec s[8][3];
+    for (int k = 0; k < R; ++k)
+        for (int v = 0; v < nv; ++v) s[k][v] = (vec){0};
+    for (int c = 0; c < n; ++c) {
+        vec y[3];
+        for (int v = 0; v < nv; ++v) y[v] = load(Y + c * ldy + 8 * v);
+        for (int k = 0; k < R; ++k) {
+            const double f = a[k * sr + c * sc];
+            for (int v = 0; v < nv; ++v) s[k][v] += f * y[v];
+        }
+    }
+    for (int k = 0; k < R; ++k)
+        for (int v = 0; v < nv; ++v) store(C + k * ldc + 8 * v, s[k][v]);
+}
+
+/* product_block() with R <= 8 and nv <= 3 compiled for each pair. */
+static void product_blocks(int R, int nv, int n, const double *a, int sr, int sc, const double *Y, int ldy, double *C,
+                           int ldc) {
+#define BLOCK(R, V)                                                                                                    \
+    case V: product_block(R, V, n, a, sr, sc, Y, ldy, C, ldc); break;
+#define ROWS(R)                                                                                                        \
+    case R:                                                                                                            \
+        switch (nv) { BLOCK(R, 1) BLOCK(R, 2) BLOCK(R, 3) }                                                            \
+        break;
+    switch (R) { ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) }
+#undef ROWS
+#undef BLOCK
+}
+
+/* C[r, :] = sum_{c < n} a(r, c) Y[c, :] over nv vectors of columns (Y's and C's rows padded to
+   them), r < rows, a(r, c) = a[r * sr + c * sc]; with upper, only the vectors from the one
+   holding column r (the 8 x 8 blocks on and above the diagonal, rows 8 at a time). Rows 8 at a
+   time, their vectors in runs of at most 3 of equal length. */
+static void product(int rows, int nv, int n, const double *a, int sr, int sc, const double *Y, int ldy, double *C,
+                    int ldc, int upper) {
+    for (int r = 0; r < rows; r += 8) {
+        const int R = rows - r < 8 ? rows - r : 8;
+        int v = upper ? r / 8 : 0, left = nv - v;
+        for (int runs = (left + 2) / 3; runs > 0; --runs) {
+            const int run = (left + runs - 1) / runs;
+            product_blocks(R, run, n, a + r * sr, sr, sc, Y + 8 * v, ldy, C + r * ldc + 8 * v, ldc);
+            v += run, left -= run;
+        }
+    }
+}
+
+/* The rows X_j = [H^T_j G^T_j] (m rows of stride w, the m columns of G^T from nx) and g: the
+   first nvx vectors of X <- G^-1 X and g <- G^-1 g, with G the symmetric matrix of the entries
+   on and above the diagonal of G^T; 0 if G is not positive definite. G = L D L^T: row j, divided
+   by its pivot D_j = X_j[nx + j], eliminated from the rows below it (on whole rows, L_ij =
+   X_j[nx + i] / D_j kept in L) gives X <- D^-1 L^-1 X; then X <- L^-T X from the last row up. */
+static int solve(int m, int nx, int nv, int nvx, double *X, int w, double *g, double *L, double *c) {
+    for (int j = 0; j < m; ++j) {
+        double *xj = X + j * w;
+        const double D = xj[nx + j];
+        if (!(D > 0.0)) return 0;
+        for (int i = j + 1; i < m; ++i) c[i] = xj[nx + i];
+        const double s = 1.0 / D;
+        for (int v = 0; v < nv; ++v) store(xj + 8 * v, s * load(xj + 8 * v));
+        g[j] *= s;
+        for (int i = j + 1; i < m; ++i) {
+            double *xi = X + i * w;
+            L[i * m + j] = xj[nx + i];
+            for (int v = 0; v < nv; ++v) store(xi + 8 * v, load(xi + 8 * v) - c[i] * load(xj + 8 * v));
+            g[i] -= c[i] * g[j];
+        }
+    }
+    for (int r = m - 1; r > 0; --r) {
+        const double *xr = X + r * w;
+        for (int i = 0; i < r; ++i) {
+            double *xi = X + i * w;
+            const double l = L[r * m + i];
+            for (int v = 0; v < nvx; ++v) store(xi + 8 * v, load(xi + 8 * v) - l * load(xr + 8 * v));
+            g[i] -= l * g[r];
         }
     }
     return 1;
 }
 
-/* X <- -(L L^T)^-1 X for X (n, c). */
-static void negative_solve(int n, int c, const double *L, int ld, double *X, int ldx) {
-    for (int i = 0; i < n; ++i) {
-        double *x = X + i * ldx;
-        for (int r = 0; r < i; ++r) {
-            const double l = L[i * ld + r], *xr = X + r * ldx;
-            for (int j = 0; j < c; ++j) x[j] -= l * xr[j];
+/* Pp = 1/2 (Qxx + Qxx^T) + S by 8 x 8 blocks (nb x nb of them, rows of stride wx), S on and
+   above the diagonal blocks: a diagonal block 1/2 (W + W^T) with W = S + Qxx, a block above it
+   S + 1/2 (Qxx + Qxx^T) and its mirror that block transposed. Qp holds Qxx padded. */
+static void symmetrize(int nb, int wx, const double *S, const double *Qp, double *Pp) {
+    for (int I = 0; I < nb; ++I) {
+        vec x[8], y[8];
+        for (int l = 0; l < 8; ++l) x[l] = load(S + (8 * I + l) * wx + 8 * I) + load(Qp + (8 * I + l) * wx + 8 * I);
+        for (int l = 0; l < 8; ++l) y[l] = x[l];
+        transpose(y);
+        for (int l = 0; l < 8; ++l) store(Pp + (8 * I + l) * wx + 8 * I, 0.5 * (x[l] + y[l]));
+        for (int J = I + 1; J < nb; ++J) {
+            for (int l = 0; l < 8; ++l) y[l] = load(Qp + (8 * J + l) * wx + 8 * I);
+            transpose(y);
+            for (int l = 0; l < 8; ++l)
+                y[l] = load(S + (8 * I + l) * wx + 8 * J) + 0.5 * (load(Qp + (8 * I + l) * wx + 8 * J) + y[l]);
+            for (int l = 0; l < 8; ++l) store(Pp + (8 * I + l) * wx + 8 * J, y[l]);
+            transpose(y);
+            for (int l = 0; l < 8; ++l) store(Pp + (8 * J + l) * wx + 8 * I, y[l]);
         }
-        for (int j = 0; j < c; ++j) x[j] /= L[i * ld + i];
     }
-    for (int i = n - 1; i >= 0; --i) {
-        double *x = X + i * ldx;
-        for (int r = i + 1; r < n; ++r) {
-            const double l = L[r * ld + i], *xr = X + r * ldx;
-            for (int j = 0; j < c; ++j) x[j] -= l * xr[j];
-        }
-        for (int j = 0; j < c; ++j) x[j] /= L[i * ld + i];
-    }
-    for (int i = 0; i < n; ++i)
-        for (int j = 0; j < c; ++j) X[i * ldx + j] = -X[i * ldx + j];
 }
 
-int liftoff_riccati(int N, int nx, int nm, const int *nu,
-                    const double *A, const double *B, const double *b, const double *Qxx, const double *Qxu,
-                    const double *Quu, const double *lx, const double *lu, const double *QN, const double *lN,
-                    const double *dx0, double *P, double *p, double *K, double *k, double *dx, double *du, double *lam) {
-    const int xx = nx * nx, xm = nx * nm, mm = nm * nm, L = nx + nm;
-    double *PAB = malloc(sizeof(double) * (nx * L + xm + nx + mm + nm * (nx + 1)));
-    if (!PAB) return -1;
-    double *H = PAB + nx * L, *co = H + xm, *G = co + nx, *X = G + mm;
+int liftoff_riccati(int N, int nx, int nm, const int *nu, const double *A, const double *B, const double *b,
+                    const double *Qxx, const double *Qxu, const double *Quu, const double *lx, const double *lu,
+                    const double *QN, const double *lN, const double *dx0, double *P, double *p, double *K, double *k,
+                    double *dx, double *du, double *lam) {
+    /* the workspace, rows padded to vectors: AB and M (nx + nm, ld), with H^T (below A's rows of
+       AB, as -H^T) and X (below M's rows); S, Qp, Pp (wx, wx); q (ld); co, h (wx); g, c (nm);
+       L (nm, nm). Zeroed once: the rows of S and Qp beyond nx, which the blocks read, stay zero. */
+    const int xx = nx * nx, xm = nx * nm, mm = nm * nm, wx = (nx + 7) / 8 * 8, nb = wx / 8, ld = (nx + nm + 7) / 8 * 8;
+    const size_t size = (size_t)2 * (nx + nm) * ld + (size_t)3 * wx * wx + ld + 2 * wx + 2 * nm + mm;
+    double *AB = aligned_alloc(64, (sizeof(double) * size + 63) / 64 * 64);
+    if (!AB) return -1;
+    memset(AB, 0, sizeof(double) * size);
+    double *M = AB + (nx + nm) * ld, *S = M + (nx + nm) * ld, *Qp = S + wx * wx, *Pp = Qp + wx * wx;
+    double *q = Pp + wx * wx, *co = q + ld, *h = co + wx, *g = h + wx, *c = g + nm, *L = c + nm;
     memcpy(P + N * xx, QN, sizeof(double) * xx);
     memcpy(p + N * nx, lN, sizeof(double) * nx);
-    memset(K, 0, sizeof(double) * N * nm * nx);
-    memset(k, 0, sizeof(double) * N * nm);
-    memset(du, 0, sizeof(double) * N * nm);
+    for (int r = 0; r < nx; ++r)
+        for (int j = 0; j < nx; ++j) Pp[j * wx + r] = QN[r * nx + j];
     for (int i = N - 1; i >= 0; --i) {
-        const int m = nu[i];
-        const double *Ai = A + i * xx, *Bi = B + i * xm, *Pn = P + (i + 1) * xx;
-        double *Pi = P + i * xx, *pi = p + i * nx, *Ki = K + i * nm * nx, *ki = k + i * nm;
-        /* [PA PB] (nx, nx + m), co = P b + p */
-        gemm('N', 'N', nx, nx, nx, Pn, nx, Ai, nx, 0.0, PAB, L);
-        if (m > 0) gemm('N', 'N', nx, m, nx, Pn, nx, Bi, nm, 0.0, PAB + nx, L);
-        memcpy(co, p + (i + 1) * nx, sizeof(double) * nx);
-        gemv('N', nx, nx, Pn, nx, b + i * nx, 1.0, co);
-        /* P_i = Qxx + A^T PA, H = Qxu + A^T PB, p_i = lx + A^T co, G = Quu + B^T PB */
-        memcpy(Pi, Qxx + i * xx, sizeof(double) * xx);
-        gemm('T', 'N', nx, nx, nx, Ai, nx, PAB, L, 1.0, Pi, nx);
-        memcpy(H, Qxu + i * xm, sizeof(double) * xm);
-        if (m > 0) gemm('T', 'N', nx, m, nx, Ai, nx, PAB + nx, L, 1.0, H, nm);
-        memcpy(pi, lx + i * nx, sizeof(double) * nx);
-        gemv('T', nx, nx, Ai, nx, co, 1.0, pi);
+        const int m = nu[i], w = (nx + m + 7) / 8 * 8, nv = w / 8;
+        const double *Ai = A + i * xx, *Bi = B + i * xm, *Pn = P + (i + 1) * xx, *pn = p + (i + 1) * nx;
+        double *Pi = P + i * xx, *pi = p + i * nx, *Ki = K + i * nm * nx, *ki = k + i * nm, *X = M + nx * w;
+        memset(Ki + m * nx, 0, sizeof(double) * (nm - m) * nx);
+        memset(ki + m, 0, sizeof(double) * (nm - m));
+        memset(du + i * nm + m, 0, sizeof(double) * (nm - m));
+        for (int r = 0; r < nx; ++r) { /* AB, zero from column nx + m */
+            store(AB + r * w + w - 8, (vec){0});
+            copy(nx, 1.0, Ai + r * nx, AB + r * w);
+            copy(m, 1.0, Bi + r * nm, AB + r * w + nx);
+        }
+        product(nx, nv, nx, Pn, nx, 1, AB, w, M, w, 0);
+        if (i == N - 1) { /* PA <- 1/2 (QN + QN^T) A */
+            product(nx, nb, nx, Pn, 1, nx, AB, w, S, wx, 0);
+            for (int r = 0; r < nx; ++r)
+                for (int j = 0; j < nx; ++j) M[r * w + j] = 0.5 * (M[r * w + j] + S[r * wx + j]);
+        }
+        for (int v = 0; v < nb; ++v) { /* co = P b + p = sum_r b_r (P^T)[r, :] + p */
+            vec s = {0};
+            for (int r = 0; r < nx; ++r) s += b[i * nx + r] * load(Pp + r * wx + 8 * v);
+            store(co + 8 * v, s);
+        }
+        for (int r = 0; r < nx; ++r) co[r] += pn[r];
+        for (int v = 0; v < nv; ++v) { /* q = AB^T co */
+            vec s = {0};
+            for (int r = 0; r < nx; ++r) s += co[r] * load(AB + r * w + 8 * v);
+            store(q + 8 * v, s);
+        }
         if (m > 0) {
-            const int nrhs = nx + 1;
-            for (int r = 0; r < m; ++r) memcpy(G + r * nm, Quu + i * mm + r * nm, sizeof(double) * m);
-            gemm('T', 'N', m, m, nx, Bi, nm, PAB + nx, L, 1.0, G, nm);
-            if (!cholesky(m, G, nm)) {
-                free(PAB);
+            product(m, nv, nx, M + nx, 1, w, AB, w, X, w, 0);
+            for (int j = 0; j < m; ++j) {
+                double *x = X + j * w;
+                for (int r = 0; r < nx; ++r) x[r] += Qxu[i * xm + r * nm + j];
+                for (int l = j; l < m; ++l) x[nx + l] += Quu[i * mm + l * nm + j];
+                g[j] = lu[i * nm + j] + q[nx + j];
+                for (int v = 0; v < nb; ++v) store(AB + (nx + j) * w + 8 * v, -load(x + 8 * v));
+            }
+            if (!solve(m, nx, nv, nb, X, w, g, L, c)) {
+                free(AB);
                 return i + 1;
             }
-            /* [K k] = -G^-1 [H^T, lu + B^T co]; P_i += H K, p_i += H k */
-            memcpy(ki, lu + i * nm, sizeof(double) * m);
-            gemv('T', nx, m, Bi, nm, co, 1.0, ki);
-            for (int r = 0; r < m; ++r) {
-                for (int j = 0; j < nx; ++j) X[r * nrhs + j] = H[j * nm + r];
-                X[r * nrhs + nx] = ki[r];
+            for (int j = 0; j < m; ++j) {
+                copy(nx, -1.0, X + j * w, Ki + j * nx);
+                ki[j] = -g[j];
             }
-            negative_solve(m, nrhs, G, nm, X, nrhs);
-            for (int r = 0; r < m; ++r) {
-                memcpy(Ki + r * nx, X + r * nrhs, sizeof(double) * nx);
-                ki[r] = X[r * nrhs + nx];
-            }
-            gemm('N', 'N', nx, nx, m, H, nm, Ki, nx, 1.0, Pi, nx);
-            gemv('N', nx, m, H, nm, ki, 1.0, pi);
         }
-        for (int r = 0; r < nx; ++r)
-            for (int j = r + 1; j < nx; ++j) {
-                const double s = 0.5 * (Pi[r * nx + j] + Pi[j * nx + r]);
-                Pi[r * nx + j] = s;
-                Pi[j * nx + r] = s;
-            }
+        product(nx, nb, nx + m, AB, 1, w, M, w, S, wx, 1);
+        for (int r = 0; r < nx; ++r) copy(nx, 1.0, Qxx + i * xx + r * nx, Qp + r * wx);
+        symmetrize(nb, wx, S, Qp, Pp);
+        for (int r = 0; r < nx; ++r) copy(nx, 1.0, Pp + r * wx, Pi + r * nx);
+        for (int v = 0; v < nb; ++v) { /* h = H k = sum_j z_j (-H^T)[j, :] */
+            vec s = {0};
+            for (int j = 0; j < m; ++j) s += g[j] * load(AB + (nx + j) * w + 8 * v);
+            store(h + 8 * v, s);
+        }
+        for (int r = 0; r < nx; ++r) pi[r] = lx[i * nx + r] + q[r] + h[r];
     }
+    free(AB);
     memcpy(dx, dx0, sizeof(double) * nx);
     for (int i = 0; i < N; ++i) {
         const int m = nu[i];
-        double *dui = du + i * nm, *next = dx + (i + 1) * nx;
-        memcpy(next, b + i * nx, sizeof(double) * nx);
-        gemv('N', nx, nx, A + i * xx, nx, dx + i * nx, 1.0, next);
+        const double *dxi = dx + i * nx;
+        double *next = dx + (i + 1) * nx, *dui = du + i * nm;
+        matvec(nx, nx, A + i * xx, nx, dxi, b + i * nx, next);
         if (m > 0) {
-            memcpy(dui, k + i * nm, sizeof(double) * m);
-            gemv('N', m, nx, K + i * nm * nx, nx, dx + i * nx, 1.0, dui);
-            gemv('N', nx, m, B + i * xm, nm, dui, 1.0, next);
+            matvec(m, nx, K + i * nm * nx, nx, dxi, k + i * nm, dui);
+            matvec(nx, m, B + i * xm, nm, dui, next, next);
         }
+        matvec(nx, nx, P + i * xx, nx, dxi, p + i * nx, lam + i * nx);
     }
-    for (int i = 0; i <= N; ++i) {
-        memcpy(lam + i * nx, p + i * nx, sizeof(double) * nx);
-        gemv('N', nx, nx, P + i * xx, nx, dx + i * nx, 1.0, lam + i * nx);
-    }
-    free(PAB);
+    matvec(nx, nx, P + N * xx, nx, dx + N * nx, p + N * nx, lam + N * nx);
     return 0;
 }

@@ -16,8 +16,7 @@ solved in O(N) by the backward recursion of the cost-to-go ``1/2 dx^T P dx + p^T
 and the forward rollout ``du_i = K_i dx_i + k_i``, ``lam_i = P_i dx_i + p_i``. The solver
 reads only these containers; it knows nothing of robots. ``backend="compiled"`` runs the same
 recursion as a C loop over the stacked arrays (``riccati.c``, compiled on first use by
-:func:`dynamics.codegen.load_library`) whose matrix products are scipy's BLAS
-(:func:`dynamics.codegen.blas_routines`), numpy without a C compiler.
+:func:`dynamics.codegen.load_library`, its products vector loops), numpy without a C compiler.
 """
 
 from __future__ import annotations
@@ -126,6 +125,7 @@ def _cho_solve(L, X):
 
 
 _SOURCE = Path(__file__).with_name("riccati.c")
+_FUNCTIONS = {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)}
 
 
 def compile_riccati() -> bool:
@@ -136,11 +136,7 @@ def compile_riccati() -> bool:
 def _library():
     from liftoff.dynamics.codegen import compiled_library
 
-    return compiled_library(
-        _SOURCE,
-        {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)},
-        blas=("dgemm", "dgemv"),
-    )
+    return compiled_library(_SOURCE, _FUNCTIONS)
 
 
 def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:

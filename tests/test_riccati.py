@@ -1,5 +1,5 @@
 """The Riccati recursion against a dense solve of the LQR's KKT system, in numpy and compiled;
-the compiled one against numpy on the size of an ANYmal OCP."""
+the compiled one against numpy on the sizes of liftoff's OCPs and on odd sizes."""
 
 import dataclasses
 
@@ -118,19 +118,77 @@ def test_nonconvex_stage_is_reported(backend):
         riccati(stages, terminal, dx0, backend)
 
 
-def test_compiled_equals_numpy_at_the_size_of_anymal():
-    """59 stages of nx = 36, nu = 12 or 0 (impulse stages), as the trot's condensed LQR."""
-    rng = np.random.default_rng(11)
-    stages, terminal, dx0 = random_lqr(rng, N=59, nx=36, nu_of=lambda i: 0 if i in (27, 55) else 12)
+def assert_compiled_equals_numpy(stages, terminal, dx0, rtol=1e-12):
     ref, got = riccati(stages, terminal, dx0, "numpy"), riccati(stages, terminal, dx0, "compiled")
     for name in ("dx", "lam", "P", "p"):
         x = getattr(ref, name)
-        np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=1e-11 * np.abs(x).max(), err_msg=name)
+        np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=rtol * np.abs(x).max(), err_msg=name)
     for name in ("du", "K", "k"):
         for i, (x, y) in enumerate(zip(getattr(ref, name), getattr(got, name))):
             np.testing.assert_allclose(
-                y, x, rtol=0, atol=1e-11 * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]"
+                y, x, rtol=0, atol=rtol * max(1.0, np.abs(x).max(initial=0)), err_msg=f"{name}[{i}]"
             )
+    for name in ("controls", "gains", "feedforward"):  # the rows beyond each stage's controls
+        for i, n in enumerate(got.nu.tolist()):
+            assert np.all(getattr(got, name)[i, n:] == 0), f"{name}[{i}]"
+    return got
+
+
+SIZES = {  # N, nx, nm and the stages' control sizes
+    "anymal mpc": (26, 36, 12, lambda i: 0 if i in (6, 13, 20) else 12),  # impulse stages: nu = 0
+    "anymal solve": (73, 36, 12, lambda i: 0 if i % 18 == 17 else 12),
+    "talos polishing": (50, 18, 6, lambda i: 6),
+    "nx 17, nm 5": (9, 17, 5, lambda i: (5, 0, 3, 1, 5)[i % 5]),
+    "nx 17, nm 1": (7, 17, 1, lambda i: i % 2),
+    "nx 9, nm 8": (7, 9, 8, lambda i: (8, 7, 0)[i % 3]),
+    "nx 5, nm 13": (6, 5, 13, lambda i: (13, 9, 0)[i % 3]),
+    "nx 1, nm 1": (5, 1, 1, lambda i: 1),
+}
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_compiled_equals_numpy(size):
+    N, nx, nm, nu_of = SIZES[size]
+    stages, terminal, dx0 = random_lqr(np.random.default_rng(11), N=N, nx=nx, nu_of=nu_of)
+    got = assert_compiled_equals_numpy(stages, terminal, dx0)
+    assert got.gains.shape == (N, nm, nx)
+    assert np.array_equal(got.P, got.P.swapaxes(1, 2))  # exactly symmetric, as numpy's
+
+
+@pytest.mark.parametrize("size", ["anymal mpc", "talos polishing", "nx 17, nm 5", "nx 5, nm 13"])
+def test_compiled_equals_numpy_on_costs_that_are_not_symmetric(size):
+    """numpy's recursion symmetrizes P, factors G = Quu + B^T P B from its entries on and below
+    the diagonal and uses the terminal Qxx as given: the compiled one alike."""
+    N, nx, nm, nu_of = SIZES[size]
+    rng = np.random.default_rng(5)
+    stages, terminal, dx0 = random_lqr(rng, N=N, nx=nx, nu_of=nu_of)
+    stages = [
+        StageLQR(
+            s.A, s.B, s.b, s.Qxx + np.triu(rng.standard_normal((nx, nx)), 1), s.Qxu,
+            s.Quu + np.triu(rng.standard_normal((s.nu, s.nu)), 1), s.lx, s.lu,
+        )
+        for s in stages
+    ]  # fmt: skip
+    terminal = TerminalLQR(terminal.Qxx + 0.1 * rng.standard_normal((nx, nx)), terminal.lx)
+    got = assert_compiled_equals_numpy(stages, terminal, dx0)
+    np.testing.assert_array_equal(got.P[-1], terminal.Qxx)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("size", "bad", "direction"), [
+    ("anymal mpc", 19, 0), ("anymal mpc", 25, 11), ("talos polishing", 37, 5), ("nx 17, nm 5", 4, 2),
+])  # fmt: skip
+def test_nonconvex_stage_is_reported_at_its_index(size, bad, direction, backend):
+    """Quu with one negative curvature (along a control ``direction``): the error names that
+    stage, whichever pivot of G fails."""
+    N, nx, nm, nu_of = SIZES[size]
+    stages, terminal, dx0 = random_lqr(np.random.default_rng(2), N=N, nx=nx, nu_of=nu_of)
+    s = stages[bad]
+    Quu = s.Quu.copy()
+    Quu[direction, direction] = -1e8
+    stages[bad] = StageLQR(s.A, s.B, s.b, s.Qxx, s.Qxu, Quu, s.lx, s.lu)
+    with pytest.raises(RiccatiError, match=f"stage {bad}:"):
+        riccati(stages, terminal, dx0, backend)
 
 
 def test_an_lqr_of_arrays_that_are_not_contiguous_solves_as_its_contiguous_copy():
