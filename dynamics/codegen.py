@@ -66,6 +66,7 @@ FLAGS = ("-O1", "-fno-tree-dominator-opts", "-fPIC", "-shared")
 # no contraction into fused multiply-adds, so that its results are those of FLAGS to round-off
 OPTIMIZED_FLAGS = ("-O2", "-march=native", "-fno-tree-dominator-opts", "-ffp-contract=off", "-fPIC", "-shared")
 LIBRARY_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared")  # hand-written loops (cached per processor)
+VECTORS = Path(__file__).with_name("vectors.h")  # the vector type that the libraries' loops share
 
 
 class CompileError(RuntimeError):
@@ -285,15 +286,17 @@ def load(name: str, key: dict, build, quiet=False, sparse=False) -> Kernel:
 
 def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
     """The C file ``path`` compiled for this processor (``-O3 -march=native``: loops that the
-    compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`; ``include``:
+    compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`. It may include
+    ``vectors.h`` (:data:`VECTORS`, whose text is part of the cache's key); ``include``:
     ``(folder, version)``, a folder of another library's headers that it includes, and their
     version (part of the cache's key: a new version is compiled anew)."""
     cc = compiler()
     text = Path(path).read_text()
-    key, flags = {"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu()}, LIBRARY_FLAGS
+    key = {"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu(), "vectors": VECTORS.read_text()}
+    flags = (*LIBRARY_FLAGS, f"-I{VECTORS.parent}")
     if include is not None:
-        flags = (*LIBRARY_FLAGS, f"-I{include[0]}")
-        key.update(flags=flags, headers=include[1])
+        flags = (*flags, f"-I{include[0]}")
+        key.update(include=include[0], headers=include[1])
     digest = _digest(key, cc)
     name = Path(path).stem
 

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vectors.h"
+
 typedef void gemm_t(const char *, const char *, const int *, const int *, const int *, const double *,
                     const double *, const int *, const double *, const int *, const double *, double *, const int *);
 
@@ -38,17 +40,6 @@ static void gemm(char ta, char tb, int m, int n, int l, const double *A, int lda
     const double alpha = 1.0;
     dgemm(&tb, &ta, &n, &m, &l, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
-
-/* Eight doubles, which the compiler keeps in one or two vector registers. */
-typedef double vec __attribute__((vector_size(8 * sizeof(double))));
-
-static inline vec load(const double *p) {
-    vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store(double *p, vec v) { memcpy(p, &v, sizeof v); }
 
 /* The first row i >= k of the largest |u[i * ldm]|, i < n: four running maxima side by side,
    over the rows k + c, k + c + 4, ... for c = 0 .. 3 (a single one would wait for each

@@ -33,16 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Eight doubles, which the compiler keeps in one or two vector registers. */
-typedef double vec __attribute__((vector_size(8 * sizeof(double))));
-
-static inline vec load(const double *p) {
-    vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void store(double *p, vec v) { memcpy(p, &v, sizeof v); }
+#include "vectors.h"
 
 /* The entries of a and b (b's numbered from 8) at the eight constant indices that follow:
    GCC's __builtin_shuffle, clang's __builtin_shufflevector (GCC has it from version 12 only). */

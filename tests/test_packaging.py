@@ -1,4 +1,4 @@
-"""liftoff as a user installs it from a wheel: every subpackage and C source in it, and a solve
+"""liftoff as a user installs it from a wheel: every subpackage, C source and header in it, and a solve
 run by the installed ``liftoff`` from outside the source tree."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def test_the_wheel_holds_every_subpackage_and_solves_outside_the_source_tree(tmp
     for package in packages:
         assert f"liftoff/{package.as_posix()}/__init__.py" in names
     layers = ("dynamics", "ocp", "solvers", "problems")
-    sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("**/*.c")]
-    assert "problems/mpc/plants/mujoco_readings.c" in sources
+    sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("**/*.[ch]")]
+    assert {"problems/mpc/plants/mujoco_readings.c", "dynamics/vectors.h"} <= set(sources)
     assert all(f"liftoff/{s}" in names for s in sources), sorted(set(sources) - {n[8:] for n in names})
 
     site = tmp_path / "site"
