@@ -107,6 +107,15 @@ static inline __attribute__((always_inline)) void matvec_rows(int R, int n, cons
     for (int k = 0; k < R; ++k) y[k] = y0[k] + t[k];
 }
 
+/* y = sum_{r < n} x[r] M[r, :] over nv vectors of columns (M's rows of stride ld): M^T x. */
+static void combine_rows(int n, const double *x, const double *M, int ld, int nv, double *y) {
+    for (int v = 0; v < nv; ++v) {
+        vec s = {0};
+        for (int r = 0; r < n; ++r) s += x[r] * load(M + r * ld + 8 * v);
+        store(y + 8 * v, s);
+    }
+}
+
 /* y = y0 + M x for M (rows, n) row-major with stride ld (y may be y0), eight rows at a time. */
 static void matvec(int rows, int n, const double *M, int ld, const double *x, const double *y0, double *y) {
     if (n < 8) {
@@ -270,17 +279,9 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu, const double *A, const
             for (int r = 0; r < nx; ++r)
                 for (int j = 0; j < nx; ++j) M[r * w + j] = 0.5 * (M[r * w + j] + S[r * wx + j]);
         }
-        for (int v = 0; v < nb; ++v) { /* co = P b + p = sum_r b_r (P^T)[r, :] + p */
-            vec s = {0};
-            for (int r = 0; r < nx; ++r) s += b[i * nx + r] * load(Pp + r * wx + 8 * v);
-            store(co + 8 * v, s);
-        }
+        combine_rows(nx, b + i * nx, Pp, wx, nb, co); /* co = P b + p, P b = (P^T)^T b */
         for (int r = 0; r < nx; ++r) co[r] += pn[r];
-        for (int v = 0; v < nv; ++v) { /* q = AB^T co */
-            vec s = {0};
-            for (int r = 0; r < nx; ++r) s += co[r] * load(AB + r * w + 8 * v);
-            store(q + 8 * v, s);
-        }
+        combine_rows(nx, co, AB, w, nv, q); /* q = AB^T co */
         if (m > 0) {
             product(m, nv, nx, M + nx, 1, w, AB, w, X, w, 0);
             for (int j = 0; j < m; ++j) {
@@ -303,11 +304,7 @@ int liftoff_riccati(int N, int nx, int nm, const int *nu, const double *A, const
         for (int r = 0; r < nx; ++r) copy(nx, 1.0, Qxx + i * xx + r * nx, Qp + r * wx);
         symmetrize(nb, wx, S, Qp, Pp);
         for (int r = 0; r < nx; ++r) copy(nx, 1.0, Pp + r * wx, Pi + r * nx);
-        for (int v = 0; v < nb; ++v) { /* h = H k = sum_j z_j (-H^T)[j, :] */
-            vec s = {0};
-            for (int j = 0; j < m; ++j) s += g[j] * load(AB + (nx + j) * w + 8 * v);
-            store(h + 8 * v, s);
-        }
+        combine_rows(m, g, AB + nx * w, w, nb, h); /* h = H k = (-H^T)^T z */
         for (int r = 0; r < nx; ++r) pi[r] = lx[i * nx + r] + q[r] + h[r];
     }
     free(AB);
