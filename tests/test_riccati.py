@@ -1,14 +1,19 @@
 """The Riccati recursion against a dense solve of the LQR's KKT system, in numpy and compiled;
-the compiled one against numpy on the sizes of liftoff's OCPs and on odd sizes."""
+the compiled one against numpy on the sizes of liftoff's OCPs and on odd sizes, built by GCC and
+by clang."""
 
 import dataclasses
+import os
+import shutil
 
 import numpy as np
 import pytest
 
+from liftoff.dynamics import codegen
 from liftoff.ocp import StageLQR, TerminalLQR
 from liftoff.ocp.lqr import LQR
 from liftoff.solvers import RiccatiError, riccati
+from liftoff.solvers.riccati import _FUNCTIONS, _SOURCE, _compiled
 
 
 def random_lqr(rng, N=6, nx=5, nu_of=lambda i: 3 if i % 3 else 0):
@@ -118,8 +123,13 @@ def test_nonconvex_stage_is_reported(backend):
         riccati(stages, terminal, dx0, backend)
 
 
-def assert_compiled_equals_numpy(stages, terminal, dx0, rtol=1e-12):
-    ref, got = riccati(stages, terminal, dx0, "numpy"), riccati(stages, terminal, dx0, "compiled")
+def assert_compiled_equals_numpy(stages, terminal, dx0, rtol=1e-12, library=None):
+    """The compiled recursion (of ``library``, default liftoff's build) against numpy's."""
+    ref = riccati(stages, terminal, dx0, "numpy")
+    if library is None:
+        got = riccati(stages, terminal, dx0, "compiled")
+    else:
+        got = _compiled(library, LQR.from_stages(stages), terminal, np.asarray(dx0))
     for name in ("dx", "lam", "P", "p"):
         x = getattr(ref, name)
         np.testing.assert_allclose(getattr(got, name), x, rtol=0, atol=rtol * np.abs(x).max(), err_msg=name)
@@ -153,6 +163,42 @@ def test_compiled_equals_numpy(size):
     got = assert_compiled_equals_numpy(stages, terminal, dx0)
     assert got.gains.shape == (N, nm, nx)
     assert np.array_equal(got.P, got.P.swapaxes(1, 2))  # exactly symmetric, as numpy's
+
+
+def clang() -> str:
+    """clang's path. Without it the tests built by clang fail in CI (``CI`` set, as ``.ci/run``
+    does) and are skipped elsewhere, saying why."""
+    path = shutil.which("clang")
+    if path:
+        return path
+    why = "riccati.c's vector shuffles have a branch for clang: apt-get install clang (.ci/run does)"
+    if os.environ.get("CI", "").lower() in ("", "0", "false", "no"):
+        pytest.skip(why)
+    pytest.fail(why)
+
+
+@pytest.fixture(scope="module")
+def clang_library(tmp_path_factory):
+    """riccati.c built by clang (the compiler of macOS; ``$CC`` picks the compiler) in a cache of
+    its own, typed as liftoff types its build."""
+    cache = tmp_path_factory.mktemp("clang")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CC", clang())
+        patch.setenv("LIFTOFF_CACHE", str(cache))
+        library = codegen.load_library(_SOURCE, quiet=True)
+    (built,) = cache.glob("riccati-*.so")
+    assert b"clang version" in built.read_bytes()  # its .comment: built by clang, not GCC
+    for name, (restype, argtypes) in _FUNCTIONS.items():
+        getattr(library, name).restype, getattr(library, name).argtypes = restype, argtypes
+    return library
+
+
+@pytest.mark.parametrize("size", ["anymal mpc", "talos polishing", "nx 17, nm 5", "nx 1, nm 1"])
+def test_compiled_by_clang_equals_numpy(size, clang_library):
+    N, nx, nm, nu_of = SIZES[size]
+    stages, terminal, dx0 = random_lqr(np.random.default_rng(11), N=N, nx=nx, nu_of=nu_of)
+    got = assert_compiled_equals_numpy(stages, terminal, dx0, library=clang_library)
+    assert np.array_equal(got.P, got.P.swapaxes(1, 2))
 
 
 @pytest.mark.parametrize("size", ["anymal mpc", "talos polishing", "nx 17, nm 5", "nx 5, nm 13"])
