@@ -1,5 +1,6 @@
 """Shared fixtures of the dynamics tests: models paired with Pinocchio's, random states,
-tolerances and the one finite-difference helper every derivative test uses."""
+tolerances and the one finite-difference helper every derivative test uses; and the programs
+beside Python that some tests run, which CI installs."""
 
 from __future__ import annotations
 
@@ -37,6 +38,19 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     for folder in SESSION_CACHE:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def required_program(names, why) -> str:
+    """The path of the first of the programs ``names`` found on the PATH. Without any, the test
+    fails in CI (``CI`` set, as ``.ci/run`` does, which installs them) and is skipped elsewhere,
+    saying ``why``."""
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return path
+    if os.environ.get("CI", "").lower() in ("", "0", "false", "no"):
+        pytest.skip(why)
+    pytest.fail(why)
 
 
 # ----------------------------------------------------------------------------- models

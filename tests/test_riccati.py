@@ -3,11 +3,10 @@ the compiled one against numpy on the sizes of liftoff's OCPs and on odd sizes, 
 by clang."""
 
 import dataclasses
-import os
-import shutil
 
 import numpy as np
 import pytest
+from conftest import required_program
 
 from liftoff.dynamics import codegen
 from liftoff.ocp import StageLQR, TerminalLQR
@@ -165,25 +164,14 @@ def test_compiled_equals_numpy(size):
     assert np.array_equal(got.P, got.P.swapaxes(1, 2))  # exactly symmetric, as numpy's
 
 
-def clang() -> str:
-    """clang's path. Without it the tests built by clang fail in CI (``CI`` set, as ``.ci/run``
-    does) and are skipped elsewhere, saying why."""
-    path = shutil.which("clang")
-    if path:
-        return path
-    why = "riccati.c's vector shuffles have a branch for clang: apt-get install clang (.ci/run does)"
-    if os.environ.get("CI", "").lower() in ("", "0", "false", "no"):
-        pytest.skip(why)
-    pytest.fail(why)
-
-
 @pytest.fixture(scope="module")
 def clang_library(tmp_path_factory):
     """riccati.c built by clang (the compiler of macOS; ``$CC`` picks the compiler) in a cache of
     its own, typed as liftoff types its build."""
     cache = tmp_path_factory.mktemp("clang")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CC", clang())
+        why = "riccati.c's vector shuffles have a branch for clang: apt-get install clang (.ci/run does)"
+        patch.setenv("CC", required_program(("clang",), why))
         patch.setenv("LIFTOFF_CACHE", str(cache))
         library = codegen.load_library(_SOURCE, quiet=True)
     (built,) = cache.glob("riccati-*.so")

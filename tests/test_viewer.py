@@ -6,13 +6,12 @@ gait is opened. The live viewer serves the scene."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import required_program
 from PIL import Image
 
 from liftoff.problems import viewer
@@ -27,15 +26,9 @@ MOMENTS = (400, 1000)  # ms of page time at which the screenshots are taken
 
 
 def chromium() -> str:
-    """The browser's path. Without one the test fails in CI (``CI`` set, as ``.ci/run`` does),
-    and is skipped elsewhere, saying why."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
+    """The browser's path (:func:`conftest.required_program`: CI installs it)."""
     why = "the viewer test opens the HTML in headless Chromium: apt-get install chromium (.ci/run does)"
-    if os.environ.get("CI", "").lower() in ("", "0", "false", "no"):
-        pytest.skip(why)
-    pytest.fail(why)
+    return required_program(("chromium", "chromium-browser", "google-chrome"), why)
 
 
 @pytest.fixture(scope="module")
