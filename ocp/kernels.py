@@ -378,7 +378,11 @@ class CompiledStages:
         was made for (the row is a function of the stage's immutable fields and of the plan): the
         overlapping horizons of an MPC make each once. New stages' rows start from a kept stage's
         of the group, else from the last one made for the plan (:meth:`_new_inputs`): the terms an
-        MPC's builder shares between its horizons are not written again."""
+        MPC's builder shares between its horizons are not written again. A group whose builder
+        stacked its costs (:attr:`ocp.problem.StageGroup.stacked`, its stages new at each problem)
+        has its rows written from those, one assignment per term field."""
+        if group.stacked:
+            return self._new_inputs(group, plan)
         stages = group.stages
         kept = [s.__dict__.get("_inputs") for s in stages]
         missing = [i for i, k in enumerate(kept) if k is None or k[0] is not plan]
@@ -400,8 +404,11 @@ class CompiledStages:
         lay, S, stages = self.layout, group.size, group.stages
         f_cols, columns = plan.structure[0], self._term_columns[group.kind]
         donor, kept = (None, None) if donor is None else donor
-        base = None if kept is None else (donor.costs, kept[len(kept) - len(columns.neutral) :])
-        terms = sym.term_parameters(lay, columns, [s.costs for s in stages], f_cols, base)
+        if group.stacked:
+            terms = sym.stacked_term_parameters(lay, columns, group.costs.terms, S, f_cols)
+        else:
+            base = None if kept is None else (donor.costs, kept[len(kept) - len(columns.neutral) :])
+            terms = sym.term_parameters(lay, columns, [s.costs for s in stages], f_cols, base)
         if group.kind != "contact":
             return terms
         first = 1 + len(plan.contacts)  # a row: the time step, the contacts, the sliding friction, ...

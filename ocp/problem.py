@@ -23,6 +23,7 @@ evaluated together, with their references and targets stacked along a leading ax
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import itertools
@@ -210,8 +211,30 @@ class OCP:
         times.flags.writeable = False
         return times
 
+    @classmethod
+    def of_groups(cls, groups, **fields) -> OCP:
+        """The OCP of ``fields`` (those of the constructor but ``stages``) whose stages are those
+        of ``groups``, :class:`StageGroup` s whose knot indices partition ``0 .. K-1``, kept as its
+        :meth:`groups`: a builder that makes its stages group by group, alike by construction,
+        spares the OCP finding each stage's key (:meth:`StageGroup.of_stacked`). The groups must
+        be those :meth:`groups` would find: one per key."""
+        groups = tuple(sorted(groups, key=lambda g: int(g.index[0])))
+        index = np.concatenate([g.index for g in groups])
+        if not np.array_equal(np.sort(index), np.arange(len(index))) or len({id(g.key) for g in groups}) < len(groups):
+            raise ValueError("the groups' knot indices must partition the stages, one group per key")
+        stages = [None] * len(index)
+        for group in groups:
+            for k, stage in zip(group.index.tolist(), group.stages):
+                stages[k] = stage
+        ocp = cls(stages=tuple(stages), **fields)
+        object.__setattr__(ocp, "_groups", groups)  # not a field: a copy made by replace finds its own
+        return ocp
+
     def groups(self) -> tuple:
         """The stages grouped for batched evaluation (module docstring), in first-stage order."""
+        kept = self.__dict__.get("_groups")
+        if kept is not None:
+            return kept
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
         keys = [_stage_key(stage, known) for stage in self.stages]
         if keys.count(keys[0]) == len(keys):  # one structure (a manipulator's horizon): one group
@@ -236,11 +259,24 @@ class StageGroup:
     data stacked along a leading axis are made on first read: the contacts with stacked targets,
     the stacked cost, the time steps ``dt (S,)`` and the stacked sliding friction. What they
     share is read from the first stage: its ``kind``, its ``soft`` contacts and its
-    ``contact_set``."""
+    ``contact_set``. ``stacked``: its builder gave the stacked costs (:meth:`of_stacked`)."""
 
     stages: tuple
     index: np.ndarray
     key: tuple
+    stacked: bool = False
+
+    @classmethod
+    def of_stacked(cls, stages, index, costs: tuple, key=None) -> StageGroup:
+        """The group of ``stages`` at the knot indices ``index`` (increasing) that their builder
+        made alike and group by group: ``costs``, their cost terms stacked (one term per slot, as
+        :attr:`costs` would stack them; each stage's terms their rows, :class:`TermRows`), and
+        ``key``, theirs if the builder knows it (default: the first stage's). ``stacked``: a
+        backend writes the group's inputs from these terms, not from each stage's."""
+        key = _stage_key(stages[0], {}) if key is None else key
+        group = cls(tuple(stages), np.asarray(index), key, stacked=True)
+        group.__dict__["costs"] = CostSum(tuple(costs))  # the cached property's value
+        return group
 
     @property
     def size(self) -> int:
@@ -409,6 +445,52 @@ def _stack_term(terms):
     if all(t is first for t in terms):  # a term every stage shares: its arrays repeated
         return _stacked(first, **{name: _repeat(getattr(first, name), len(terms)) for name in fields})
     return _stacked(first, **{name: stage_stack([getattr(t, name) for t in terms]) for name in fields})
+
+
+class TermRows(collections.abc.Sequence):
+    """The cost terms of one stage of a group whose builder stacked them: row ``r`` of the
+    stacked ``terms`` (:func:`_stack_term`), a stage's ``costs``. The terms are made when first
+    read, their array fields views of the stacks' rows: a backend that writes the group's inputs
+    from the stacked terms (:attr:`StageGroup.stacked`) never makes them. Compares, copies and
+    pickles as the tuple of its terms."""
+
+    def __init__(self, terms, r):
+        self._stacks, self._r, self._terms = terms, r, None
+
+    def _made(self) -> tuple:
+        if self._terms is None:
+            r = self._r
+            self._terms = tuple(
+                _stacked(t, **{name: getattr(t, name)[r] for name in _array_fields(type(t))}) for t in self._stacks
+            )
+        return self._terms
+
+    def __getitem__(self, i):
+        return self._made()[i]
+
+    def __len__(self) -> int:
+        return len(self._stacks)
+
+    def __iter__(self):
+        return iter(self._made())
+
+    def __eq__(self, other):
+        return tuple(self) == (tuple(other) if isinstance(other, (tuple, TermRows)) else other)
+
+    def __hash__(self):
+        return hash(self._made())
+
+    def __add__(self, other):
+        return self._made() + tuple(other)
+
+    def __radd__(self, other):
+        return tuple(other) + self._made()
+
+    def __repr__(self):
+        return repr(self._made())
+
+    def __reduce__(self):
+        return tuple, (self._made(),)
 
 
 def _repeat(value, n) -> np.ndarray:

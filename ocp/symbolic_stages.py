@@ -249,6 +249,22 @@ def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols, b
         if base is not None and all(terms[i] is base[0][i] for terms in stage_terms):
             continue
         _fill_term(out, layout, term, _field(stage_terms, i), *columns.slots[term_key(term)], f_cols)
+    return _checked_weights(out, columns)
+
+
+def stacked_term_parameters(layout: Layout, columns: TermColumns, terms, S, f_cols) -> np.ndarray:
+    """:func:`term_parameters` of ``S`` stages whose cost ``terms`` are given stacked (one per
+    slot, its array fields with a leading axis over the stages: :attr:`ocp.problem.StageGroup.costs`)."""
+    out = np.empty((S, len(columns.neutral)))
+    out[:] = columns.neutral
+    for term in terms:
+        _fill_term(out, layout, term, functools.partial(getattr, term), *columns.slots[term_key(term)], f_cols)
+    return _checked_weights(out, columns)
+
+
+def _checked_weights(out, columns: TermColumns) -> np.ndarray:
+    """``out``, the rows of :func:`term_parameters`; ``ValueError`` for weights that are negative
+    or not finite."""
     weights = out[:, columns.weights]
     if not np.all(np.isfinite(weights) & (weights >= 0)):
         raise ValueError(f"cost weights must be finite and >= 0, got {weights}")

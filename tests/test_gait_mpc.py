@@ -18,6 +18,7 @@ import yaml
 from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
+from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.problem import term_key
 from liftoff.problems import viewer
 from liftoff.problems.bench import legged
@@ -27,8 +28,8 @@ from liftoff.problems.mpc.gait_run import command_tracking, fallen, measures, ru
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
-from liftoff.problems.tasks.gait_mpc import SCALES, GaitMPCConfig
-from liftoff.problems.tasks.gaits import foot_contacts
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+from liftoff.problems.tasks.gaits import foot_contacts, state_weights
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 TROT = CONFIGS / "anymal_trot_mpc.yaml"
@@ -169,15 +170,18 @@ def test_the_first_stage_is_shortened_to_the_next_knot(controller_model):
     assert all(on_grid)  # the later stages start on the schedule's 20 ms grid
 
 
-def test_costs_weighted_by_the_shortened_first_stage_keep_a_bounded_cache(controller_model):
-    """With costs.integrate_dt the first stage's length, and so its cost scale, differs in its last
-    bits from one cycle of the clock to the next: the scaled terms are not kept for each."""
+def test_costs_integrated_over_a_shortened_first_stage_weigh_by_its_length(controller_model):
+    """With costs.integrate_dt each contact stage's terms are weighted by its own time step: the
+    first stage, shortened to the next knot, by its length, the later ones by the gait's dt."""
     config = trot_config()
     c = GaitController(replace(config, costs=replace(config.costs, integrate_dt=True)), controller_model)
-    ocp = step_to(c, 1.5)
-    assert 0 < len(c.parts.scaled) <= SCALES
-    first = ocp.stages[0]
-    assert first.costs[1].weights == pytest.approx(first.dt * config.costs.control)  # the control term's scale
+    ocp = step_to(c, 1.505)
+    contact = [s for s in ocp.stages if s.kind == "contact"]
+    assert contact[0].dt == pytest.approx(0.015) and contact[1].dt == pytest.approx(0.02)
+    for stage in contact[:2]:
+        terms = {t.name: t for t in stage.costs}
+        assert terms["control"].weights == pytest.approx(stage.dt * config.costs.control)
+        np.testing.assert_allclose(terms["state"].weights, stage.dt * state_weights(config.costs.state, c.model.nv))
 
 
 def test_feet_lift_off_when_the_schedule_says_touching_or_not(controller_model):
@@ -318,6 +322,34 @@ def test_the_horizons_contacts_are_the_feet_contacts_at_their_footholds(controll
     contact = made[0]
     with pytest.raises(ValueError, match="kp > 0 needs a target placement"):
         contact.with_placement(None)
+
+
+@pytest.mark.parametrize("integrate_dt", [False, True])
+def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controller_model, integrate_dt):
+    """The horizon's stages are made group by group, each group's terms stacked and each stage's
+    terms their rows: the groups are those the stages' own keys make, the stacked terms those
+    their rows stack to, and the kernels' inputs written from the stacked terms equal those
+    written stage by stage (``integrate_dt``: weights that differ between the stages)."""
+    config = trot_config(landing_velocity=300.0, tangential_force=0.01)
+    config = replace(config, costs=replace(config.costs, integrate_dt=integrate_dt))
+    c = GaitController(config, controller_model)
+    ocp = step_to(c, 0.105)
+    plain = replace(ocp)  # the same stages, grouped by their keys
+    built, found = ocp.groups(), plain.groups()
+    assert len(built) == 4 and {g.kind for g in built} == {"contact", "impulse"}
+    assert [g.index.tolist() for g in built] == [g.index.tolist() for g in found]
+    assert all(a.key is b.key and a.stacked and not b.stacked for a, b in zip(built, found))
+    for a, b in zip(built, found):
+        assert [term_key(t) for t in a.costs.terms] == [term_key(t) for t in b.costs.terms]
+        for s, t in zip(a.costs.terms, b.costs.terms):
+            for name in ("q_ref", "v_ref", "reference", "weights"):
+                if hasattr(s, name):
+                    np.testing.assert_array_equal(getattr(s, name), getattr(t, name))
+    formulation = Formulation(c.layout, "lifted", "compiled", quiet=True)
+    written, by_stage = formulation.for_problem(ocp).stages.maps, formulation.for_problem(plain).stages.maps
+    assert written.keys() == by_stage.keys()
+    for k in written:
+        np.testing.assert_array_equal(written[k].static, by_stage[k].static)
 
 
 def test_the_references_integrate_the_command(controller_model):

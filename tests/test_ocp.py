@@ -3,6 +3,7 @@ the Lagrangian, both formulations reach the same optimum with friction cones act
 failures come back as a status."""
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from liftoff.ocp.costs import (
 )
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.friction import friction_cones
-from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage, TermRows
 from liftoff.solvers.ipm import Options, solve
 
 FEET = ("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT")
@@ -361,3 +362,35 @@ def test_zero_torque_start(anymal):
     assert np.all(stance.s >= np.sqrt(0.1))  # slacks from the cones the dynamics' forces violate
     with pytest.raises(ValueError, match="unknown initial guess 'random'"):
         Formulation(problem, "lifted", "numpy", init="random")
+
+
+def test_an_ocp_of_groups_keeps_them_and_refuses_groups_that_do_not_partition_its_stages(anymal):
+    problem = lift_foot_problem(anymal)
+    groups = problem.groups()
+    fields = {f.name: getattr(problem, f.name) for f in dataclasses.fields(problem) if f.name != "stages"}
+    again = OCP.of_groups(groups[::-1], **fields)
+    assert all(a is b for a, b in zip(again.stages, problem.stages, strict=True))
+    assert all(a is b for a, b in zip(again.groups(), groups, strict=True))  # in first-stage order
+    assert dataclasses.replace(again).groups() is not again.groups()  # a copy groups its stages again
+    first = groups[0]
+    for bad in (groups[1:], groups + (first,), (first.subset([0]),) + groups[1:]):
+        with pytest.raises(ValueError, match="partition the stages, one group per key"):
+            OCP.of_groups(bad, **fields)
+
+
+def test_a_stage_s_terms_as_rows_of_its_group_s_stacked_terms_are_its_terms(anymal):
+    """:class:`TermRows`: row r of a group's stacked terms reads, slices, adds and pickles as the
+    tuple of stage r's terms."""
+    group = lift_foot_problem(anymal).groups()[1]
+    rows, own = TermRows(group.costs.terms, 2), group.stages[2].costs
+    assert len(rows) == len(own) == 4
+    for a, b in zip(rows, own, strict=True):
+        assert type(a) is type(b) and a.name == b.name
+        np.testing.assert_array_equal(np.ravel(a.weights), np.ravel(b.weights))
+    np.testing.assert_array_equal(rows[-1].reference, own[-1].reference)  # the swing foot's, of this stage
+    assert [t.name for t in rows[1:]] == [t.name for t in own[1:]]
+    extra = VariableCost("a", np.zeros(18), 1.0, "extra")
+    assert (rows + (extra,))[-1] is extra and ((extra,) + rows)[0] is extra
+    copied = pickle.loads(pickle.dumps(rows))
+    assert type(copied) is tuple and [t.name for t in copied] == [t.name for t in own]
+    assert rows == tuple(rows)

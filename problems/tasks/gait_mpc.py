@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameVelocityCost, StateCost, VariableCost
-from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage
+from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage, StageGroup, TermRows
 
 from .config import (
     MPC_SCHEMES,
@@ -46,8 +46,6 @@ from .config import (
     one_of,
 )
 from .gaits import foot_contacts, state_weights
-
-SCALES = 64  # the most cost scales a StageParts keeps (:meth:`StageParts._scaled`)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,18 +193,35 @@ class Horizon:
 def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring);
     ``parts``: the :class:`StageParts` of ``config`` and ``model`` that the horizons of one MPC
-    share (default: made for this one)."""
+    share (default: made for this one). The stages are made group by group (:meth:`StageParts.label`):
+    each group's cost terms stacked from the horizon's arrays, each stage's terms their rows."""
     parts = parts if parts is not None else StageParts(config, model.nv)
     contacts = _contact_sets(parts)
-    stages = []
-    for j, (dt, stance, swing, landing) in enumerate(zip(h.dts, h.stance, h.swing, h.landings)):
+    knots = []  # per stage, in time order: its label, its contact stage in h, its contacts
+    for j, (stance, swing, landing) in enumerate(zip(h.stance, h.swing, h.landings)):
         if landing:
             held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
-            stages.append(ImpulseStage(contacts(held), parts.impulse(h, j, stance, landing)))
-        after = h.landings[j + 1] if j + 1 < len(h.landings) else ()
-        stages.append(ContactStage(contacts(stance), dt, parts.contact(h, j, dt, stance, swing, after)))
+            knots.append((parts.label("impulse", held, landing), j, contacts(held)))
+        knots.append((parts.label("contact", stance, swing), j, contacts(stance)))
+    by_label: dict = {}
+    for k, (label, _, _) in enumerate(knots):
+        by_label.setdefault(label, []).append(k)
+    groups = []
+    for label, index in by_label.items():
+        js = [knots[k][1] for k in index]
+        if label[0] == "contact":
+            terms = parts.contact_terms(h, js, label)
+            stages = [
+                ContactStage(knots[k][2], h.dts[j], TermRows(terms, r)) for r, (k, j) in enumerate(zip(index, js))
+            ]
+        else:
+            terms = parts.impulse_terms(h, js, label)
+            stages = [ImpulseStage(knots[k][2], TermRows(terms, r)) for r, k in enumerate(index)]
+        group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label))
+        parts.keys[label] = group.key
+        groups.append(group)
     terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
-    return _ocp(config, model, q, v, stages, terminal)
+    return OCP.of_groups(groups, **_fields(config, model, q, v, terminal))
 
 
 def _contact_sets(parts: StageParts):
@@ -230,82 +245,100 @@ def _contact_sets(parts: StageParts):
 
 class StageParts:
     """The contacts and cost terms of the stages of the horizons of ``config`` (module
-    docstring), for a model of ``nv`` velocities. The terms several stages have alike (the
-    control's, the accelerations', the tangential forces', the landing velocities') are made
-    once and shared, cost terms being immutable: by the stages of a horizon, and by the horizons
-    of an MPC (the kernels' inputs of a term a group's stages share are written once for them
-    all). The feet's contacts are made once and moved to each foothold."""
+    docstring), for a model of ``nv`` velocities. A horizon's stages of one structure (their
+    :meth:`label`) form one group, whose terms are made at once, stacked over its stages
+    (:meth:`contact_terms`, :meth:`impulse_terms`); the groups' keys are kept by label
+    (``keys``). The feet's contacts are made once and moved to each foothold."""
 
     def __init__(self, config: GaitMPCConfig, nv):
         self.config, self.costs, self.mpc = config, config.costs, config.mpc
         self.feet = foot_contacts(config, {f: np.zeros(3) for f in config.contacts.feet})
-        self.w_state, self.w_impulse = state_weights(self.costs.state, nv), state_weights(self.costs.impulse_state, nv)
-        self.zero_u, self.zero_a = np.zeros(nv - 6), np.zeros(nv)
+        costs, one = self.costs, np.ones(1)
+        self.rows = {  # the rows the terms' stacks repeat (:meth:`_rows`)
+            "state": state_weights(costs.state, nv),
+            "impulse_state": state_weights(costs.impulse_state, nv),
+            "control": costs.control * one,
+            "swing_foot": costs.swing_foot * one,
+            "com": costs.com * one,
+            "touchdown": costs.touchdown * one,
+            "landing_velocity": self.mpc.landing_velocity * np.array([1.0, 1.0, 0.0]),
+            "zero_u": np.zeros(nv - 6),
+            "zero_a": np.zeros(nv),
+            "zero3": np.zeros(3),
+        }
+        for n in range(1, len(self.feet) + 1):  # the forces along the ground of n feet on it
+            self.rows[f"zero_f{n}"] = np.zeros(3 * n)
+            self.rows[f"tangential_force{n}"] = np.tile([1.0, 1.0, 0.0], n) * self.mpc.tangential_force
+        self.repeated: dict = {}  # the rows repeated, by name and number of stages
         self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
-        self.scaled, self.approaches, self.forces, self.landing = {}, {}, {}, {}
+        self.keys: dict = {}  # the group key of each label met
 
     def contacts(self, holds) -> tuple:
         """:func:`foot_contacts` of the feet in ``holds`` ``{foot: foothold}``."""
         return tuple(c.with_placement(holds[c.frame]) for c in self.feet if c.frame in holds)
 
-    def contact(self, h: Horizon, j, dt, stance, swing, after) -> tuple:
-        """The terms of contact stage ``j`` of ``h``, ``dt`` long, with the feet of ``stance`` on
-        the ground, those of ``swing`` in the air, before the landings ``after``."""
-        costs, mpc = self.costs, self.mpc
-        scale = dt if costs.integrate_dt else 1.0
-        w_state, control = self._scaled(scale)
-        terms = (StateCost(h.q_ref[j], h.v_ref[j], w_state, "state"), control)
-        if mpc.approach > 0:  # on every contact stage, weighted before a landing: one group per stance
-            terms += (self._approach(bool(after)),)
+    def label(self, kind, held, moving) -> tuple:
+        """What fixes the contacts and cost terms of a stage of ``kind``: a contact stage's feet
+        ``held`` on the ground, and those of its feet in the air (``moving``) whose swing it
+        weighs and whether it weighs the CoM; an impulse stage's feet ``held`` and ``moving``
+        (landing). Stages of one label have one group key, stages of two labels two."""
+        if kind == "impulse":
+            return (kind, tuple(held), tuple(moving))
+        phase = "swing" if moving else "stance"
+        swings = tuple(moving) if phase in self.costs.swing_foot_phases else ()
+        return (kind, tuple(held), swings, phase in self.costs.com_phases)
+
+    def contact_terms(self, h: Horizon, js, label) -> tuple:
+        """The terms of the contact stages ``js`` of ``h`` of one ``label``, stacked: the state,
+        the control, the accelerations (weighted before a landing only, so that a stance's stages
+        form one group), the forces along the ground, the swing feet's positions and the CoM."""
+        costs, mpc, S = self.costs, self.mpc, len(js)
+        _, stance, swings, com = label
+        scale = np.array([h.dts[j] for j in js])[:, None] if costs.integrate_dt else None
+
+        def scaled(name):  # the weights of costs.<name>, times each stage's dt with costs.integrate_dt
+            return self._rows(name, S) if scale is None else scale * self.rows[name]
+
+        terms = [
+            StateCost(h.q_ref[js], h.v_ref[js], scaled("state"), "state"),
+            VariableCost("u", self._rows("zero_u", S), scaled("control"), "control"),
+        ]
+        if mpc.approach > 0:
+            before = [j + 1 < len(h.landings) and bool(h.landings[j + 1]) for j in js]
+            w = np.array(before, dtype=float)[:, None] * mpc.approach
+            terms.append(VariableCost("a", self._rows("zero_a", S), w, "approach"))
         if mpc.tangential_force > 0 and stance:
-            terms += (self._tangential_force(len(stance)),)
-        kind = "swing" if swing else "stance"
-        if kind in costs.swing_foot_phases:
-            terms += tuple(FramePositionCost(f, p, scale * costs.swing_foot, f"swing_{f}") for f, p in swing.items())
-        if kind in costs.com_phases:
-            terms += (CenterOfMassCost(h.com[j], scale * costs.com, "com"),)
-        return terms
+            n = len(stance)
+            w = self._rows(f"tangential_force{n}", S)
+            terms.append(VariableCost("f", self._rows(f"zero_f{n}", S), w, "tangential_force"))
+        for f in swings:
+            p = np.array([h.swing[j][f] for j in js])
+            terms.append(FramePositionCost(f, p, scaled("swing_foot"), f"swing_{f}"))
+        if com:
+            terms.append(CenterOfMassCost(h.com[js], scaled("com"), "com"))
+        return tuple(terms)
 
-    def impulse(self, h: Horizon, j, stance, landing) -> tuple:
-        """The terms of the impulse stage before contact stage ``j`` of ``h``, where the feet
-        ``landing`` land."""
-        terms = (StateCost(h.q_ref[j], h.v_ref[j], self.w_impulse, "state"),) + tuple(
-            FramePositionCost(f, stance[f] - self.lowered, self.costs.touchdown, f"touchdown_{f}") for f in landing
-        )
+    def impulse_terms(self, h: Horizon, js, label) -> tuple:
+        """The terms of the impulse stages before the contact stages ``js`` of ``h`` of one
+        ``label``, stacked: the state, the landing feet's touchdown positions and their
+        horizontal velocity."""
+        S, landing = len(js), label[2]
+        terms = [StateCost(h.q_ref[js], h.v_ref[js], self._rows("impulse_state", S), "state")]
+        for f in landing:
+            p = np.array([h.stance[j][f] for j in js]) - self.lowered
+            terms.append(FramePositionCost(f, p, self._rows("touchdown", S), f"touchdown_{f}"))
         if self.mpc.landing_velocity > 0:
-            terms += tuple(self._landing_velocity(f) for f in landing)
-        return terms
+            w = self._rows("landing_velocity", S)
+            terms += [FrameVelocityCost(f, self._rows("zero3", S), w, f"landing_{f}") for f in landing]
+        return tuple(terms)
 
-    def _scaled(self, scale) -> tuple:
-        """The state weights and the control term of the contact stages whose costs ``scale`` weighs
-        (kept for at most :data:`SCALES` scales)."""
-        if scale not in self.scaled:
-            if len(self.scaled) >= SCALES:  # with costs.integrate_dt, a first stage shortened to the grid takes a
-                self.scaled.clear()  # scale of its own at most updates (the clock's round-off): start over
-            control = VariableCost("u", self.zero_u, scale * self.costs.control, "control")
-            self.scaled[scale] = (scale * self.w_state, control)
-        return self.scaled[scale]
-
-    def _approach(self, landing: bool) -> VariableCost:
-        """The accelerations' term of a contact stage, weighted before a ``landing`` only."""
-        if landing not in self.approaches:
-            weight = self.mpc.approach if landing else 0.0
-            self.approaches[landing] = VariableCost("a", self.zero_a, weight, "approach")
-        return self.approaches[landing]
-
-    def _tangential_force(self, n) -> VariableCost:
-        """The forces' term along the ground of ``n`` feet on it."""
-        if n not in self.forces:
-            w = np.tile([1.0, 1.0, 0.0], n) * self.mpc.tangential_force
-            self.forces[n] = VariableCost("f", np.zeros(3 * n), w, "tangential_force")
-        return self.forces[n]
-
-    def _landing_velocity(self, foot) -> FrameVelocityCost:
-        """The horizontal velocity's term of ``foot`` landing."""
-        if foot not in self.landing:
-            w = self.mpc.landing_velocity * np.array([1.0, 1.0, 0.0])
-            self.landing[foot] = FrameVelocityCost(foot, np.zeros(3), w, f"landing_{foot}")
-        return self.landing[foot]
+    def _rows(self, name, S) -> np.ndarray:
+        """The row ``rows[name]`` repeated over ``S`` stages: read-only, no copy, made once per size."""
+        key = (name, S)
+        if key not in self.repeated:
+            row = self.rows[name]
+            self.repeated[key] = np.broadcast_to(row, (S, len(row)))
+        return self.repeated[key]
 
 
 def layout_ocp(config: GaitMPCConfig, model, q0) -> OCP:
@@ -334,16 +367,16 @@ def layout_ocp(config: GaitMPCConfig, model, q0) -> OCP:
         + tuple(FramePositionCost(f, zero, 1.0, f"touchdown_{f}") for f in feet)
         + tuple(FrameVelocityCost(f, zero, 1.0, f"landing_{f}") for f in feet),
     )
-    return _ocp(config, model, q0, np.zeros(nv), [contact, impulse, contact], (state,))
+    return OCP(stages=(contact, impulse, contact), **_fields(config, model, q0, np.zeros(nv), (state,)))
 
 
-def _ocp(config, model, q, v, stages, terminal) -> OCP:
-    return OCP(
-        model,
-        np.asarray(q, dtype=float),
-        np.asarray(v, dtype=float),
-        tuple(stages),
-        terminal,
+def _fields(config, model, q, v, terminal) -> dict:
+    """The fields of a horizon's OCP but its stages."""
+    return dict(
+        model=model,
+        q0=np.asarray(q, dtype=float),
+        v0=np.asarray(v, dtype=float),
+        terminal_costs=terminal,
         friction=config.contacts.friction,
         limits=tuple(config.limits),
         joint_friction_width=config.joint_friction.width,
