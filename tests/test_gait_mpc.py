@@ -324,14 +324,19 @@ def test_the_horizons_contacts_are_the_feet_contacts_at_their_footholds(controll
         contact.with_placement(None)
 
 
-@pytest.mark.parametrize("integrate_dt", [False, True])
-def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controller_model, integrate_dt):
+@pytest.mark.parametrize(
+    "costs",
+    [{}, {"integrate_dt": True}, {"com_phases": ("swing",), "swing_foot_phases": ("stance",)}],
+    ids=["plain", "integrate_dt", "phases"],
+)
+def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controller_model, costs):
     """The horizon's stages are made group by group, each group's terms stacked and each stage's
     terms their rows: the groups are those the stages' own keys make, the stacked terms those
     their rows stack to, and the kernels' inputs written from the stacked terms equal those
-    written stage by stage (``integrate_dt``: weights that differ between the stages)."""
+    written stage by stage (``integrate_dt``: weights that differ between the stages; the CoM
+    weighed in swing phases only, no swing foot weighed)."""
     config = trot_config(landing_velocity=300.0, tangential_force=0.01)
-    config = replace(config, costs=replace(config.costs, integrate_dt=integrate_dt))
+    config = replace(config, costs=replace(config.costs, **costs))
     c = GaitController(config, controller_model)
     ocp = step_to(c, 0.105)
     plain = replace(ocp)  # the same stages, grouped by their keys
