@@ -451,7 +451,7 @@ class TermRows(collections.abc.Sequence):
     """The cost terms of one stage of a group whose builder stacked them: row ``r`` of the
     stacked ``terms`` (:func:`_stack_term`), a stage's ``costs``. The terms are made when first
     read, their array fields views of the stacks' rows: a backend that writes the group's inputs
-    from the stacked terms (:attr:`StageGroup.stacked`) never makes them. Compares, copies and
+    from the stacked terms (:attr:`StageGroup.stacked`) never makes them. Compares, adds and
     pickles as the tuple of its terms."""
 
     def __init__(self, terms, r):
@@ -475,10 +475,7 @@ class TermRows(collections.abc.Sequence):
         return iter(self._made())
 
     def __eq__(self, other):
-        return tuple(self) == (tuple(other) if isinstance(other, (tuple, TermRows)) else other)
-
-    def __hash__(self):
-        return hash(self._made())
+        return isinstance(other, (tuple, TermRows)) and self._made() == tuple(other)
 
     def __add__(self, other):
         return self._made() + tuple(other)
