@@ -46,18 +46,9 @@ def run_task(name: str, duration: float, engine=None, scheme=None, repeat=1) -> 
 
 def _runs(name, duration, engine, scheme, repeat) -> tuple:
     """``(name, config, runs)``: ``repeat`` closed-loop runs of task ``name``."""
-    from dataclasses import replace
+    from liftoff.problems.mpc.tasks import load_task
 
-    from liftoff.problems.mpc.tasks import task_of_file
-    from liftoff.problems.tasks.config import load_config
-
-    path = CONFIGS / TASKS[name]
-    task = task_of_file(path)
-    config = load_config(path, task.schema)
-    if engine is not None:
-        config = replace(config, plant=replace(config.plant, engine=engine))
-    if scheme is not None:
-        config = replace(config, mpc=replace(config.mpc, scheme=scheme))
+    task, config = load_task(CONFIGS / TASKS[name], engine, scheme)
     return name, config, [task.run(config, duration, quiet=True) for _ in range(repeat)]
 
 

@@ -72,6 +72,18 @@ def task_of_file(path) -> MPCTask:
     return task
 
 
+def load_task(path, engine=None, scheme=None) -> tuple:
+    """``(task, config)`` of the configuration file ``path``, ``engine`` overriding its
+    ``plant.engine`` and ``scheme`` its ``mpc.scheme``."""
+    task = task_of_file(path)
+    config = load_config(path, task.schema)
+    if engine is not None:
+        config = replace(config, plant=replace(config.plant, engine=engine))
+    if scheme is not None:
+        config = replace(config, mpc=replace(config.mpc, scheme=scheme))
+    return task, config
+
+
 def run_file(
     path,
     duration=None,
@@ -89,12 +101,7 @@ def run_file(
     file's, ``engine`` its ``plant.engine`` and ``scheme`` its ``mpc.scheme``) and write its
     results file and figures to ``out_dir`` (default ``results/NAME_mpc``), checked before the
     run. ``progress(t, duration)`` follows the simulated time."""
-    task = task_of_file(path)
-    config = load_config(path, task.schema)
-    if engine is not None:
-        config = replace(config, plant=replace(config.plant, engine=engine))
-    if scheme is not None:
-        config = replace(config, mpc=replace(config.mpc, scheme=scheme))
+    task, config = load_task(path, engine, scheme)
     out_dir = Path(out_dir or Path("results") / f"{config.name}_mpc")
     target = check_output(out_dir / "run.npz")  # before the run, not after
     duration = config.mpc.duration if duration is None else duration
