@@ -47,7 +47,7 @@ from .locomotion import GaitController
 from .loop import closed_loop
 from .plants.ideal_legged import IdealLeggedPlant
 from .plants.simulated import SimulatorPlant, contact_solver, urdf_spheres
-from .results import timing
+from .results import outcome, timing
 
 FALL_HEIGHT_M, FALL_TILT_DEG = 0.25, 45.0
 STANCE_GAP_S = 0.01  # a foot without contact for less than this stands on (MuJoCo's contacts flicker)
@@ -278,13 +278,7 @@ def measures(r: GaitMPCRun) -> dict:
     commands = command_tracking(r.config, t, q, v, duration)
     forward = commands[0]["measured"]["vx"] if commands else float("nan")
     return {
-        "status": r.log.status,
-        "end_time_s": r.log.end_time,
-        "message": r.log.message,
-        "formulation": r.formulation,
-        "backend": r.backend,
-        "plant": r.plant,
-        "duration_s": duration,
+        **outcome(r, duration),
         "fell": r.log.status == "fell",
         "mean_forward_velocity_mps": forward,
         "command_velocity_mps": r.config.mpc.command[0].vx,

@@ -46,7 +46,7 @@ from .loop import closed_loop
 from .observer import DisturbanceObserver
 from .plants.ideal import IdealPlant
 from .plants.simulated import SimulatorPlant, contact_solver
-from .results import timing
+from .results import outcome, timing
 
 FORCE_BAND_N = 5.0
 PAD, SURFACE = "pad", "surface"
@@ -171,13 +171,7 @@ def measures(r: PolishingRun) -> dict:
     touching = a["contact_active"][:, 0] & (a["force"] > 0)
     untouched_periods = ~touching[:n].reshape(-1, steps).any(axis=1)
     return {
-        "status": r.log.status,
-        "end_time_s": r.log.end_time,
-        "message": r.log.message,
-        "formulation": r.formulation,
-        "backend": r.backend,
-        "plant": r.plant,
-        "duration_s": float(duration),
+        **outcome(r, duration),
         "force_rms_error_N": _rms(period_error[period_window]),
         "force_max_error_N": float(np.max(np.abs(period_error[period_window]), initial=0.0)),
         "force_step_rms_error_N": _rms(error[window]),

@@ -3,8 +3,8 @@
 A results file (``.npz``) holds the plant-rate arrays of the run (the log's ``t, q, v, tau, u``
 and contact readings, and the task's own), the per-update ``tick_t, tick_ms, tick_iterations,
 tick_kkt, tick_regularization`` (the ``mu`` of the policy's recursion, 0 when it needed none:
-:mod:`problems.mpc.controller`), and the run's measures and configuration as JSON strings. :func:`timing` gives the
-measures of the loop's speed:
+:mod:`problems.mpc.controller`), and the run's measures and configuration as JSON strings. A run's
+measures begin with its :func:`outcome`; :func:`timing` gives those of the loop's speed:
 
 - ``tick_ms_median``, ``tick_ms_p95``, ``tick_ms_max``: the MPC updates' CPU time (the first
   solve left out), and ``tick_p95_ratio``, the p95 over the median within a run (of several
@@ -29,6 +29,21 @@ import numpy as np
 
 from liftoff.problems.files import ReadError, atomic
 from liftoff.problems.tasks.config import to_dict
+
+
+def outcome(run, duration) -> dict:
+    """The measures every run begins with: its log's ``status``, ``end_time_s`` and ``message``,
+    its ``formulation``, ``backend`` and ``plant``, and the ``duration_s`` it was to run."""
+    log = run.log
+    return {
+        "status": log.status,
+        "end_time_s": log.end_time,
+        "message": log.message,
+        "formulation": run.formulation,
+        "backend": run.backend,
+        "plant": run.plant,
+        "duration_s": float(duration),
+    }
 
 
 def timing(log, duration) -> dict:
