@@ -17,6 +17,7 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.problems.cli import main
 from liftoff.problems.mpc import results
 from liftoff.problems.mpc.disturbances import Push
+from liftoff.problems.mpc.plants import mujoco_plant
 from liftoff.problems.mpc.polishing_run import FORCE_BAND_N, measures, run
 from liftoff.problems.tasks.config import ConfigError, ProblemError, parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
@@ -278,9 +279,14 @@ def test_liftoff_mpc_writes_the_results_and_prints_the_measures(tmp_path, capsys
         (["--push", "arm_right_7_link:0,0,1:1:-2"], "a duration > 0"),
     ],
 )
-def test_bad_mpc_options_are_one_line(tmp_path, capsys, argv, message):
+def test_bad_mpc_options_are_one_line(tmp_path, capsys, monkeypatch, argv, message):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(SHORT), encoding="utf-8")
+
+    def readings(*args, **kwargs):
+        pytest.fail("the plant's readings compiled before its pushes' frames were checked")
+
+    monkeypatch.setattr(mujoco_plant, "Readings", readings)
     assert main(["mpc", str(path), "--out", str(tmp_path / "out"), *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1 and message in err

@@ -52,11 +52,9 @@ class MujocoPlant:
         self._index = {name: k for k, name in enumerate(self.contact_names)}  # the rows of the readings
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
+        self._push_bodies = {push.frame: self._body_of(push.frame) for push in disturbances.pushes}  # before compiling
         placed = {name: (*self._placement_in_body(frame), geoms) for name, (frame, geoms) in self.contacts.items()}
         self.readings = Readings(self.mujoco, self.mj, placed, self.surfaces)
-        self._push_bodies = {}
-        for push in disturbances.pushes:
-            self._push_bodies[push.frame] = self._body_of(push.frame)
         self._rng = np.random.default_rng(disturbances.seed)
         self._pushed = False  # whether the last step applied a push (its wrenches still in xfrc_applied)
         self._steps = compiled_steps(self)  # None: the steps of run() one at a time in Python
