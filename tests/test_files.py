@@ -50,7 +50,7 @@ def test_an_interrupted_save_keeps_the_previous_results_file(tiny, tmp_path, mon
 
 @pytest.mark.parametrize("out", ["{tmp}", "/dev/full", "/proc/x/y.npz"])
 def test_a_bad_out_is_one_line_before_solving(tiny, tmp_path, monkeypatch, capsys, out):
-    monkeypatch.setattr(runs, "solve_prepared", lambda *a, **k: pytest.fail("solved before checking --out"))
+    monkeypatch.setattr(runs, "prepare", lambda *a, **k: pytest.fail("kernels compiled before checking --out"))
     assert main(["solve", tiny, "--out", out.format(tmp=tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1

@@ -64,9 +64,10 @@ def run(args) -> int:
     fields = ("formulation", "barrier", "barrier_update", "barrier_min", "backend", "hessian", "init")
     fields += ("max_iterations", "tol")
     overrides = {k: getattr(args, k) for k in fields}
+    out = check_output(args.out) if args.out else None  # before the kernels are compiled
     with naming(args.config), too_large(args.config, config):
         config, problem = prepare(config, **overrides)
-    out = check_output(args.out or default_path(config))  # before the solve, not after
+    out = out or check_output(default_path(config))  # the default's name is the prepared solver's; before the solve
     stream = sys.stderr if args.json else sys.stdout
 
     def log(line):
