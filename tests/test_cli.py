@@ -166,13 +166,31 @@ def polishing(tmp_path, text):
         ("zzz:0,0,-20:0:0.1", "--push zzz:0,0,-20:0:0.1: talos has no frame 'zzz'; its frames are its URDF's links"),
     ],
 )
-def test_a_push_on_an_unknown_frame_names_the_option_and_close_frames(tmp_path, capsys, push, message):
+def test_a_push_on_an_unknown_frame_names_the_option_and_close_frames(tmp_path, capsys, monkeypatch, push, message):
     config = polishing(tmp_path, "")
+    refuse_compiling(monkeypatch)
     assert main(["mpc", config, "--push", push, "--out", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
     assert message in err
     assert not (tmp_path / "out" / "run.npz").exists()
+
+
+def test_a_push_on_an_unknown_frame_of_a_legged_robot_is_refused_before_compiling(tmp_path, capsys, monkeypatch):
+    refuse_compiling(monkeypatch)
+    argv = ["mpc", "configs/anymal_trot_mpc.yaml", "--push", "LF_FOTO:0,50,0:0.2:0.1", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    head = "liftoff: error: --push LF_FOTO:0,50,0:0.2:0.1: anymal has no frame 'LF_FOTO'; did you mean LF_FOOT"
+    assert err.startswith(head) and err.count("\n") == 1
+
+
+def refuse_compiling(monkeypatch):
+    """Make a kernel or library that is compiled or loaded from here on fail the test: a run
+    checks its pushes' frames before it builds anything."""
+    from liftoff.dynamics import codegen
+
+    monkeypatch.setattr(codegen, "compiler", lambda: pytest.fail("compiled before the pushes were checked"))
 
 
 def test_an_unknown_controlled_joint_is_named(tmp_path, capsys):

@@ -80,6 +80,13 @@ def disturbances_of(settings, pushes) -> Disturbances:
     return Disturbances(tuple(pushes), settings.torque_noise, settings.torque_bias, settings.seed)
 
 
+def check_frames(model, pushes) -> None:
+    """The unknown-frame error of ``model`` for the first of ``pushes`` on a frame it lacks: a
+    run checks its pushes before it builds (and compiles) anything."""
+    for push in pushes:
+        model.frame_id(push.frame)
+
+
 def describe(pushes, mass_scale) -> dict:
     """The disturbances of a run as plain data (for its measures)."""
     return {

@@ -40,9 +40,10 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.dynamics import collision, simulator
+from liftoff.problems.tasks.gaits import legged_model
 
 from .controller import MPC
-from .disturbances import describe, disturbances_of, scaled_model
+from .disturbances import check_frames, describe, disturbances_of, scaled_model
 from .locomotion import GaitController
 from .loop import closed_loop
 from .plants.ideal_legged import IdealLeggedPlant
@@ -154,7 +155,9 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     """Run the gait MPC of ``config`` for ``duration`` seconds (default ``mpc.duration``) with
     ``pushes`` (:class:`problems.mpc.disturbances.Push`) and the plant's scaled bodies' mass and
     inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
-    controller = GaitController(config, quiet=quiet)
+    model = legged_model(config)
+    check_frames(model, pushes)
+    controller = GaitController(config, model, quiet)
     mpc = MPC.of_config(controller, config, formulation, quiet, layout=controller.layout)
     plant, ground = make_plant(config, controller, pushes, mass_scale)
     duration = config.mpc.duration if duration is None else duration

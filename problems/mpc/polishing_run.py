@@ -41,7 +41,7 @@ from liftoff.dynamics import collision, simulator
 from liftoff.problems.tasks.polishing import TOOL_FRAME, build_ocp, make_task
 
 from .controller import MPC
-from .disturbances import describe, disturbances_of, scaled_model
+from .disturbances import check_frames, describe, disturbances_of, scaled_model
 from .loop import closed_loop
 from .observer import DisturbanceObserver
 from .plants.ideal import IdealPlant
@@ -123,6 +123,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     with ``pushes`` (:class:`problems.mpc.disturbances.Push`) and the plant's scaled bodies'
     mass and inertia times ``mass_scale``; ``formulation`` overrides ``solver.formulation``."""
     task = make_task(config)
+    check_frames(task.model, pushes)
     m = config.mpc
     plant = make_plant(config, task, pushes, mass_scale)
     width, time_constant = config.joint_friction.width, config.observer.time_constant
