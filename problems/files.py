@@ -30,6 +30,9 @@ def check_output(path) -> Path:
     if path.exists() and not path.is_file():
         raise OutputError(f"{path}: not a regular file (a folder or a device)")
     folder = path.parent
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise OutputError(f"{path}: {blocking} is not a folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")

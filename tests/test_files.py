@@ -28,8 +28,14 @@ def test_unwritable_paths_are_refused(tmp_path, bad):
     (tmp_path / "folder").mkdir()
     (tmp_path / "file").write_text("x")
     path = {"folder": tmp_path / "folder", "device": "/dev/null", "under_a_file": tmp_path / "file" / "x.npz"}[bad]
-    with pytest.raises(OutputError, match="not a regular file|cannot write there"):
+    with pytest.raises(OutputError, match="not a regular file|cannot write there|file is not a folder"):
         check_output(path)
+
+
+def test_a_path_under_a_file_names_the_file(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match=f"^{tmp_path}/file/a/x.npz: {tmp_path}/file is not a folder$"):
+        check_output(tmp_path / "file" / "a" / "x.npz")
 
 
 def test_an_interrupted_save_keeps_the_previous_results_file(tiny, tmp_path, monkeypatch, capsys):
