@@ -33,6 +33,9 @@ to round-off, though not to the last bit (ANYmal's contact kernel differs in the
 some outputs), which a closed loop sensitive to round-off (a bound) can show. A build that
 fails leaves the compiler's messages in ``<name>-<hash>.failed`` instead of the library and is
 not tried again. ``LIFTOFF_OPTIMIZE=0`` keeps to the first tier (the test suite sets it).
+
+Compiling says so in one line on stderr, unless the caller asks for ``quiet`` or the code runs
+within :func:`silent` (a command given ``--quiet``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import casadi as ca
@@ -74,6 +78,7 @@ class CompileError(RuntimeError):
 
 
 _compiling = {"seconds": 0.0}  # time this process spent compiling (and generating) code
+_SILENT = [0]  # how many silent() blocks are open
 
 
 def compile_seconds() -> float:
@@ -488,10 +493,22 @@ long liftoff_numel(int j) {{ return liftoff_numels[j]; }}
     )
 
 
+@contextmanager
+def silent(on=True):
+    """Within the block, what compiles says nothing on stderr (module docstring); ``on=False``:
+    as outside it."""
+    _SILENT[0] += bool(on)
+    try:
+        yield
+    finally:
+        _SILENT[0] -= bool(on)
+
+
 def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
-    """Compile ``name`` into ``path``; unless ``quiet``, one line on stderr that says so and
-    ends however the compilation ends (done, failed, or interrupted: then a bare newline, so
-    that what follows starts on a line of its own)."""
+    """Compile ``name`` into ``path``; unless ``quiet`` or :func:`silent`, one line on stderr
+    that says so and ends however the compilation ends (done, failed, or interrupted: then a
+    bare newline, so that what follows starts on a line of its own)."""
+    quiet = quiet or _SILENT[0] > 0
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
         if not quiet:

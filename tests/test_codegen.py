@@ -52,6 +52,15 @@ def test_a_kernel_is_compiled_once_then_loaded_from_the_cache(cache, capsys):
     np.testing.assert_allclose(again(x)[0], expected(x), rtol=1e-15)
 
 
+def test_within_silent_a_kernel_compiles_without_its_line(cache, capsys):
+    with codegen.silent():
+        codegen.load("small", {"case": "silent"}, small_function)
+    with codegen.silent(on=False):
+        codegen.load("two", {"case": "loud"}, two_outputs)
+    assert capsys.readouterr().err.startswith("liftoff: compiling two ... done")
+    assert [p.name.split("-")[0] for p in sorted(cache.glob("*.so"))] == ["small", "two"]
+
+
 def test_each_output_of_a_kernel_is_its_own_contiguous_array(cache):
     x = np.array([[2.0, 5.0], [1.0, -1.0], [0.5, 4.0]])
     product, stacked = codegen.load("two", {}, two_outputs, quiet=True)(x)

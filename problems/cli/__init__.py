@@ -79,13 +79,15 @@ def _main(argv) -> int:
     args = parser().parse_args(argv)
     # Imported late so that `liftoff --help` works even while the dynamics layer does not import.
     from liftoff.dynamics import DimensionError, ModelError, UnknownNameError, retain_freed_memory
+    from liftoff.dynamics.codegen import silent
     from liftoff.problems.files import OutputError, ReadError
     from liftoff.problems.tasks.config import ConfigError, ProblemError
 
     retain_freed_memory()  # batched kernels reuse their large temporaries (see dynamics.memory)
 
     try:
-        return args.run(args)
+        with silent(getattr(args, "quiet", False)):  # --quiet: no compile lines either
+            return args.run(args)
     except (
         ModelError,
         UnknownNameError,
