@@ -147,7 +147,7 @@ def test_text_output_names_the_status_and_the_file(tmp_path, capsys):
     out_file = tmp_path / "x.npz"
     assert main(["solve", write(tmp_path, edit(TINY, "solver.max_iterations", 1)), "--out", str(out_file)]) == 1
     captured = capsys.readouterr()
-    assert captured.err == ""
+    assert [line for line in captured.err.splitlines() if not line.startswith("liftoff: compiling ")] == []
     assert "tiny: lifted, barrier 0.1" in captured.out
     assert "max_iterations:" in captured.out and f"saved {out_file}" in captured.out
 
