@@ -267,31 +267,31 @@ class GaitController:
         st.change = self.schedule.next(i, max(knot, st.change), False)
 
     def _plan(self, t, q, v, com_now) -> Horizon:
-        N = self.config.mpc.horizon
+        N, nf = self.config.mpc.horizon, len(self.feet)
         times = self._when(self.knot + np.arange(N + self.schedule.cycle + 1), t)
         times[0] = t
         commands = self.commands[self.config.mpc.command_index(times)]
         xy, yaw = self._base_path(q, commands, np.diff(times))
         velocity = (_base_rotation(q) @ v[:3])[:2]  # world axes
         error = velocity - _rotation(yaw[0]) @ commands[0, :2]
-        stance = [dict() for _ in range(N)]
-        swing = [dict() for _ in range(N)]
-        landings = [[] for _ in range(N)]
-        swings = []  # per swing stage (its foot, stage and the arguments of _swing), evaluated at once
-        for i, (f, st) in enumerate(zip(self.feet, self.feet_state)):
+        stance, footholds = np.zeros((N, nf), dtype=bool), np.zeros((N, nf, 3))
+        landing, swing = np.zeros((N, nf), dtype=bool), np.zeros((N, nf, 3))
+        swings = []  # per swing run: its foot, first and end stages and the arguments of _swing
+        for i, st in enumerate(self.feet_state):
             for kind, first, end, where in self._segments(i, st, N, t, times, xy, yaw, commands, error):
                 if kind == "land":
-                    landings[first].append(f)
+                    landing[first, i] = True
                 elif kind == "stand":
-                    for j in range(first, end):
-                        stance[j][f] = where
+                    stance[first:end, i], footholds[first:end, i] = True, where
                 else:
-                    swings += [(f, j, where) for j in range(first, end)]
-        if swings:
-            feet, stages, where = zip(*swings)
-            p_lift, p_land, lift, land = (np.array(x) for x in zip(*where))
-            for f, j, p in zip(feet, stages, self._swing(p_lift, p_land, lift, land, times[list(stages)])):
-                swing[j][f] = p
+                    swings.append((i, first, end, where))
+        if swings:  # every swing stage's reference at once
+            feet, firsts, ends, where = zip(*swings)
+            counts = np.subtract(ends, firsts)
+            stages = np.concatenate([np.arange(a, b) for a, b in zip(firsts, ends)])
+            feet = np.repeat(feet, counts)
+            p_lift, p_land, lift, land = (np.repeat(np.array(x), counts, axis=0) for x in zip(*where))
+            swing[stages, feet] = self._swing(p_lift, p_land, lift, land, times[stages])
         q_ref = np.tile(self.q0, (N + 1, 1))
         q_ref[:, :2] = xy[: N + 1]
         q_ref[:, 3:5] = 0.0
@@ -299,8 +299,7 @@ class GaitController:
         v_ref = np.zeros((N + 1, self.model.nv))
         v_ref[:, [0, 1, 5]] = commands[: N + 1]
         com = np.column_stack((com_now[:2] + xy[:N] - xy[0], np.full(N, self.com_height)))
-        dts = tuple(np.diff(times[: N + 1]))
-        return Horizon(dts, tuple(stance), tuple(swing), tuple(tuple(x) for x in landings), com, q_ref, v_ref)
+        return Horizon(np.diff(times[: N + 1]), stance, footholds, swing, landing, com, q_ref, v_ref)
 
     def _segments(self, i, st, N, t, times, xy, yaw, commands, error):
         """Foot ``i`` (its state ``st``) over the ``N`` stages of the horizon, as runs of stages

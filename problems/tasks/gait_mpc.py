@@ -175,16 +175,18 @@ class GaitMPCConfig(GaitConfig):
 
 @dataclass(frozen=True)
 class Horizon:
-    """The controller's plan of one horizon of ``N`` contact stages ``dts[j]`` long: per stage ``j``,
-    ``stance[j]`` the feet on the ground and where they stand ``{foot: (3,)}``, ``swing[j]`` the
-    references of the feet in the air, ``landings[j]`` the feet that land at its start (an
-    impulse stage before it; none at ``j = 0``) and ``com[j]`` the CoM reference; per knot ``j``
+    """The controller's plan of one horizon of ``N`` contact stages ``dts[j]`` long, over the
+    configuration's ``F`` feet (``contacts.feet``): per stage ``j`` and foot ``i``, whether it is on
+    the ground (``stance (N, F)``) and where it stands (``footholds (N, F, 3)``), else its swing
+    reference (``swing (N, F, 3)``), and whether it lands at the stage's start (``landing (N, F)``:
+    an impulse stage before it; none at ``j = 0``); ``com[j]`` the CoM reference; per knot ``j``
     (``N + 1``), the configuration and velocity references ``q_ref[j], v_ref[j]``."""
 
-    dts: tuple
-    stance: tuple
-    swing: tuple
-    landings: tuple
+    dts: np.ndarray
+    stance: np.ndarray
+    footholds: np.ndarray
+    swing: np.ndarray
+    landing: np.ndarray
     com: np.ndarray
     q_ref: np.ndarray
     v_ref: np.ndarray
@@ -196,13 +198,19 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     share (default: made for this one). The stages are made group by group (:meth:`StageParts.label`):
     each group's cost terms stacked from the horizon's arrays, each stage's terms their rows."""
     parts = parts if parts is not None else StageParts(config, model.nv)
-    contacts = _contact_sets(parts)
+    dts, N = h.dts.tolist(), len(h.dts)
+    contacts = _contact_runs(parts, h.stance, h.footholds)
+    held, impulse_contacts = h.stance, contacts  # the feet an impulse stage holds, and their contacts
+    if config.gait.impulse_contacts == "landing":
+        held = h.landing
+        impulse_contacts = _contact_runs(parts, held, h.footholds)
+    bits = 1 << np.arange(h.stance.shape[1])
+    standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))
     knots = []  # per stage, in time order: its label, its contact stage in h, its contacts
-    for j, (stance, swing, landing) in enumerate(zip(h.stance, h.swing, h.landings)):
-        if landing:
-            held = {f: stance[f] for f in landing} if config.gait.impulse_contacts == "landing" else stance
-            knots.append((parts.label("impulse", held, landing), j, contacts(held)))
-        knots.append((parts.label("contact", stance, swing), j, contacts(stance)))
+    for j in range(N):
+        if landing[j]:
+            knots.append((parts.label("impulse", holding[j], landing[j]), j, impulse_contacts[j]))
+        knots.append((parts.label("contact", standing[j]), j, contacts[j]))
     by_label: dict = {}
     for k, (label, _, _) in enumerate(knots):
         by_label.setdefault(label, []).append(k)
@@ -210,12 +218,10 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     for label, index in by_label.items():
         js = [knots[k][1] for k in index]
         if label[0] == "contact":
-            terms = parts.contact_terms(h, js, label)
-            stages = [
-                ContactStage(knots[k][2], h.dts[j], TermRows(terms, r)) for r, (k, j) in enumerate(zip(index, js))
-            ]
+            terms = parts.contact_terms(h, np.array(js), label)
+            stages = [ContactStage(knots[k][2], dts[j], TermRows(terms, r)) for r, (k, j) in enumerate(zip(index, js))]
         else:
-            terms = parts.impulse_terms(h, js, label)
+            terms = parts.impulse_terms(h, np.array(js), label)
             stages = [ImpulseStage(knots[k][2], TermRows(terms, r)) for r, k in enumerate(index)]
         group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label))
         parts.keys[label] = group.key
@@ -224,23 +230,24 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     return OCP.of_groups(groups, **_fields(config, model, q, v, terminal))
 
 
-def _contact_sets(parts: StageParts):
-    """``contacts(holds)``: the contacts of the feet in ``holds`` ``{foot: foothold}``
-    (:meth:`StageParts.contacts`), made once per set of footholds, the stances repeating over
-    the stages: found by the footholds' arrays (those of one horizon, alive while it is built),
-    else by their values."""
-    by_value, by_array = {}, {}
-
-    def contacts(holds):
-        arrays = tuple((f, id(p)) for f, p in holds.items())
-        if arrays not in by_array:
-            key = tuple((f, tuple(holds[f])) for f in sorted(holds))
+def _contact_runs(parts: StageParts, held, footholds) -> list:
+    """Per stage, the contacts (:meth:`StageParts.contacts`) of its feet ``held (N, F)`` at their
+    ``footholds (N, F, 3)``: made once per run of stages on the same footholds, and once per set
+    of footholds, the stances repeating over the horizon."""
+    N = len(held)
+    where = np.where(held[..., None], footholds, 0.0).reshape(N, -1)
+    new = np.ones(N, dtype=bool)
+    new[1:] = (held[1:] != held[:-1]).any(axis=1) | (where[1:] != where[:-1]).any(axis=1)
+    by_value, out = {}, []
+    for j in range(N):
+        if new[j]:
+            key = (held[j].tobytes(), where[j].tobytes())
             if key not in by_value:
-                by_value[key] = parts.contacts(holds)
-            by_array[arrays] = by_value[key]
-        return by_array[arrays]
-
-    return contacts
+                feet = np.flatnonzero(held[j]).tolist()
+                by_value[key] = parts.contacts({parts.names[i]: footholds[j, i] for i in feet})
+            run = by_value[key]
+        out.append(run)
+    return out
 
 
 class StageParts:
@@ -272,29 +279,41 @@ class StageParts:
         self.repeated: dict = {}  # the rows repeated, by name and number of stages
         self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
         self.keys: dict = {}  # the group key of each label met
+        self.labels: dict = {}  # the labels by kind and feet (:meth:`label`)
+        self.names = tuple(config.contacts.feet)
 
     def contacts(self, holds) -> tuple:
         """:func:`foot_contacts` of the feet in ``holds`` ``{foot: foothold}``."""
         return tuple(c.with_placement(holds[c.frame]) for c in self.feet if c.frame in holds)
 
-    def label(self, kind, held, moving) -> tuple:
-        """What fixes the contacts and cost terms of a stage of ``kind``: a contact stage's feet
-        ``held`` on the ground, and those of its feet in the air (``moving``) whose swing it
-        weighs and whether it weighs the CoM; an impulse stage's feet ``held`` and ``moving``
-        (landing). Stages of one label have one group key, stages of two labels two."""
-        if kind == "impulse":
-            return (kind, tuple(held), tuple(moving))
-        phase = "swing" if moving else "stance"
-        swings = tuple(moving) if phase in self.costs.swing_foot_phases else ()
-        return (kind, tuple(held), swings, phase in self.costs.com_phases)
+    def label(self, kind, held, landing=0) -> tuple:
+        """What fixes the contacts and cost terms of a stage of ``kind``, from the feet ``held`` on
+        the ground (a bit mask over ``contacts.feet``): a contact stage's feet held, and those of
+        its feet in the air whose swing it weighs and whether it weighs the CoM; an impulse
+        stage's feet ``held`` and those ``landing`` (a bit mask). Stages of one label have one
+        group key, stages of two labels two. Made once per kind and masks."""
+        key = (kind, held, landing)
+        label = self.labels.get(key)
+        if label is None:
+            on = [f for i, f in enumerate(self.names) if held >> i & 1]
+            if kind == "impulse":
+                label = (kind, tuple(on), tuple(f for i, f in enumerate(self.names) if landing >> i & 1))
+            else:
+                moving = tuple(f for f in self.names if f not in on)
+                phase = "swing" if moving else "stance"
+                swings = moving if phase in self.costs.swing_foot_phases else ()
+                label = (kind, tuple(on), swings, phase in self.costs.com_phases)
+            self.labels[key] = label
+        return label
 
     def contact_terms(self, h: Horizon, js, label) -> tuple:
         """The terms of the contact stages ``js`` of ``h`` of one ``label``, stacked: the state,
         the control, the accelerations (weighted before a landing only, so that a stance's stages
-        form one group), the forces along the ground, the swing feet's positions and the CoM."""
+        form one group), the forces along the ground, the swing feet's positions and the CoM.
+        ``js``: an index array."""
         costs, mpc, S = self.costs, self.mpc, len(js)
         _, stance, swings, com = label
-        scale = np.array([h.dts[j] for j in js])[:, None] if costs.integrate_dt else None
+        scale = h.dts[js][:, None] if costs.integrate_dt else None
 
         def scaled(name):  # the weights of costs.<name>, times each stage's dt with costs.integrate_dt
             return self._rows(name, S) if scale is None else scale * self.rows[name]
@@ -304,15 +323,15 @@ class StageParts:
             VariableCost("u", self._rows("zero_u", S), scaled("control"), "control"),
         ]
         if mpc.approach > 0:
-            before = [j + 1 < len(h.landings) and bool(h.landings[j + 1]) for j in js]
-            w = np.array(before, dtype=float)[:, None] * mpc.approach
+            before = np.append(h.landing[1:].any(axis=1), False)  # a landing at the next stage's start
+            w = before[js].astype(float)[:, None] * mpc.approach
             terms.append(VariableCost("a", self._rows("zero_a", S), w, "approach"))
         if mpc.tangential_force > 0 and stance:
             n = len(stance)
             w = self._rows(f"tangential_force{n}", S)
             terms.append(VariableCost("f", self._rows(f"zero_f{n}", S), w, "tangential_force"))
         for f in swings:
-            p = np.array([h.swing[j][f] for j in js])
+            p = h.swing[js, self.names.index(f)]
             terms.append(FramePositionCost(f, p, scaled("swing_foot"), f"swing_{f}"))
         if com:
             terms.append(CenterOfMassCost(h.com[js], scaled("com"), "com"))
@@ -321,11 +340,11 @@ class StageParts:
     def impulse_terms(self, h: Horizon, js, label) -> tuple:
         """The terms of the impulse stages before the contact stages ``js`` of ``h`` of one
         ``label``, stacked: the state, the landing feet's touchdown positions and their
-        horizontal velocity."""
+        horizontal velocity. ``js``: an index array."""
         S, landing = len(js), label[2]
         terms = [StateCost(h.q_ref[js], h.v_ref[js], self._rows("impulse_state", S), "state")]
         for f in landing:
-            p = np.array([h.stance[j][f] for j in js]) - self.lowered
+            p = h.footholds[js, self.names.index(f)] - self.lowered
             terms.append(FramePositionCost(f, p, self._rows("touchdown", S), f"touchdown_{f}"))
         if self.mpc.landing_velocity > 0:
             w = self._rows("landing_velocity", S)
