@@ -198,19 +198,19 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     share (default: made for this one). The stages are made group by group (:meth:`StageParts.label`):
     each group's cost terms stacked from the horizon's arrays, each stage's terms their rows."""
     parts = parts if parts is not None else StageParts(config, model.nv)
-    dts, N = h.dts.tolist(), len(h.dts)
+    dts = h.dts.tolist()
     contacts = _contact_runs(parts, h.stance, h.footholds)
     held, impulse_contacts = h.stance, contacts  # the feet an impulse stage holds, and their contacts
     if config.gait.impulse_contacts == "landing":
         held = h.landing
         impulse_contacts = _contact_runs(parts, held, h.footholds)
     bits = 1 << np.arange(h.stance.shape[1])
-    standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))
+    standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))  # per stage, bit masks
     knots = []  # per stage, in time order: its label, its contact stage in h, its contacts
-    for j in range(N):
-        if landing[j]:
-            knots.append((parts.label("impulse", holding[j], landing[j]), j, impulse_contacts[j]))
-        knots.append((parts.label("contact", standing[j]), j, contacts[j]))
+    for j, (stands, holds, lands) in enumerate(zip(standing, holding, landing)):
+        if lands:
+            knots.append((parts.label("impulse", holds, lands), j, impulse_contacts[j]))
+        knots.append((parts.label("contact", stands), j, contacts[j]))
     by_label: dict = {}
     for k, (label, _, _) in enumerate(knots):
         by_label.setdefault(label, []).append(k)
