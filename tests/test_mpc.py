@@ -65,6 +65,34 @@ def test_a_warm_start_matches_stages_by_start_time(task):
     np.testing.assert_array_equal(same.q, it.q)
 
 
+def _random_iterate(form, rng) -> Iterate:
+    start = form.initial_iterate(1e-3)
+    return Iterate(
+        *(rng.standard_normal(x.shape) for x in (start.q, start.v, start.lam)),
+        tuple(GroupVariables(*(rng.standard_normal(x.shape) for x in vars(gv).values())) for gv in start.groups),
+        rng.standard_normal(start.tau.shape),
+    )
+
+
+@pytest.mark.parametrize("t_new", [0.004, 0.0], ids=["within the first stage", "at its start"])
+def test_a_horizon_moved_within_its_first_stage_keeps_the_iterate(task, rng, t_new):
+    """An MPC's updates between two knots: the same groups, the first stage shortened, the others
+    at the same times. Every stage keeps its own variables (the matching is the identity), so the
+    warm start is the iterate itself, not a copy."""
+    ocp = build_ocp(task)
+    form = Formulation(ocp, "lifted", "numpy")
+    first = ocp.stages[0]
+    later = form.for_problem(replace(ocp, stages=(replace(first, dt=first.dt - t_new), *ocp.stages[1:])))
+    it = _random_iterate(form, rng)
+    assert warm_start(form, 0.0, it, later, t_new) is it
+    shapes = tuple(controller._shapes(gv) for gv in it.groups)
+    picks, source = controller._matching(form, ocp.times()[:-1], shapes, later, t_new + later.ocp.times(), {})
+    np.testing.assert_array_equal(source, np.arange(ocp.K + 1))
+    assert [(sources, rows.tolist()) for sources, rows in picks] == [((0,), list(range(ocp.K)))]
+    stretched = form.for_problem(replace(ocp, stages=(replace(first, dt=first.dt + 0.004), *ocp.stages[1:])))
+    assert warm_start(form, 0.0, it, stretched, t_new - 0.004) is not it  # its other stages start later
+
+
 @pytest.mark.parametrize("t_new", [0.03, 0.015], ids=["stage starts", "within stages"])
 def test_a_kept_matching_moves_every_iterate_as_a_fresh_matching_does(task, rng, t_new):
     """An MPC's warm starts keep their matchings by the horizons' structure: the second iterate
@@ -73,12 +101,7 @@ def test_a_kept_matching_moves_every_iterate_as_a_fresh_matching_does(task, rng,
     later = form.for_problem(build_ocp(task, t0=t_new))
     cache = {}
     for _ in range(2):
-        start = form.initial_iterate(1e-3)
-        it = Iterate(
-            *(rng.standard_normal(x.shape) for x in (start.q, start.v, start.lam)),
-            tuple(GroupVariables(*(rng.standard_normal(x.shape) for x in vars(gv).values())) for gv in start.groups),
-            rng.standard_normal(start.tau.shape),
-        )
+        it = _random_iterate(form, rng)
         kept, fresh = warm_start(form, 0.0, it, later, t_new, cache), warm_start(form, 0.0, it, later, t_new)
         for a, b in ((kept.q, fresh.q), (kept.v, fresh.v), (kept.lam, fresh.lam), (kept.tau, fresh.tau)):
             np.testing.assert_array_equal(a, b)

@@ -218,10 +218,13 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     the horizons (impulse stages move with it). ``cache``: a dict kept across calls (an MPC's
     updates) that holds the variables' shapes of each kind of group and the matchings of the
     horizons' structures met (by their groups, their stages' start times relative to ``t_new``
-    and the variables' shapes), or None."""
+    and the variables' shapes), or None. A horizon moved within its first stage, of the same
+    groups (an MPC's updates between two knots), is ``it`` itself (:func:`_aligned`)."""
+    old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
+    if _aligned(old, old_times, new, new_start):  # each stage takes its own variables: no matching, no copy
+        return it
     cache = {} if cache is None else cache
     old_shapes = tuple(_shapes(gv) for gv in it.groups)
-    old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
     signature = (  # the groups' keys by identity: equal keys are one object (ocp.problem._stage_key)
         tuple((id(g.key), g.index.tobytes()) for g in old.groups),
         tuple((id(g.key), g.index.tobytes()) for g in new.groups),
@@ -244,6 +247,23 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
             arrays = zip(*map(_group_arrays, parts))
             groups.append(type(parts[0])(*(np.concatenate(xs)[rows] for xs in arrays)))
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+
+
+def _aligned(old, old_times, new, new_start) -> bool:
+    """Whether :func:`warm_start` matches each stage of ``new`` (its knots at the times
+    ``new_start``) with the stage of ``old`` (``old_times``) of the same index: the same groups
+    (keys by identity, indices), every stage but the first starting when old's does, the first
+    starting when old's first does or, a contact stage, within it (the horizon moved within its
+    first stage: an MPC's updates between two knots)."""
+    if old.ocp.K != new.ocp.K or len(old.groups) != len(new.groups):
+        return False
+    if any(a.key is not b.key or not np.array_equal(a.index, b.index) for a, b in zip(old.groups, new.groups)):
+        return False
+    (t0, *old_rest), (s0, *new_rest) = np.round(old_times[:-1], 9).tolist(), np.round(new_start[:-1], 9).tolist()
+    if old_rest != new_rest:
+        return False
+    first = old.ocp.stages[0]
+    return s0 == t0 or (first.kind == "contact" and old_times[0] < new_start[0] < old_times[0] + first.dt - 1e-9)
 
 
 def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
