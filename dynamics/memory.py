@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import operator
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
@@ -56,9 +57,12 @@ def bound(calls, name, arrays, make):
     this use alone when ``calls`` is None or an array is not C-contiguous (a call reads a
     contiguous copy of it, which later writes to the array would not reach). A call holds what
     it was made for in ``arrays``."""
-    if calls is None or not all(a.flags.c_contiguous for a in arrays):
+    if calls is None:
         return make()
     call = calls.get(name)
-    if call is None or len(call.arrays) != len(arrays) or any(a is not b for a, b in zip(call.arrays, arrays)):
-        call = calls[name] = make()
+    if call is not None and len(call.arrays) == len(arrays) and all(map(operator.is_, call.arrays, arrays)):
+        return call  # made for these very arrays, which were contiguous then
+    if not all(a.flags.c_contiguous for a in arrays):
+        return make()
+    call = calls[name] = make()
     return call
