@@ -326,20 +326,27 @@ class Formulation:
         ``w`` refreshed), its step data and ``(squared KKT residual, cost, max constraint
         violation, l1 norm of the equality residuals)``."""
         nx, idx, nxt = self.ocp.nx, group.rows, group.next_rows
-        q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
-        if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
-            gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
-            check_finite("contact dynamics", group, gv.w)
-        ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[nxt], it.v[nxt], tau, self._taus(it, nxt))
-        if curvature:
-            ev = self.stages.curvature(group, ev, gv.beta, it.lam[nxt], fresh)
+        fused = self._fused(group, gv, it, eps, lqr, curvature)
+        if fused is None:
+            q, v, tau = it.q[idx], it.v[idx], self._taus(it, idx)
+            if self.name == "nonlifted":  # w is the dynamics of (q, v, u), or of (q, v, tau) with a filter
+                gv = replace(gv, w=self.stages.dynamics(group, q, v, gv.u if tau is None else tau))
+                check_finite("contact dynamics", group, gv.w)
+            ev = self.stages.evaluate(group, q, v, gv.u, gv.w, it.q[nxt], it.v[nxt], tau, self._taus(it, nxt))
+            if curvature:
+                ev = self.stages.curvature(group, ev, gv.beta, it.lam[nxt], fresh)
         nz = nx + gv.u.shape[1]
         if self.name == "lifted":  # eliminate w with the local equalities, which keep a residual
-            terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[nxt], self.backend)
+            if fused is None:
+                terms = interior.terms(ev, gv.s, gv.z, eps, gv.beta, it.lam[idx], it.lam[nxt], self.backend)
+                condensed = None
+            else:
+                ev, terms, condensed = fused
             r_p, r_c, stationarity, local = terms.r_p, terms.r_c, terms.stationarity, ev.c
             squares, violation, l1 = terms.squares, terms.violation, terms.l1
             stages = condensing.LiftedStages(nx, nz - nx, terms.H, terms.g, ev.C, ev.c, ev.A, ev.b, ev.calls)
-            condensed = self._condense(group, stages, ev.supports, lqr)
+            if condensed is None:  # not fused, or Cw singular (the condensing finds it again, then the redundant one)
+                condensed = self._condense(group, stages, ev.supports, lqr)
         else:  # w is the dynamics: the same elimination with the derivatives T and t = 0
             r_p, r_c = pdipm.residuals(ev.ineq.g, gv.s, gv.z, eps)
             grad = ev.g - ev.ineq.transpose_dot(gv.z)  # d/dy (cost - z^T (g - s))
@@ -365,6 +372,16 @@ class Formulation:
         }
         terms = (squares, float(ev.cost.sum()), violation, l1)
         return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), terms
+
+    def _fused(self, group, gv, it, eps, lqr, curvature):
+        """The lifted linearization of ``group`` in one compiled call
+        (:meth:`ocp.kernels.CompiledStages.linearize_group`: ``(StageEval, Terms, Condensed or None)``),
+        or None where its steps run one by one: the numpy backend, the non-lifted formulation,
+        the curvature, redundant contacts."""
+        linearize = getattr(self.stages, "linearize_group", None)
+        if linearize is None or self.name != "lifted" or curvature or self.redundant(group):
+            return None
+        return linearize(group, gv, it, eps, lqr)
 
     def redundant(self, group) -> bool:
         """Whether ``group``'s contacts are redundant: the same contact listed twice, or a

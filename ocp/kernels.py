@@ -43,6 +43,7 @@ import numpy as np
 from liftoff.dynamics import codegen
 from liftoff.dynamics.memory import address
 
+from . import group as grouped
 from . import symbolic_stages as sym
 from .condensing import compile_condensing
 from .friction import ROWS
@@ -88,6 +89,7 @@ class Workspace:
         self.static = None
         self.calls = {}  # the later steps' calls bound to the blocks (:attr:`ocp.stages.StageEval.calls`)
         self.exact = None  # H with the curvature (CompiledStages.curvature), a Curvature made on first use
+        self.linearize = None  # the group's linearization in one call (ocp.group), made on first use; False: none
         ny = self.blocks[1].shape[1]
         self.no_inequalities = (np.zeros((S, 0)), np.zeros((S, 0, ny)))  # an impulse stage's
 
@@ -509,16 +511,41 @@ class CompiledStages:
         ws.kernel()
         self.kernel_seconds += time.perf_counter() - begin
         ws.scatter()
-        cost, g, H, c, C, b, A, *inequalities = ws.blocks
-        cost = cost[:, 0]
-        calls = ws.calls
-        if group.kind != "contact":
-            ineq = Inequalities(*ws.no_inequalities, gm.bounds)
-        elif gm.scatter is not None:  # a cone per copy of a contact listed twice, on its own force
-            ineq, calls = self._reference.inequalities(group, q, v, u, w[:, nv:], tau), None
-        else:
-            ineq = Inequalities(*inequalities, gm.bounds, gm.touched)
-        return StageEval(cost, H, g, c, C, b, A, ineq, gm.supports, calls)
+        if gm.scatter is not None and group.kind == "contact":  # a cone per copy of a contact listed twice
+            return replace(
+                _evaluation(gm, group.kind),
+                ineq=self._reference.inequalities(group, q, v, u, w[:, nv:], tau),
+                calls=None,
+            )
+        return _evaluation(gm, group.kind)
+
+    def linearize_group(self, group, gv, it, eps, lqr):
+        """The lifted linearization of ``group`` (its variables ``gv``) at the iterate ``it`` for
+        the barrier ``eps``, condensed into ``lqr``, in one compiled call (:mod:`ocp.group`): the
+        :class:`ocp.stages.StageEval` of :meth:`evaluate`, the :class:`ocp.interior.Terms` of
+        :func:`ocp.interior.terms` and the :class:`ocp.condensing.Condensed` of
+        :func:`ocp.condensing.condense` (None where ``Cw`` is singular), bitwise. None where the
+        steps run one by one: a contact listed twice, an interpreted kernel, a library not compiled."""
+        gm = self.maps[int(group.index[0])]
+        ws = gm.workspace
+        if gm.scatter is not None:
+            return None
+        if ws.linearize is None:
+            ev, nu = _evaluation(gm, group.kind), self.layout.nu if group.kind == "contact" else 0
+            columns, nx = self._columns[group.kind], 2 * self.model.nv + self.layout.ntau
+            ws.linearize = grouped.bind(
+                self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
+                ws.blocks, gm.blocks, ev.ineq, gm.supports, nx, nu,
+            ) or False  # fmt: skip
+        if not ws.linearize:
+            return None
+        if ws.static is not gm:
+            ws.x[:, self._columns[group.kind]["static"]], ws.static = gm.static, gm
+        terms, condensed, seconds = ws.linearize(
+            group.index, it.q, it.v, it.tau, gv.u, gv.w, gv.s, gv.z, eps, gv.beta, it.lam, lqr
+        )
+        self.kernel_seconds += seconds
+        return _evaluation(gm, group.kind), terms, condensed
 
     def curvature(self, group, ev: StageEval, beta, lam_next, fresh=True) -> StageEval:
         """``ev``, the evaluation of ``group`` just made, with the curvature of its Lagrangian
@@ -628,6 +655,18 @@ class CompiledStages:
                 self._terminal_curvature = values.reshape(nx, nx)
             H = H + self._terminal_curvature
         return float(cost[0, 0]), H, g[0]
+
+
+def _evaluation(gm: GroupMap, kind) -> StageEval:
+    """The :class:`ocp.stages.StageEval` on the blocks of ``gm``'s workspace (the kernel's
+    latest evaluation, scattered)."""
+    ws = gm.workspace
+    cost, g, H, c, C, b, A, *inequalities = ws.blocks
+    if kind == "contact":
+        ineq = Inequalities(*inequalities, gm.bounds, gm.touched)
+    else:
+        ineq = Inequalities(*ws.no_inequalities, gm.bounds)
+    return StageEval(cost[:, 0], H, g, c, C, b, A, ineq, gm.supports, ws.calls)
 
 
 def _check_duplicates(ocp, groups):

@@ -258,6 +258,64 @@ def test_symbolic_stages_with_a_torque_filter_equal_numpy(name):
     assert compare_groups(ocp, CompiledStages(ocp, forward=True, compile=False), rng) >= 1  # the flight at least
 
 
+def _linearized(formulation, it, eps) -> list:
+    """The numbers of a linearization at ``it``, copied (the workspaces' blocks are the next
+    linearization's): the LQR, each group's residuals, condensing and blocks, the norms."""
+    lin, _ = formulation.linearize(it, eps)
+    lqr = [np.array(getattr(lin.lqr, name)) for name in ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "nu")]
+    groups = [
+        np.array(x)
+        for step in lin.groups
+        for x in (*step.residual.values(), *step.condensed.factors, step.condensed.T, step.condensed.t)
+        + (step.lifted.H, step.lifted.g)
+    ]
+    return lqr + groups + [np.array([lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility])]
+
+
+def _polishing_ocp():
+    from liftoff.problems.tasks.config import parse_config
+    from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+
+    return build_ocp(make_task(parse_config({"task": "polishing", "mpc": {"horizon": 6}}, schema=PolishingConfig)))
+
+
+@pytest.mark.parametrize("problem", ["trot", "polishing"])
+def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem, trot, monkeypatch):
+    """The kernel, the scatter, the interior-point terms and the condensing of a lifted group in
+    one compiled call (ocp/group.c) give its steps' numbers to the last bit, at a random iterate
+    (the trot: contact and impulse groups; polishing: a torque filter)."""
+    ocp = trot if problem == "trot" else _polishing_ocp()
+    formulation = Formulation(ocp, "lifted", "compiled", quiet=True)
+    rng = np.random.default_rng(5)
+    start = formulation.initial_iterate(1e-2)
+    model, K = ocp.model, ocp.K
+    it = dataclasses.replace(
+        start,
+        q=dynamics.integrate(model, start.q, 0.05 * rng.standard_normal((K + 1, model.nv))),
+        v=rng.standard_normal(start.v.shape),
+        lam=rng.standard_normal(start.lam.shape),
+        tau=start.tau + rng.standard_normal(start.tau.shape),
+        groups=tuple(
+            dataclasses.replace(
+                gv,
+                u=gv.u + rng.standard_normal(gv.u.shape),
+                w=gv.w + rng.standard_normal(gv.w.shape),
+                beta=rng.standard_normal(gv.beta.shape),
+                s=rng.uniform(0.1, 2.0, gv.s.shape),
+                z=rng.uniform(0.1, 2.0, gv.z.shape),
+            )
+            for gv in start.groups
+        ),
+    )
+    fused = _linearized(formulation, it, 1e-2)
+    assert all(formulation.stages.maps[int(g.index[0])].workspace.linearize for g in formulation.groups)
+    monkeypatch.setattr(CompiledStages, "linearize_group", lambda *args: None)  # the steps one by one
+    steps = _linearized(formulation, it, 1e-2)
+    assert len(fused) == len(steps)
+    for a, b in zip(fused, steps):
+        np.testing.assert_array_equal(a, b)
+
+
 # ----------------------------------------------------------------------------- whole solves
 
 
