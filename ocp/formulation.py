@@ -419,16 +419,24 @@ class Formulation:
         dx, lam, nx = np.asarray(sol.dx), np.asarray(sol.lam), self.ocp.nx
         groups, primal, dual = [], 1.0, 1.0
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
-            idx = group.rows
-            z = np.concatenate((dx[idx], sol.controls[idx, : gv.u.shape[1]]), axis=1)
-            if step.lifted is not None:
-                dw, beta = condensing.expand(step.lifted, step.condensed, z, lam[group.next_rows])
-            else:
-                dw, beta = np.einsum("swz,sz->sw", step.condensed.T, z), gv.beta
             calls = None if step.lifted is None else step.lifted.calls
-            ds, dz, (a_p, a_d) = interior.expand(step.ineq, z, dw, gv.s, gv.z, step.r_p, step.r_c, self.backend, calls)
+            fused = (calls or {}).get("group") if step.condensed.factors is not None else None
+            if fused is not None:  # the steps below in one compiled call (ocp.group), bitwise
+                du, dw, beta, ds, dz, (a_p, a_d) = fused.expand(
+                    group.index, dx, sol.controls, lam, step.lifted.g, step.condensed, gv.s, gv.z, step.r_p, step.r_c
+                )
+            else:
+                idx = group.rows
+                z = np.concatenate((dx[idx], sol.controls[idx, : gv.u.shape[1]]), axis=1)
+                if step.lifted is not None:
+                    dw, beta = condensing.expand(step.lifted, step.condensed, z, lam[group.next_rows])
+                else:
+                    dw, beta = np.einsum("swz,sz->sw", step.condensed.T, z), gv.beta
+                ineq, backend = step.ineq, self.backend
+                ds, dz, (a_p, a_d) = interior.expand(ineq, z, dw, gv.s, gv.z, step.r_p, step.r_c, backend, calls)
+                du = z[:, nx:]
             primal, dual = min(primal, a_p), min(dual, a_d)
-            groups.append((z[:, nx:], dw, beta, ds, dz))
+            groups.append((du, dw, beta, ds, dz))
         return Direction(dx, lam, tuple(groups), it, (primal, dual))
 
     def max_steps(self, it: Iterate, d: Direction):

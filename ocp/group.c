@@ -1,5 +1,6 @@
-/* A lifted group's linearization in one call (ocp/kernels.py, CompiledStages.linearize): the
- * compiled steps that Python otherwise calls one after the other, on the same arrays.
+/* A lifted group's linearization, and the expansion of its Newton step, each in one call
+ * (ocp/group.py): the compiled steps that Python otherwise calls one after the other, on the
+ * same arrays.
  *
  * Per stage r of the group (its knot k = knots[r]), the stage kernel's input row gets the knot's
  * q, v (and tau), the next knot's, the stage's u and w = (a, f), each force in its slot's column
@@ -12,6 +13,11 @@
  * Returns 0; -1 when a step could not allocate its workspace; -2 when the kernel failed; s + 1
  * when the local equalities are singular (Cw) at stage s, the interior-point terms made.
  * seconds: the kernel's wall time.
+ *
+ * The expansion gathers the stages' rows y = (dx, du) of the Riccati recursion's solution (dx
+ * of knot k, the first nu of the nm controls of stage k) and its costates of knots k + 1, then
+ * runs liftoff_expand (dw, beta; ocp/condensing.c) and, with inequalities, liftoff_interior_expand
+ * (ds, dz and the fraction-to-boundary steps; ocp/interior.c), by their addresses.
  */
 #include <string.h>
 #include <time.h>
@@ -23,6 +29,11 @@ typedef int interior_t(int, int, int, int, int, int, const int *, const double *
                        const double *, const double *, const double *, double, const double *, const double *,
                        const double *, const double *, const double *, const double *, const double *,
                        const double *, double *, double *, double *, double *, double *, double *);
+typedef void expand_t(int, int, int, int, const double *, const double *, const double *, const double *,
+                      const int *, const double *, const double *, const double *, const double *, double *, double *);
+typedef void interior_expand_t(int, int, int, int, int, const int *, const double *, int, const int *,
+                               const double *, const double *, const double *, const double *, const double *,
+                               const double *, const double *, double, double *, double *, double *);
 typedef int condense_t(int, int, int, int, const double *, const double *, const double *, const double *,
                        const double *, const double *, int, const int *, int, const int *, int, const int *, int,
                        const int *, double *, int *, double *, double *, const int *, int, double *, double *,
@@ -50,6 +61,8 @@ typedef struct {
     condense_t *condense;
     int nzw, nww, nar, nac;
     const int *zw, *ww, *ar, *ac;
+    expand_t *expand;
+    interior_expand_t *interior_expand;
 } group_t;
 
 static void gather(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
@@ -94,4 +107,23 @@ int liftoff_linearize_group(const group_t *g, const int *knots, const double *q,
     return g->condense(g->S, g->nx, g->nu, g->nw, g->H, gc, g->C, g->c, g->A, g->b, g->nzw, g->zw, g->nww, g->ww,
                        g->nar, g->ar, g->nac, g->ac, LU, piv, T, t, rows, nm, lqr[0], lqr[1], lqr[2], lqr[3], lqr[4],
                        lqr[5], lqr[6], lqr[7]);
+}
+
+void liftoff_expand_group(const group_t *g, const int *knots, const double *dx, const double *controls, int nm,
+                          const double *lam, const double *gc, const double *LU, const int *piv, const double *T,
+                          const double *t, const double *s, const double *z, const double *r_p, const double *r_c,
+                          double tau, double *y, double *dw, double *beta, double *ds, double *dz, double *steps) {
+    const int nz = g->nx + g->nu;
+    for (int r = 0; r < g->S; ++r) {
+        const long k = knots[r];
+        memcpy(y + (size_t)r * nz, dx + k * g->nx, sizeof(double) * g->nx);
+        memcpy(y + (size_t)r * nz + g->nx, controls + k * nm, sizeof(double) * g->nu);
+        memcpy(g->lam_next + (size_t)r * g->nx, lam + (k + 1) * g->nx, sizeof(double) * g->nx);
+    }
+    g->expand(g->S, g->nx, g->nu, g->nw, g->H, gc, g->A, LU, piv, T, t, y, g->lam_next, dw, beta);
+    if (g->ng + g->nb)
+        g->interior_expand(g->S, g->ny, nz, g->ng, g->nb, g->bcol, g->bsign, g->nc, g->cols, g->G, y, dw, s, z, r_p,
+                           r_c, tau, ds, dz, steps);
+    else
+        steps[0] = steps[1] = 1.0;
 }

@@ -21,7 +21,7 @@ import numpy as np
 from liftoff.dynamics import codegen
 from liftoff.dynamics.memory import address
 
-from . import condensing, interior
+from . import condensing, interior, pdipm
 
 _P, _I = ctypes.c_void_p, ctypes.c_int
 
@@ -39,7 +39,7 @@ class _Group(ctypes.Structure):
         *((name, _P) for name in ("bcol", "cols", "bsign", "g", "G", "gy", "c", "C", "b", "A", "H", "lam", "lam_next")),
         ("condense", _P),
         *((name, _I) for name in ("nzw", "nww", "nar", "nac")),
-        *((name, _P) for name in ("zw", "ww", "ar", "ac")),
+        *((name, _P) for name in ("zw", "ww", "ar", "ac", "expand", "interior_expand")),
     ]
 
 
@@ -67,7 +67,7 @@ class GroupLinearization:
         self._alive = (bcol, bsign, cols, g, G, f, lam, lam_next, src, dst, out, scatter, supports, blocks, x)
         sizes = {name: (at.start, at.stop - at.start) for name, at in columns.items() if name != "static"}
         zw, ww, ar, ac = supports
-        batch, scatter_function, interior_function, condense_function = functions
+        batch, scatter_function, interior_function, condense_function, *expansions = functions
         self._group = _Group(
             S, x.shape[1], sizes["q"][1], sizes["v"][1], nu, sizes["tau"][1], len(f),
             sizes["q"][0], sizes["v"][0], sizes["a"][0], sizes["u"][0] if nu else -1, sizes["q_next"][0],
@@ -79,8 +79,9 @@ class GroupLinearization:
             ny, nx, nw, G.shape[1], len(bcol), len(cols), address(bcol), address(cols), address(bsign),
             *map(address, (g, G, gy, c, C, b, A, H, lam, lam_next)),
             condense_function,
-            len(zw), len(ww), len(ar), len(ac), *map(address, supports),
+            len(zw), len(ww), len(ar), len(ac), *map(address, supports), *expansions,
         )  # fmt: skip
+        self.expand_function = library.liftoff_expand_group
 
     def __call__(self, index, q, v, tau, u, w, s, z, eps, beta, lam, lqr) -> tuple:
         """``(terms, condensed, seconds)`` of the group's stages at knots ``index`` of the iterate
@@ -120,22 +121,44 @@ class GroupLinearization:
         condensed = None if status > 0 else condensing.Condensed(T, t, lqr, index, (LU, piv))
         return terms, condensed, float(seconds[0])
 
+    def expand(self, index, dx, controls, lam, gc, condensed, s, z, r_p, r_c) -> tuple:
+        """``(du, dw, beta, ds, dz, (primal, dual))``: the expansion of the Newton step ``(dx, du)``
+        (every knot's ``dx``, every stage's ``controls (K, nm)``, the costates ``lam`` of every
+        knot) at the group's stages at knots ``index``, linearized with the gradient ``gc`` and
+        ``condensed`` (its LU factors) at slacks ``s`` and duals ``z`` with residuals ``r_p``,
+        ``r_c``: :func:`ocp.condensing.expand` and :func:`ocp.interior.expand`, bitwise."""
+        S, nw, ni, nx = self.S, self.nw, self.ni, self.nx
+        rows = np.ascontiguousarray(index, dtype=np.intc)
+        y, dw, beta = np.empty((S, nx + self.nu)), np.empty((S, nw)), np.empty((S, nw))
+        ds, dz, steps = np.empty((S, ni)), np.empty((S, ni)), np.empty(2)
+        LU, piv = condensed.factors
+        arrays = [np.ascontiguousarray(x) for x in (dx, controls, lam, gc, LU, piv, condensed.T, condensed.t)]
+        arrays += [np.ascontiguousarray(x, dtype=float) for x in (s, z, r_p, r_c)]
+        self.expand_function(
+            ctypes.byref(self._group), address(rows), *map(address, arrays[:2]), controls.shape[1],
+            *map(address, arrays[2:]), pdipm.FRACTION_TO_BOUNDARY, *map(address, (y, dw, beta, ds, dz, steps)),
+        )  # fmt: skip
+        return y[:, nx:], dw, beta, ds, dz, tuple(steps.tolist())
+
 
 def bind(kernel, scatter_library, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu):
     """The :class:`GroupLinearization` of a workspace (its arguments; ``scatter_library``: that of
     ``scatter.c``), or None when the kernel is interpreted or a library is not compiled (the
     steps then run one by one)."""
     batch = getattr(kernel, "_batch", None)
-    libraries = (_library(), scatter_library, interior._library(), condensing._library())
-    if batch is None or any(lib is None for lib in libraries):
+    library, interior_library, condensing_library = _library(), interior._library(), condensing._library()
+    if batch is None or any(lib is None for lib in (library, scatter_library, interior_library, condensing_library)):
         return None
-    functions = (ctypes.cast(batch, _P).value, *(_function(lib, name) for lib, name in zip(libraries[1:], _CALLED)))
-    return GroupLinearization(
-        libraries[0], functions, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu
+    functions = (
+        ctypes.cast(batch, _P).value,
+        _function(scatter_library, "liftoff_scatter"),
+        _function(interior_library, "liftoff_interior"),
+        _function(condensing_library, "liftoff_condense"),
+        _function(condensing_library, "liftoff_expand"),
+        _function(interior_library, "liftoff_interior_expand"),
     )
-
-
-_CALLED = ("liftoff_scatter", "liftoff_interior", "liftoff_condense")  # by group.c, in their libraries
+    arrays = (x, columns, f_columns, outputs, blocks, scatter, ineq, supports)
+    return GroupLinearization(library, functions, *arrays, nx, nu)
 
 
 def _function(library, name) -> int:
@@ -145,6 +168,7 @@ def _function(library, name) -> int:
 _SOURCE = Path(__file__).with_name("group.c")
 _FUNCTIONS = {
     "liftoff_linearize_group": (_I, (_P,) * 9 + (ctypes.c_double,) + (_P,) * 12 + (_I, _P, _P)),
+    "liftoff_expand_group": (None, (_P,) * 4 + (_I,) + (_P,) * 10 + (ctypes.c_double,) + (_P,) * 6),
 }
 
 

@@ -537,6 +537,8 @@ class CompiledStages:
                 self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
                 ws.blocks, gm.blocks, ev.ineq, gm.supports, nx, nu,
             ) or False  # fmt: skip
+            if ws.linearize:
+                ws.calls["group"] = ws.linearize  # the expansion's call, with the blocks (ocp.formulation)
         if not ws.linearize:
             return None
         if ws.static is not gm:

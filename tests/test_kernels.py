@@ -31,6 +31,7 @@ from liftoff.ocp.stages import NumpyStages
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.solvers.ipm import solve
+from liftoff.solvers.riccati import riccati
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FIELDS = ("cost", "H", "g", "c", "C", "b", "A")
@@ -259,8 +260,9 @@ def test_symbolic_stages_with_a_torque_filter_equal_numpy(name):
 
 
 def _linearized(formulation, it, eps) -> list:
-    """The numbers of a linearization at ``it``, copied (the workspaces' blocks are the next
-    linearization's): the LQR, each group's residuals, condensing and blocks, the norms."""
+    """The numbers of a linearization at ``it`` and of the Newton direction from it, copied (the
+    workspaces' blocks are the next linearization's): the LQR, each group's residuals,
+    condensing and blocks, the norms; the direction's steps of every variable and step sizes."""
     lin, _ = formulation.linearize(it, eps)
     lqr = [np.array(getattr(lin.lqr, name)) for name in ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "nu")]
     groups = [
@@ -269,7 +271,9 @@ def _linearized(formulation, it, eps) -> list:
         for x in (*step.residual.values(), *step.condensed.factors, step.condensed.T, step.condensed.t)
         + (step.lifted.H, step.lifted.g)
     ]
-    return lqr + groups + [np.array([lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility])]
+    d = formulation.direction(it, lin, riccati(lin.lqr, lin.terminal, lin.dx0, "compiled"))
+    direction = [d.dx, d.lam, *(np.array(x) for g in d.groups for x in g), np.array(d.steps)]
+    return lqr + groups + [np.array([lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility])] + direction
 
 
 def _polishing_ocp():
@@ -282,8 +286,9 @@ def _polishing_ocp():
 @pytest.mark.parametrize("problem", ["trot", "polishing"])
 def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem, trot, monkeypatch):
     """The kernel, the scatter, the interior-point terms and the condensing of a lifted group in
-    one compiled call (ocp/group.c) give its steps' numbers to the last bit, at a random iterate
-    (the trot: contact and impulse groups; polishing: a torque filter)."""
+    one compiled call (ocp/group.c), and the expansion of its Newton step in another, give the
+    numbers of their steps one by one to the last bit, at a random iterate (the trot: contact
+    and impulse groups; polishing: a torque filter)."""
     ocp = trot if problem == "trot" else _polishing_ocp()
     formulation = Formulation(ocp, "lifted", "compiled", quiet=True)
     rng = np.random.default_rng(5)
@@ -308,8 +313,11 @@ def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem
         ),
     )
     fused = _linearized(formulation, it, 1e-2)
-    assert all(formulation.stages.maps[int(g.index[0])].workspace.linearize for g in formulation.groups)
+    workspaces = [formulation.stages.maps[int(g.index[0])].workspace for g in formulation.groups]
+    assert all(ws.linearize and "group" in ws.calls for ws in workspaces)
     monkeypatch.setattr(CompiledStages, "linearize_group", lambda *args: None)  # the steps one by one
+    for ws in workspaces:
+        del ws.calls["group"]
     steps = _linearized(formulation, it, 1e-2)
     assert len(fused) == len(steps)
     for a, b in zip(fused, steps):
