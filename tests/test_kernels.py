@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ocp import perturbed_iterate
 
 from liftoff import dynamics
 from liftoff.dynamics import Contact
@@ -292,26 +293,8 @@ def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem
     ocp = trot if problem == "trot" else _polishing_ocp()
     formulation = Formulation(ocp, "lifted", "compiled", quiet=True)
     rng = np.random.default_rng(5)
-    start = formulation.initial_iterate(1e-2)
-    model, K = ocp.model, ocp.K
-    it = dataclasses.replace(
-        start,
-        q=dynamics.integrate(model, start.q, 0.05 * rng.standard_normal((K + 1, model.nv))),
-        v=rng.standard_normal(start.v.shape),
-        lam=rng.standard_normal(start.lam.shape),
-        tau=start.tau + rng.standard_normal(start.tau.shape),
-        groups=tuple(
-            dataclasses.replace(
-                gv,
-                u=gv.u + rng.standard_normal(gv.u.shape),
-                w=gv.w + rng.standard_normal(gv.w.shape),
-                beta=rng.standard_normal(gv.beta.shape),
-                s=rng.uniform(0.1, 2.0, gv.s.shape),
-                z=rng.uniform(0.1, 2.0, gv.z.shape),
-            )
-            for gv in start.groups
-        ),
-    )
+    it = perturbed_iterate(formulation, rng, 1e-2)
+    it = dataclasses.replace(it, tau=it.tau + rng.standard_normal(it.tau.shape))  # the filter's torques too
     fused = _linearized(formulation, it, 1e-2)
     workspaces = [formulation.stages.maps[int(g.index[0])].workspace for g in formulation.groups]
     assert all(ws.linearize and "group" in ws.calls for ws in workspaces)
