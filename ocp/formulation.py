@@ -421,7 +421,7 @@ class Formulation:
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
             calls = None if step.lifted is None else step.lifted.calls
             fused = (calls or {}).get("group") if step.condensed.factors is not None else None
-            if fused is not None:  # the steps below in one compiled call (ocp.group), bitwise
+            if fused:  # the steps below in one compiled call (ocp.group), bitwise
                 du, dw, beta, ds, dz, (a_p, a_d) = fused.expand(
                     group.index, dx, sol.controls, lam, step.lifted.g, step.condensed, gv.s, gv.z, step.r_p, step.r_c
                 )

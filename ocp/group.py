@@ -1,14 +1,15 @@
-"""A lifted group's linearization in one compiled call (``group.c``).
+"""A lifted group's linearization, and the expansion of its Newton step, each in one compiled
+call (``group.c``).
 
 :meth:`ocp.kernels.CompiledStages.evaluate`, :func:`ocp.interior.terms` and
 :func:`ocp.condensing.condense` run a group's compiled steps one after the other from Python:
 its rows of the iterate written into the stage kernel's input, the kernel, the scatter of its
-nonzeros into the group's blocks, the interior-point terms and the condensing into the LQR.
-:class:`GroupLinearization` runs the same compiled functions on the same arrays in one call,
-their results bitwise those of the steps one by one, without the Python between them (on the
-trot MPC, about 165 µs per group and linearization, measured in its closed loop, against 40 µs
-here). It is bound to one workspace of :mod:`ocp.kernels`: the addresses of its arrays, of the
-kernel's batch function and of the three libraries' functions taken once.
+nonzeros into the group's blocks, the interior-point terms and the condensing into the LQR;
+:func:`ocp.condensing.expand` and :func:`ocp.interior.expand` expand its step.
+:class:`GroupLinearization` runs the same compiled functions on the same arrays, the rows
+gathered in C, their results bitwise those of the steps one by one, without the Python between
+them. It is bound to one workspace of :mod:`ocp.kernels`: the addresses of its arrays, of the
+kernel's batch function and of the other libraries' functions taken once.
 """
 
 from __future__ import annotations

@@ -89,9 +89,14 @@ class Workspace:
         self.static = None
         self.calls = {}  # the later steps' calls bound to the blocks (:attr:`ocp.stages.StageEval.calls`)
         self.exact = None  # H with the curvature (CompiledStages.curvature), a Curvature made on first use
-        self.linearize = None  # the group's linearization in one call (ocp.group), made on first use; False: none
         ny = self.blocks[1].shape[1]
         self.no_inequalities = (np.zeros((S, 0)), np.zeros((S, 0, ny)))  # an impulse stage's
+
+    @property
+    def linearize(self):
+        """The group's linearization and expansion in one call each (:mod:`ocp.group`), kept in
+        :attr:`calls` (the expansion finds it there); None before the first, False without one."""
+        return self.calls.get("group")
 
 
 @dataclass
@@ -533,12 +538,10 @@ class CompiledStages:
         if ws.linearize is None:
             ev, nu = _evaluation(gm, group.kind), self.layout.nu if group.kind == "contact" else 0
             columns, nx = self._columns[group.kind], 2 * self.model.nv + self.layout.ntau
-            ws.linearize = grouped.bind(
+            ws.calls["group"] = grouped.bind(
                 self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
                 ws.blocks, gm.blocks, ev.ineq, gm.supports, nx, nu,
             ) or False  # fmt: skip
-            if ws.linearize:
-                ws.calls["group"] = ws.linearize  # the expansion's call, with the blocks (ocp.formulation)
         if not ws.linearize:
             return None
         if ws.static is not gm:
