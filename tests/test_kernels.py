@@ -307,6 +307,24 @@ def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem
         np.testing.assert_array_equal(a, b)
 
 
+def test_without_the_one_call_library_a_group_runs_its_steps_one_by_one(trot, monkeypatch):
+    """When group.c cannot be compiled, the formulation takes the steps one by one, with the
+    same numbers as the one call."""
+    from liftoff.ocp import group
+
+    def numbers(formulation):
+        return _linearized(formulation, perturbed_iterate(formulation, np.random.default_rng(8), 1e-2), 1e-2)
+
+    fused = numbers(Formulation(trot, "lifted", "compiled", quiet=True))
+    monkeypatch.setattr(group, "_library", lambda: None)
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    steps = numbers(formulation)
+    assert all(formulation.stages.maps[int(g.index[0])].workspace.linearize is False for g in formulation.groups)
+    assert len(fused) == len(steps)
+    for a, b in zip(fused, steps):
+        np.testing.assert_array_equal(a, b)
+
+
 # ----------------------------------------------------------------------------- whole solves
 
 
