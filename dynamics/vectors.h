@@ -1,7 +1,12 @@
-/* Eight doubles, which the compiler keeps in one or two vector registers (GCC's vector
- * extension: one AVX-512 register, or two AVX2 ones), loaded and stored at any alignment. The C
- * libraries of liftoff include it (dynamics/codegen.py's load_library puts this folder on their
- * include path and this file's text in their cache key). */
+/* Eight doubles, the unit of the C libraries' padded rows (GCC's vector extension), loaded and
+ * stored at any alignment; and the processor's own vector, a lane of LANES doubles: 8 with
+ * AVX-512, 4 with AVX, 2 with SSE2 or NEON (LIFTOFF_LANES, if defined, overrides, so that every
+ * width can be built and checked on one machine). A vec is PARTS lanes. GCC splits a vec wider
+ * than the registers into pieces: free for a vec in a variable, but an array of them, held across
+ * a loop, goes through the stack a piece at a time (on AVX2, a Riccati recursion 7 times slower).
+ * Loops that keep many sums in registers therefore hold them as lanes, in blocks sized to the
+ * REGISTERS vector registers. The libraries of liftoff include this file (dynamics/codegen.py's
+ * load_library puts this folder on their include path and this file's text in their cache key). */
 #ifndef LIFTOFF_VECTORS_H
 #define LIFTOFF_VECTORS_H
 
@@ -16,5 +21,33 @@ static inline vec load(const double *p) {
 }
 
 static inline void store(double *p, vec v) { memcpy(p, &v, sizeof v); }
+
+#if defined(__AVX512F__) || defined(__aarch64__)
+#define REGISTERS 32
+#else
+#define REGISTERS 16
+#endif
+
+#ifndef LIFTOFF_LANES
+#if defined(__AVX512F__)
+#define LIFTOFF_LANES 8
+#elif defined(__AVX__)
+#define LIFTOFF_LANES 4
+#else
+#define LIFTOFF_LANES 2
+#endif
+#endif
+#define LANES LIFTOFF_LANES
+#define PARTS (8 / LANES)
+
+typedef double lane __attribute__((vector_size(LANES * sizeof(double))));
+
+static inline lane load_lane(const double *p) {
+    lane v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void store_lane(double *p, lane v) { memcpy(p, &v, sizeof v); }
 
 #endif

@@ -16,9 +16,9 @@
  * T^T H_ww T is a product of scipy's BLAS (dgemm, whose address liftoff_set_blas receives once
  * from Python; Fortran calling convention, column-major: the row-major C = A B is the
  * column-major C^T = B^T A^T). The LU factorization of Cw and its solve with the nz + 1 columns
- * of [C_z c] (the largest product of the condensing) are loops over vectors of 8 doubles (the GNU
- * C vector extension: one AVX-512 register, or two AVX2 ones) in a workspace whose rows are
- * padded to whole vectors; the solve runs four rows at a time, their sums in registers.
+ * of [C_z c] (the largest product of the condensing) are loops over vectors of 8 doubles
+ * (vectors.h) in a workspace whose rows are padded to whole vectors; the solve runs four rows at
+ * a time, their sums in registers as the processor's lanes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -95,30 +95,40 @@ static int lu_factor(int n, int ldm, double *U, double *L, double *d, int *piv) 
     return 1;
 }
 
+/* The columns that lu_solve() solves at a time, in vectors: four rows of them in registers as
+   lanes, beside a row of them and a factor. AVX-512: 2 (8 of its 32 registers for the sums);
+   otherwise 1 (AVX2: 8 of its 16). */
+#if LANES == 8
+#define SOLVE_VECTORS 2
+#else
+#define SOLVE_VECTORS 1
+#endif
+
 /* Rows i .. i + 3 of Y <- L^-1 Y over the nvec vectors of columns from j0: their sums over the
    rows r < i solved before, which load each row of Y once for the four (in registers), then
    the triangle of L within the four rows. The sums run over r in increasing order, zeros
    included: L has few. */
 static inline __attribute__((always_inline)) void forward_rows(int nvec, int i, int j0, const double *L, int ldm,
                                                                double *X, int ld) {
-    vec a[4][2];
+    const int nl = nvec * PARTS;
+    lane a[4][SOLVE_VECTORS * PARTS];
     for (int k = 0; k < 4; ++k)
-        for (int v = 0; v < nvec; ++v) a[k][v] = load(X + (i + k) * ld + j0 + 8 * v);
+        for (int v = 0; v < nl; ++v) a[k][v] = load_lane(X + (i + k) * ld + j0 + LANES * v);
     for (int r = 0; r < i; ++r) {
-        vec x[2];
-        for (int v = 0; v < nvec; ++v) x[v] = load(X + r * ld + j0 + 8 * v);
+        lane x[SOLVE_VECTORS * PARTS];
+        for (int v = 0; v < nl; ++v) x[v] = load_lane(X + r * ld + j0 + LANES * v);
         for (int k = 0; k < 4; ++k) {
             const double l = L[(i + k) * ldm + r];
-            for (int v = 0; v < nvec; ++v) a[k][v] -= l * x[v];
+            for (int v = 0; v < nl; ++v) a[k][v] -= l * x[v];
         }
     }
     for (int k = 1; k < 4; ++k)
         for (int b = 0; b < k; ++b) {
             const double l = L[(i + k) * ldm + i + b];
-            for (int v = 0; v < nvec; ++v) a[k][v] -= l * a[b][v];
+            for (int v = 0; v < nl; ++v) a[k][v] -= l * a[b][v];
         }
     for (int k = 0; k < 4; ++k)
-        for (int v = 0; v < nvec; ++v) store(X + (i + k) * ld + j0 + 8 * v, a[k][v]);
+        for (int v = 0; v < nl; ++v) store_lane(X + (i + k) * ld + j0 + LANES * v, a[k][v]);
 }
 
 /* Rows i .. i + 3 of X <- U^-1 X, n rows: the sums over the rows r > i + 3 solved before, from
@@ -127,41 +137,44 @@ static inline __attribute__((always_inline)) void forward_rows(int nvec, int i, 
    inverse d[i]. */
 static inline __attribute__((always_inline)) void backward_rows(int nvec, int n, int i, int j0, const double *U,
                                                                 int ldm, const double *d, double *X, int ld) {
-    vec a[4][2];
+    const int nl = nvec * PARTS;
+    lane a[4][SOLVE_VECTORS * PARTS];
     for (int k = 0; k < 4; ++k)
-        for (int v = 0; v < nvec; ++v) a[k][v] = load(X + (i + k) * ld + j0 + 8 * v);
+        for (int v = 0; v < nl; ++v) a[k][v] = load_lane(X + (i + k) * ld + j0 + LANES * v);
     for (int r = n - 1; r > i + 3; --r) {
-        vec x[2];
-        for (int v = 0; v < nvec; ++v) x[v] = load(X + r * ld + j0 + 8 * v);
+        lane x[SOLVE_VECTORS * PARTS];
+        for (int v = 0; v < nl; ++v) x[v] = load_lane(X + r * ld + j0 + LANES * v);
         for (int k = 0; k < 4; ++k) {
             const double u = U[(i + k) * ldm + r];
-            for (int v = 0; v < nvec; ++v) a[k][v] -= u * x[v];
+            for (int v = 0; v < nl; ++v) a[k][v] -= u * x[v];
         }
     }
     for (int k = 3; k >= 0; --k) {
         for (int b = 3; b > k; --b) {
             const double u = U[(i + k) * ldm + i + b];
-            for (int v = 0; v < nvec; ++v) a[k][v] -= u * a[b][v];
+            for (int v = 0; v < nl; ++v) a[k][v] -= u * a[b][v];
         }
-        for (int v = 0; v < nvec; ++v) a[k][v] *= d[i + k];
+        for (int v = 0; v < nl; ++v) a[k][v] *= d[i + k];
     }
     for (int k = 0; k < 4; ++k)
-        for (int v = 0; v < nvec; ++v) store(X + (i + k) * ld + j0 + 8 * v, a[k][v]);
+        for (int v = 0; v < nl; ++v) store_lane(X + (i + k) * ld + j0 + LANES * v, a[k][v]);
 }
 
 /* X <- (L U)^-1 X for X (n, ld), n a multiple of 4 and ld of 8, its rows already permuted by the
    pivots of lu_factor() (rows beyond the matrix's: L zero, U the identity, X zero). Four rows at
    a time, each a sum over the rows solved before it (L y_i = x_i - sum_{r < i} L_ir y_r, then
-   U x_i = y_i - sum_{r > i} U_ir x_r), 16 columns at a time (the last 8 alone): the four rows
-   share the loads of the rows they sum. d: the inverses of U's diagonal. */
+   U x_i = y_i - sum_{r > i} U_ir x_r), SOLVE_VECTORS vectors of columns at a time (with 2, the
+   last 8 columns alone): the four rows share the loads of the rows they sum. d: the inverses of
+   U's diagonal. */
 static void lu_solve(int n, int ld, const double *L, const double *U, int ldm, const double *d, double *X) {
+    const int step = 8 * SOLVE_VECTORS;
     for (int i = 0; i < n; i += 4)
-        for (int j0 = 0; j0 < ld; j0 += 16)
-            if (j0 + 16 <= ld) forward_rows(2, i, j0, L, ldm, X, ld);
+        for (int j0 = 0; j0 < ld; j0 += step)
+            if (j0 + step <= ld) forward_rows(SOLVE_VECTORS, i, j0, L, ldm, X, ld);
             else forward_rows(1, i, j0, L, ldm, X, ld);
     for (int i = n - 4; i >= 0; i -= 4)
-        for (int j0 = 0; j0 < ld; j0 += 16)
-            if (j0 + 16 <= ld) backward_rows(2, n, i, j0, U, ldm, d, X, ld);
+        for (int j0 = 0; j0 < ld; j0 += step)
+            if (j0 + step <= ld) backward_rows(SOLVE_VECTORS, n, i, j0, U, ldm, d, X, ld);
             else backward_rows(1, n, i, j0, U, ldm, d, X, ld);
 }
 

@@ -19,30 +19,21 @@
  * then the rollout du_i = K dx_i + k, dx_{i+1} = A dx_i + B du_i + b, lam_i = P_i dx_i + p_i.
  *
  * The products are loops, not BLAS calls: at nx = 18 to 36 a call's fixed cost is of the order
- * of its arithmetic. The workspace rows are padded to whole vectors of 8 doubles (GCC's vector
- * extension), and M, X and P_i are one kernel (product()) that keeps 8 rows of 24 columns of its
- * result in registers. G is solved as L D L^T by eliminations on the rows of X; it enters through
- * its entries on and below the diagonal (those of G^T on and above), the ones numpy's Cholesky
- * reads. P_i is exactly symmetric: the kernel forms the 8 x 8 blocks of A^T P A + H K on and
- * above the diagonal, and each block and its mirror are written from one sum, with
- * 1/2 (Qxx + Qxx^T), as the symmetrization 1/2 (P_i + P_i^T) adds Qxx. The next stage reads
- * P_i b from the padded copy of P_i, read by rows as P_i^T; the terminal QN, taken as given, is
- * copied there transposed, and stage N - 1 forms A^T QN A as A^T 1/2 (QN + QN^T) A, which its
- * symmetrization makes it.
+ * of its arithmetic. The workspace rows are padded to whole vectors of 8 doubles (vectors.h),
+ * and M, X and P_i are one kernel (product()) that keeps a block of rows of its result in
+ * registers (8 rows of 24 columns with AVX-512, 4 rows of 8 with AVX2). G is solved as L D L^T
+ * by eliminations on the rows of X; it enters through its entries on and below the diagonal
+ * (those of G^T on and above), the ones numpy's Cholesky reads. P_i is exactly symmetric: the
+ * kernel forms the 8 x 8 blocks of A^T P A + H K on and above the diagonal, and each block and
+ * its mirror are written from one sum, with 1/2 (Qxx + Qxx^T), as the symmetrization
+ * 1/2 (P_i + P_i^T) adds Qxx. The next stage reads P_i b from the padded copy of P_i, read by
+ * rows as P_i^T; the terminal QN, taken as given, is copied there transposed, and stage N - 1
+ * forms A^T QN A as A^T 1/2 (QN + QN^T) A, which its symmetrization makes it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "vectors.h"
-
-/* The entries of a and b (b's numbered from 8) at the eight constant indices that follow:
-   GCC's __builtin_shuffle, clang's __builtin_shufflevector (GCC has it from version 12 only). */
-#ifdef __clang__
-#define SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
-#else
-typedef long long lanes __attribute__((vector_size(8 * sizeof(long long))));
-#define SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (lanes){__VA_ARGS__})
-#endif
 
 /* dst[:n] = s src[:n]: whole vectors, the last one ending at n (it may overlap the one before;
    the clamped offset also keeps the compiler from turning the loop into a call to memcpy) */
@@ -57,66 +48,50 @@ static inline void copy(int n, double s, const double *src, double *dst) {
     }
 }
 
-/* The 8 x 8 block of rows r[0..7] transposed in place: pairs of rows interleaved, then pairs of
-   pairs, then halves. */
-static inline void transpose(vec *r) {
-    vec t[8], u[8];
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = SHUFFLE(r[k], r[k + 1], 0, 8, 2, 10, 4, 12, 6, 14);
-        t[k + 1] = SHUFFLE(r[k], r[k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-    }
-    for (int k = 0; k < 8; k += 4)
-        for (int h = 0; h < 2; ++h) {
-            u[k + h] = SHUFFLE(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[k + h + 2] = SHUFFLE(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-    for (int k = 0; k < 4; ++k) {
-        r[k] = SHUFFLE(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[k + 4] = SHUFFLE(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
+/* The blocks of sums that product() and matvec() keep in registers: BLOCK_ROWS rows of
+   BLOCK_VECTORS vectors, beside one vector of the rows they combine and a broadcast factor.
+   AVX-512: 8 rows of 3 vectors, 28 of its 32 registers. Otherwise rows of one vector: 4 of
+   them (AVX2's lanes of 4: 8 sums and 3 more of its 16 registers; 6 rows, 15 registers, ran
+   slower), or 2 with lanes of 2 in 16 registers. */
+#if LANES == 8
+#define BLOCK_ROWS 8
+#define BLOCK_VECTORS 3
+#elif LANES == 2 && REGISTERS == 16
+#define BLOCK_ROWS 2
+#define BLOCK_VECTORS 1
+#else
+#define BLOCK_ROWS 4
+#define BLOCK_VECTORS 1
+#endif
 
-/* The sums of the entries of s[0], ..., s[7], in this order: the same halving as transpose(),
-   adding the two halves at each step. */
-static inline vec sums(const vec *s) {
-    vec a[4], b[2];
-    for (int k = 0; k < 4; ++k)
-        a[k] = SHUFFLE(s[2 * k], s[2 * k + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
-               SHUFFLE(s[2 * k], s[2 * k + 1], 1, 9, 3, 11, 5, 13, 7, 15);
-    for (int k = 0; k < 2; ++k)
-        b[k] = SHUFFLE(a[2 * k], a[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13) +
-               SHUFFLE(a[2 * k], a[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
-    return SHUFFLE(b[0], b[1], 0, 1, 2, 3, 8, 9, 10, 11) +
-           SHUFFLE(b[0], b[1], 4, 5, 6, 7, 12, 13, 14, 15);
-}
-
-/* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: a vector of products per row, the last one over the
-   columns n - 8 .. n - 1 with xs, x there with the columns already counted zeroed; then the R
-   sums at once. */
+/* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: lanes of products per row over whole vectors, the
+   last one over the columns n - 8 .. n - 1 with xs, x there with the columns already counted
+   zeroed; then each row's lanes added and their entries summed. */
 static inline __attribute__((always_inline)) void matvec_rows(int R, int n, const double *M, int ld, const double *x,
-                                                              vec xs, const double *y0, double *y) {
-    vec s[8];
-    for (int k = 0; k < 8; ++k) s[k] = (vec){0};
-    for (int c = 0; c + 8 <= n; c += 8) {
-        const vec xc = load(x + c);
-        for (int k = 0; k < R; ++k) s[k] += load(M + k * ld + c) * xc;
-    }
+                                                              const double *xs, const double *y0, double *y) {
+    lane s[BLOCK_ROWS][PARTS];
+    for (int k = 0; k < R; ++k)
+        for (int l = 0; l < PARTS; ++l) s[k][l] = (lane){0};
+    for (int c = 0; c + 8 <= n; c += 8)
+        for (int l = 0; l < PARTS; ++l) {
+            const lane xc = load_lane(x + c + LANES * l);
+            for (int k = 0; k < R; ++k) s[k][l] += load_lane(M + k * ld + c + LANES * l) * xc;
+        }
     if (n % 8)
-        for (int k = 0; k < R; ++k) s[k] += load(M + k * ld + n - 8) * xs;
-    const vec t = sums(s);
-    for (int k = 0; k < R; ++k) y[k] = y0[k] + t[k];
-}
-
-/* y = sum_{r < n} x[r] M[r, :] over nv vectors of columns (M's rows of stride ld): M^T x. */
-static void combine_rows(int n, const double *x, const double *M, int ld, int nv, double *y) {
-    for (int v = 0; v < nv; ++v) {
-        vec s = {0};
-        for (int r = 0; r < n; ++r) s += x[r] * load(M + r * ld + 8 * v);
-        store(y + 8 * v, s);
+        for (int l = 0; l < PARTS; ++l) {
+            const lane xc = load_lane(xs + LANES * l);
+            for (int k = 0; k < R; ++k) s[k][l] += load_lane(M + k * ld + n - 8 + LANES * l) * xc;
+        }
+    for (int k = 0; k < R; ++k) {
+        lane t = s[k][0];
+        for (int l = 1; l < PARTS; ++l) t += s[k][l];
+        double sum = t[0];
+        for (int e = 1; e < LANES; ++e) sum += t[e];
+        y[k] = y0[k] + sum;
     }
 }
 
-/* y = y0 + M x for M (rows, n) row-major with stride ld (y may be y0), eight rows at a time. */
+/* y = y0 + M x for M (rows, n) row-major with stride ld (y may be y0), BLOCK_ROWS rows at a time. */
 static void matvec(int rows, int n, const double *M, int ld, const double *x, const double *y0, double *y) {
     if (n < 8) {
         for (int r = 0; r < rows; ++r) {
@@ -126,66 +101,93 @@ static void matvec(int rows, int n, const double *M, int ld, const double *x, co
         }
         return;
     }
-    vec xs = load(x + n - 8);
-    for (int l = 0; l < 8 - n % 8; ++l) xs[l] = 0.0;
+    double xs[8];
+    for (int l = 0; l < 8; ++l) xs[l] = l < 8 - n % 8 ? 0.0 : x[n - 8 + l];
     int r = 0;
-    for (; r + 8 <= rows; r += 8) matvec_rows(8, n, M + r * ld, ld, x, xs, y0 + r, y + r);
+    for (; r + BLOCK_ROWS <= rows; r += BLOCK_ROWS) matvec_rows(BLOCK_ROWS, n, M + r * ld, ld, x, xs, y0 + r, y + r);
     switch (rows - r) {
 #define MATVEC_ROWS(R)                                                                                                 \
     case R: matvec_rows(R, n, M + r * ld, ld, x, xs, y0 + r, y + r); break;
-        MATVEC_ROWS(1) MATVEC_ROWS(2) MATVEC_ROWS(3) MATVEC_ROWS(4) MATVEC_ROWS(5) MATVEC_ROWS(6) MATVEC_ROWS(7)
+        MATVEC_ROWS(1)
+#if BLOCK_ROWS >= 4
+        MATVEC_ROWS(2) MATVEC_ROWS(3)
+#endif
+#if BLOCK_ROWS == 8
+        MATVEC_ROWS(4) MATVEC_ROWS(5) MATVEC_ROWS(6) MATVEC_ROWS(7)
+#endif
 #undef MATVEC_ROWS
     }
 }
 
-/* Rows 0 .. R - 1 and nv <= 3 vectors of C = sum_{c < n} a(r, c) Y[c, :], a(r, c) = a[r * sr + c * sc]:
-   the R x nv vectors of C in registers, each row of Y loaded once for the R rows. */
+/* Rows 0 .. R - 1 and nv <= BLOCK_VECTORS vectors of C = sum_{c < n} a(r, c) Y[c, :],
+   a(r, c) = a[r * sr + c * sc]: the R x nv vectors of C in registers (as lanes), each row of Y
+   loaded once for the R rows. */
 static inline __attribute__((always_inline)) void product_block(int R, int nv, int n, const double *a, int sr, int sc,
                                                                 const double *Y, int ldy, double *C, int ldc) {
-    vec s[8][3];
+    lane s[BLOCK_ROWS][BLOCK_VECTORS * PARTS];
+    const int nl = nv * PARTS;
     for (int k = 0; k < R; ++k)
-        for (int v = 0; v < nv; ++v) s[k][v] = (vec){0};
+        for (int l = 0; l < nl; ++l) s[k][l] = (lane){0};
     for (int c = 0; c < n; ++c) {
-        vec y[3];
-        for (int v = 0; v < nv; ++v) y[v] = load(Y + c * ldy + 8 * v);
+        lane y[BLOCK_VECTORS * PARTS];
+        for (int l = 0; l < nl; ++l) y[l] = load_lane(Y + c * ldy + LANES * l);
         for (int k = 0; k < R; ++k) {
             const double f = a[k * sr + c * sc];
-            for (int v = 0; v < nv; ++v) s[k][v] += f * y[v];
+            for (int l = 0; l < nl; ++l) s[k][l] += f * y[l];
         }
     }
     for (int k = 0; k < R; ++k)
-        for (int v = 0; v < nv; ++v) store(C + k * ldc + 8 * v, s[k][v]);
+        for (int l = 0; l < nl; ++l) store_lane(C + k * ldc + LANES * l, s[k][l]);
 }
 
-/* product_block() with R <= 8 and nv <= 3 compiled for each pair. */
+/* product_block() compiled for each R <= BLOCK_ROWS and nv <= BLOCK_VECTORS. */
 static void product_blocks(int R, int nv, int n, const double *a, int sr, int sc, const double *Y, int ldy, double *C,
                            int ldc) {
-#define BLOCK(R, V)                                                                                                    \
-    case V: product_block(R, V, n, a, sr, sc, Y, ldy, C, ldc); break;
+#if BLOCK_VECTORS == 3
 #define ROWS(R)                                                                                                        \
     case R:                                                                                                            \
-        switch (nv) { BLOCK(R, 1) BLOCK(R, 2) BLOCK(R, 3) }                                                            \
+        switch (nv) {                                                                                                  \
+        case 1: product_block(R, 1, n, a, sr, sc, Y, ldy, C, ldc); break;                                             \
+        case 2: product_block(R, 2, n, a, sr, sc, Y, ldy, C, ldc); break;                                             \
+        case 3: product_block(R, 3, n, a, sr, sc, Y, ldy, C, ldc); break;                                             \
+        }                                                                                                              \
         break;
-    switch (R) { ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) }
+#else
+#define ROWS(R)                                                                                                        \
+    case R: product_block(R, 1, n, a, sr, sc, Y, ldy, C, ldc); break;
+#endif
+    switch (R) {
+        ROWS(1) ROWS(2)
+#if BLOCK_ROWS >= 4
+        ROWS(3) ROWS(4)
+#endif
+#if BLOCK_ROWS == 8
+        ROWS(5) ROWS(6) ROWS(7) ROWS(8)
+#endif
+    }
 #undef ROWS
-#undef BLOCK
 }
 
 /* C[r, :] = sum_{c < n} a(r, c) Y[c, :] over nv vectors of columns (Y's and C's rows padded to
    them), r < rows, a(r, c) = a[r * sr + c * sc]; with upper, only the vectors from the one
-   holding column r (the 8 x 8 blocks on and above the diagonal, rows 8 at a time). Rows 8 at a
-   time, their vectors in runs of at most 3 of equal length. */
+   holding column r (the 8 x 8 blocks on and above the diagonal). Rows BLOCK_ROWS at a time,
+   their vectors in runs of at most BLOCK_VECTORS of equal length. */
 static void product(int rows, int nv, int n, const double *a, int sr, int sc, const double *Y, int ldy, double *C,
                     int ldc, int upper) {
-    for (int r = 0; r < rows; r += 8) {
-        const int R = rows - r < 8 ? rows - r : 8;
+    for (int r = 0; r < rows; r += BLOCK_ROWS) {
+        const int R = rows - r < BLOCK_ROWS ? rows - r : BLOCK_ROWS;
         int v = upper ? r / 8 : 0, left = nv - v;
-        for (int runs = (left + 2) / 3; runs > 0; --runs) {
+        for (int runs = (left + BLOCK_VECTORS - 1) / BLOCK_VECTORS; runs > 0; --runs) {
             const int run = (left + runs - 1) / runs;
             product_blocks(R, run, n, a + r * sr, sr, sc, Y + 8 * v, ldy, C + r * ldc + 8 * v, ldc);
             v += run, left -= run;
         }
     }
+}
+
+/* y = sum_{r < n} x[r] M[r, :] over nv vectors of columns (M's rows of stride ld): M^T x. */
+static void combine_rows(int n, const double *x, const double *M, int ld, int nv, double *y) {
+    product(1, nv, n, x, 0, 1, M, ld, y, 0, 0);
 }
 
 /* The rows X_j = [H^T_j G^T_j] (m rows of stride w, the m columns of G^T from nx) and g: the
@@ -222,24 +224,15 @@ static int solve(int m, int nx, int nv, int nvx, double *X, int w, double *g, do
 }
 
 /* Pp = 1/2 (Qxx + Qxx^T) + S by 8 x 8 blocks (nb x nb of them, rows of stride wx), S on and
-   above the diagonal blocks: a diagonal block 1/2 (W + W^T) with W = S + Qxx, a block above it
-   S + 1/2 (Qxx + Qxx^T) and its mirror that block transposed. Qp holds Qxx padded. */
+   above the diagonal blocks: in a diagonal block 1/2 (W + W^T) with W = S + Qxx, in a block above
+   it S + 1/2 (Qxx + Qxx^T), and in its mirror that block transposed. Qp holds Qxx padded. */
 static void symmetrize(int nb, int wx, const double *S, const double *Qp, double *Pp) {
-    for (int I = 0; I < nb; ++I) {
-        vec x[8], y[8];
-        for (int l = 0; l < 8; ++l) x[l] = load(S + (8 * I + l) * wx + 8 * I) + load(Qp + (8 * I + l) * wx + 8 * I);
-        for (int l = 0; l < 8; ++l) y[l] = x[l];
-        transpose(y);
-        for (int l = 0; l < 8; ++l) store(Pp + (8 * I + l) * wx + 8 * I, 0.5 * (x[l] + y[l]));
-        for (int J = I + 1; J < nb; ++J) {
-            for (int l = 0; l < 8; ++l) y[l] = load(Qp + (8 * J + l) * wx + 8 * I);
-            transpose(y);
-            for (int l = 0; l < 8; ++l)
-                y[l] = load(S + (8 * I + l) * wx + 8 * J) + 0.5 * (load(Qp + (8 * I + l) * wx + 8 * J) + y[l]);
-            for (int l = 0; l < 8; ++l) store(Pp + (8 * I + l) * wx + 8 * J, y[l]);
-            transpose(y);
-            for (int l = 0; l < 8; ++l) store(Pp + (8 * J + l) * wx + 8 * I, y[l]);
-        }
+    for (int r = 0; r < wx; ++r) {
+        const int diagonal_end = (r / 8 + 1) * 8;
+        for (int c = r / 8 * 8; c < diagonal_end; ++c)
+            Pp[r * wx + c] = 0.5 * ((S[r * wx + c] + Qp[r * wx + c]) + (S[c * wx + r] + Qp[c * wx + r]));
+        for (int c = diagonal_end; c < 8 * nb; ++c)
+            Pp[r * wx + c] = Pp[c * wx + r] = S[r * wx + c] + 0.5 * (Qp[r * wx + c] + Qp[c * wx + r]);
     }
 }
 

@@ -135,6 +135,12 @@ MAKERS = [random_lifted, structured_lifted, weighted_at_one_stage, larger_struct
 @pytest.mark.parametrize("full", [False, True])
 @pytest.mark.parametrize("make", MAKERS)
 def test_compiled_condensing_and_expansion_equal_numpy(make, full):
+    assert_compiled_equals_numpy(make, full)
+
+
+def assert_compiled_equals_numpy(make, full):
+    """The compiled condensing and expansion of ``make``'s stages (with every row and column in
+    their supports if ``full``) against numpy's."""
     rng = np.random.default_rng(4)
     st = make(rng)
     ref, got = condense(st, "numpy"), condense(st, "compiled", full_supports(st) if full else None)
