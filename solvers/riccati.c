@@ -52,16 +52,20 @@ static inline void copy(int n, double s, const double *src, double *dst) {
    BLOCK_VECTORS vectors, beside one vector of the rows they combine and a broadcast factor.
    AVX-512: 8 rows of 3 vectors, 28 of its 32 registers. Otherwise rows of one vector: 4 of
    them (AVX2's lanes of 4: 8 sums and 3 more of its 16 registers; 6 rows, 15 registers, ran
-   slower), or 2 with lanes of 2 in 16 registers. */
+   slower), or 2 with lanes of 2 in 16 registers. EACH_ROW_COUNT(CASE) is CASE(R) for R = 1 ..
+   BLOCK_ROWS: the cases of a switch over a block's rows. */
 #if LANES == 8
 #define BLOCK_ROWS 8
 #define BLOCK_VECTORS 3
+#define EACH_ROW_COUNT(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
 #elif LANES == 2 && REGISTERS == 16
 #define BLOCK_ROWS 2
 #define BLOCK_VECTORS 1
+#define EACH_ROW_COUNT(CASE) CASE(1) CASE(2)
 #else
 #define BLOCK_ROWS 4
 #define BLOCK_VECTORS 1
+#define EACH_ROW_COUNT(CASE) CASE(1) CASE(2) CASE(3) CASE(4)
 #endif
 
 /* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: lanes of products per row over whole vectors, the
@@ -103,19 +107,14 @@ static void matvec(int rows, int n, const double *M, int ld, const double *x, co
     }
     double xs[8];
     for (int l = 0; l < 8; ++l) xs[l] = l < 8 - n % 8 ? 0.0 : x[n - 8 + l];
-    int r = 0;
-    for (; r + BLOCK_ROWS <= rows; r += BLOCK_ROWS) matvec_rows(BLOCK_ROWS, n, M + r * ld, ld, x, xs, y0 + r, y + r);
-    switch (rows - r) {
+    for (int r = 0; r < rows; r += BLOCK_ROWS) {
+        const int R = rows - r < BLOCK_ROWS ? rows - r : BLOCK_ROWS;
+        switch (R) {
 #define MATVEC_ROWS(R)                                                                                                 \
     case R: matvec_rows(R, n, M + r * ld, ld, x, xs, y0 + r, y + r); break;
-        MATVEC_ROWS(1)
-#if BLOCK_ROWS >= 4
-        MATVEC_ROWS(2) MATVEC_ROWS(3)
-#endif
-#if BLOCK_ROWS == 8
-        MATVEC_ROWS(4) MATVEC_ROWS(5) MATVEC_ROWS(6) MATVEC_ROWS(7)
-#endif
+            EACH_ROW_COUNT(MATVEC_ROWS)
 #undef MATVEC_ROWS
+        }
     }
 }
 
@@ -156,15 +155,7 @@ static void product_blocks(int R, int nv, int n, const double *a, int sr, int sc
 #define ROWS(R)                                                                                                        \
     case R: product_block(R, 1, n, a, sr, sc, Y, ldy, C, ldc); break;
 #endif
-    switch (R) {
-        ROWS(1) ROWS(2)
-#if BLOCK_ROWS >= 4
-        ROWS(3) ROWS(4)
-#endif
-#if BLOCK_ROWS == 8
-        ROWS(5) ROWS(6) ROWS(7) ROWS(8)
-#endif
-    }
+    switch (R) { EACH_ROW_COUNT(ROWS) }
 #undef ROWS
 }
 
