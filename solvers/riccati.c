@@ -68,9 +68,10 @@ static inline void copy(int n, double s, const double *src, double *dst) {
 #define EACH_ROW_COUNT(CASE) CASE(1) CASE(2) CASE(3) CASE(4)
 #endif
 
-/* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: lanes of products per row over whole vectors, the
-   last one over the columns n - 8 .. n - 1 with xs, x there with the columns already counted
-   zeroed; then each row's lanes added and their entries summed. */
+/* Rows 0 .. R - 1 of y = y0 + M x, n >= 8: eight sums of products per row (as lanes) over whole
+   vectors, the last one over the columns n - 8 .. n - 1 with xs, x there with the columns
+   already counted zeroed; then the eight added in pairs, pairs of pairs and halves, the same
+   additions at every lane width. */
 static inline __attribute__((always_inline)) void matvec_rows(int R, int n, const double *M, int ld, const double *x,
                                                               const double *xs, const double *y0, double *y) {
     lane s[BLOCK_ROWS][PARTS];
@@ -87,11 +88,9 @@ static inline __attribute__((always_inline)) void matvec_rows(int R, int n, cons
             for (int k = 0; k < R; ++k) s[k][l] += load_lane(M + k * ld + n - 8 + LANES * l) * xc;
         }
     for (int k = 0; k < R; ++k) {
-        lane t = s[k][0];
-        for (int l = 1; l < PARTS; ++l) t += s[k][l];
-        double sum = t[0];
-        for (int e = 1; e < LANES; ++e) sum += t[e];
-        y[k] = y0[k] + sum;
+        double e[8];
+        for (int l = 0; l < PARTS; ++l) store_lane(e + LANES * l, s[k][l]);
+        y[k] = y0[k] + (((e[0] + e[1]) + (e[2] + e[3])) + ((e[4] + e[5]) + (e[6] + e[7])));
     }
 }
 
