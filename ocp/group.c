@@ -39,7 +39,7 @@ typedef int condense_t(int, int, int, int, const double *, const double *, const
                        const int *, double *, int *, double *, double *, const int *, int, double *, double *,
                        double *, double *, double *, double *, double *, double *);
 
-/* What one group workspace's calls take, made once per workspace (ocp/kernels.py, _Linearize). */
+/* What one group workspace's calls take, made once per workspace (ocp/group.py, GroupLinearization). */
 typedef struct {
     int S, n_in;                                     /* stages, the kernel's input columns */
     int nq, nv, nu, ntau, m;                         /* sizes of q, v, u, tau, the group's forces */

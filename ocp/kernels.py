@@ -510,8 +510,7 @@ class CompiledStages:
             x[:, cols["f"].start + gm.f_cols] = w[:, nv:]  # the slots of other contacts stay zero
         else:
             x[:, cols["f"]] = w[:, nv:] @ gm.scatter
-        if ws.static is not gm:
-            x[:, cols["static"]], ws.static = gm.static, gm
+        _write_constants(gm, cols)
         begin = time.perf_counter()
         ws.kernel()
         self.kernel_seconds += time.perf_counter() - begin
@@ -544,8 +543,7 @@ class CompiledStages:
             ) or False  # fmt: skip
         if not ws.linearize:
             return None
-        if ws.static is not gm:
-            ws.x[:, self._columns[group.kind]["static"]], ws.static = gm.static, gm
+        _write_constants(gm, self._columns[group.kind])
         terms, condensed, seconds = ws.linearize(
             group.index, it.q, it.v, it.tau, gv.u, gv.w, gv.s, gv.z, eps, gv.beta, it.lam, lqr
         )
@@ -660,6 +658,14 @@ class CompiledStages:
                 self._terminal_curvature = values.reshape(nx, nx)
             H = H + self._terminal_curvature
         return float(cost[0, 0]), H, g[0]
+
+
+def _write_constants(gm: GroupMap, columns):
+    """``gm``'s constant inputs into its workspace's kernel input (its ``columns["static"]``),
+    unless the workspace holds them already: written once per map, not per evaluation."""
+    ws = gm.workspace
+    if ws.static is not gm:
+        ws.x[:, columns["static"]], ws.static = gm.static, gm
 
 
 def _evaluation(gm: GroupMap, kind) -> StageEval:
