@@ -21,7 +21,7 @@ from liftoff.problems.tasks.config import load_config
 from liftoff.problems.viewer.scene import scene
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-SIZE = (480, 360)
+SIZE = (240, 180)
 MOMENTS = (400, 1000)  # ms of page time at which the screenshots are taken
 
 
