@@ -35,6 +35,13 @@ def pytest_configure(config):
         os.environ["LIFTOFF_CACHE"] = SESSION_CACHE[0]
 
 
+def pytest_collection_modifyitems(config, items):
+    """The tests marked ``heavy`` first, the others in their order: pytest-xdist hands the tests
+    out in this order, and a heavy test met last keeps one process running while the other
+    waits."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_unconfigure(config):
     for folder in SESSION_CACHE:
         shutil.rmtree(folder, ignore_errors=True)

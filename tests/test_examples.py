@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -23,6 +25,7 @@ def test_dynamics_tour_torques_agree_with_mass_matrix_form():
     assert "tau: (100, 18)" in out
 
 
+@pytest.mark.heavy
 def test_trot_example_solves_both_formulations_to_the_same_cost(tmp_path):
     out = run("trot.py", "--plot", cwd=tmp_path)
     costs = [float(c) for c in re.findall(r"converged in \d+ iterations, cost (\S+),", out)]
@@ -32,6 +35,7 @@ def test_trot_example_solves_both_formulations_to_the_same_cost(tmp_path):
     assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")] == ["results", "results/trot_forces.png"]
 
 
+@pytest.mark.heavy
 def test_polishing_example_holds_the_force_outside_the_push():
     """On MuJoCo's table of friction 0.3 the sliding pad chatters: its force is read over each MPC
     period, and it never leaves the table for a whole one."""
@@ -45,6 +49,7 @@ def test_polishing_example_holds_the_force_outside_the_push():
     assert "200 MPC updates" in out
 
 
+@pytest.mark.heavy
 def test_anymal_mpc_example_trots_through_the_push():
     out = run("anymal_mpc.py")
     assert "MuJoCo" in out and ": completed after 2 s" in out

@@ -73,6 +73,7 @@ def mutated(data, path, action, value):
     return data
 
 
+@pytest.mark.heavy
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     edits=st.lists(

@@ -85,6 +85,7 @@ def test_the_compiled_polishing_step_is_the_numpy_one(checked):
     assert checked["active"] == [1] * 51
 
 
+@pytest.mark.heavy
 def test_the_compiled_legged_step_is_the_numpy_one_through_touchdowns(checked):
     config = liftoff_config("anymal_trot_mpc.yaml", GaitMPCConfig)
     controller = GaitController(config)

@@ -91,6 +91,7 @@ def anymal():
     return dynamics.load("anymal")
 
 
+@pytest.mark.heavy
 def test_line_search_and_decreasing_barriers_reach_the_same_optimum(anymal):
     problem = lift_foot_problem(anymal, n_stance=2, n_swing=3, n_land=2)
     reference = solve(Formulation(problem), Options(barrier=1e-4, tol=3e-6))

@@ -60,6 +60,7 @@ def pages(request, tmp_path_factory):
     return path, robot, viewer.export_html(loaded, folder / "empty.html", robot=False)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("pages", ["trot"], indirect=True)
 def test_the_exported_page_shows_the_robot_moving(browser, pages):
     _, robot, empty = pages
