@@ -1,6 +1,7 @@
 """Shared fixtures of the dynamics tests: models paired with Pinocchio's, random states,
 tolerances and the one finite-difference helper every derivative test uses; and the programs
-beside Python that some tests run, which CI installs."""
+beside Python that some tests run, which CI installs. The session's kernel cache, and the order
+of the tests: those marked ``heavy`` first."""
 
 from __future__ import annotations
 
