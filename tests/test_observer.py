@@ -2,6 +2,7 @@
 and joint friction, the compiled kernel equal to the numpy reference, and the filter's estimate."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -12,7 +13,8 @@ from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
 from liftoff.problems.mpc.observer import DisturbanceObserver
-from liftoff.problems.mpc.plants import ContactReading, Measurement
+from liftoff.problems.mpc.plants import Measurement
+from liftoff.problems.tasks.polishing import TOOL_FRAME
 
 DT, WIDTH = 1e-3, 0.05
 CASES = {"ur5": ("wrist_2_link", "tool0"), "solo12": ("FL_FOOT", "HR_FOOT")}
@@ -34,14 +36,15 @@ def _step(model, pmodel, frames, rng):
     """A random state, torques and point forces near ``frames``, and ``v_next`` from them."""
     q = dynamics.random_configuration(model, rng, 1)[0]
     v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv - (6 if model.has_free_flyer else 0))
-    placements = {f: dynamics.frame_placement(model, q, f)[1] for f in frames}
-    forces = [(f, placements[f] + rng.uniform(-0.05, 0.05, 3), 20 * rng.standard_normal(3)) for f in frames]
-    return q, v, _next_velocity(model, pmodel, q, v, tau, forces), tau, forces
+    points = np.array([dynamics.frame_placement(model, q, f)[1] + rng.uniform(-0.05, 0.05, 3) for f in frames])
+    forces = 20 * rng.standard_normal((len(frames), 3))
+    return q, v, _next_velocity(model, pmodel, q, v, tau, zip(frames, points, forces)), tau, points, forces
 
 
 def _next_velocity(model, pmodel, q, v, tau, forces):
     """``v + dt a``, ``a`` from Pinocchio's forward dynamics under the joint torques ``tau``, the
-    point ``forces`` and the joints' damping and friction (written out)."""
+    point forces ``forces`` ``[(frame, point, force)]`` and the joints' damping and friction
+    (written out)."""
     data = pmodel.createData()
     pin.forwardKinematics(pmodel, data, q)
     fext = [pin.Force.Zero() for _ in range(pmodel.njoints)]
@@ -56,17 +59,17 @@ def _next_velocity(model, pmodel, q, v, tau, forces):
 def test_the_residual_of_a_step_that_follows_the_model_is_zero(case, rng):
     model, pmodel, frames, observer = case
     for _ in range(5):
-        q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
+        q, v, v_next, tau, points, forces = _step(model, pmodel, frames, rng)
         scale = np.max(np.abs(dynamics.rnea(model, q, v, (v_next - v) / DT)))
-        assert np.max(np.abs(observer.reference_residual(q, v, v_next, tau, forces))) < 1e-9 * scale
-        assert np.max(np.abs(observer.kernel([q], [v], [v_next], [tau], [forces]))) < 1e-9 * scale
+        assert np.max(np.abs(observer.reference_residual(q, v, v_next, tau, points, forces))) < 1e-9 * scale
+        assert np.max(np.abs(observer.kernel([q], [v], [v_next], [tau], [points], [forces]))) < 1e-9 * scale
 
 
 def test_the_compiled_residual_equals_the_numpy_reference(case, rng):
     """Five steps the model does not explain, in one call of the kernel."""
     model, pmodel, frames, observer = case
     steps = [_step(model, pmodel, frames, rng) for _ in range(5)]
-    steps = [(q, v, rng.standard_normal(model.nv), tau, forces) for q, v, _, tau, forces in steps]
+    steps = [(q, v, rng.standard_normal(model.nv), tau, *loads) for q, v, _, tau, *loads in steps]
     reference = [observer.reference_residual(*step) for step in steps]
     assert min(np.max(np.abs(r)) for r in reference) > 1.0
     np.testing.assert_allclose(observer.kernel(*map(list, zip(*steps))), reference, rtol=0, atol=1e-10)
@@ -76,12 +79,12 @@ def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, r
     """Both backends: a plant with a constant extra joint torque ``b`` gives residuals ``S b`` (a
     force the model misses); the estimate after ``n`` steps is ``(1 - (1 - gain)^n) S b``."""
     model, pmodel, frames, compiled = case
-    q, v, _, tau, forces = _step(model, pmodel, frames, rng)
+    q, v, _, tau, points, forces = _step(model, pmodel, frames, rng)
     bias = rng.standard_normal(len(tau))
-    v_next = _next_velocity(model, pmodel, q, v, tau + bias, forces)
+    v_next = _next_velocity(model, pmodel, q, v, tau + bias, zip(frames, points, forces))
     before, after = Measurement(q, v, tau), Measurement(q, v_next, tau)
-    numpy = DisturbanceObserver(model, DT, 0.02, WIDTH, lambda t, m: forces, frames, "numpy")
-    compiled.contact_forces, compiled.estimate = (lambda t, m: forces), np.zeros(model.nv)
+    numpy = DisturbanceObserver(model, DT, 0.02, WIDTH, _constant(points, forces), frames, "numpy")
+    compiled.contact_forces, compiled.estimate = _constant(points, forces), np.zeros(model.nv)
     for observer in (numpy, compiled):
         for k in range(0, 10, 5):  # the steps of a period together
             observer.observe([(k + i) * DT for i in range(5)], [before] * 5, [None] * 5, [after] * 5)
@@ -89,31 +92,53 @@ def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, r
         np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-8 * np.max(np.abs(expected)))
 
 
-def test_forces_at_other_frames_than_the_kernels_are_refused(case, rng):
+def _constant(points, forces):
+    """A ``contact_forces`` that gives the point ``forces`` at ``points`` at every step."""
+    return lambda times, measurements: (np.array([points] * len(times)), np.array([forces] * len(times)))
+
+
+def test_forces_at_more_or_fewer_frames_than_the_kernels_are_refused(case, rng):
     model, pmodel, frames, observer = case
-    q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
-    with pytest.raises(ValueError, match="made for forces at"):
-        observer.kernel([q], [v], [v_next], [tau], [forces[::-1]])
-    with pytest.raises(ValueError, match="made for forces at"):
-        observer.kernel([q, q], [v, v], [v_next, v_next], [tau, tau], [forces, forces[:1]])
+    q, v, v_next, tau, points, forces = _step(model, pmodel, frames, rng)
+    with pytest.raises(ValueError, match=r"made for \(1, 2, 3\): forces at"):
+        observer.kernel([q], [v], [v_next], [tau], [points[:1]], [forces[:1]])
+    with pytest.raises(ValueError, match=r"made for \(2, 2, 3\): forces at"):
+        observer.kernel([q, q], [v, v], [v_next, v_next], [tau, tau], [points] * 2, [forces])
+
+
+def _polishing(name):
+    from liftoff.problems.tasks.config import load_config
+    from liftoff.problems.tasks.polishing import PolishingConfig, make_task
+
+    return make_task(load_config(Path(__file__).resolve().parents[1] / "configs" / name, PolishingConfig))
 
 
 def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_friction():
-    """The polishing task's modelled forces at the pad: the normal force along the normal, and
-    the sliding friction against the circle's tangent at that force."""
-    from pathlib import Path
+    """The polishing task's modelled forces at the pad over two steps: the normal force along the
+    normal, and the sliding friction against the circle's tangent at that force."""
+    task = _polishing("polishing_horizontal.yaml")
+    measured, at = np.array([[1.0, -2.0, 25.0], [0.5, 0.0, 10.0]]), np.array([[0.1, 0.2, 0.3], [0.0, 0.1, 0.3]])
+    q, v = np.array([task.q0] * 2), np.array([task.v0] * 2)
+    points, forces = task.modelled_forces(np.array([0.4, 1.0]), measured, at, q, v)
+    tangents = np.array([[-np.sin(t), np.cos(t), 0.0] for t in (0.4, 1.0)])  # the circle at 1 rad/s from angle 0
+    assert points.shape == forces.shape == (2, 1, 3) and np.array_equal(points[:, 0], at)
+    expected = np.array([[0.0, 0.0, 25.0], [0.0, 0.0, 10.0]]) - 0.3 * np.array([25.0, 10.0])[:, None] * tangents
+    np.testing.assert_allclose(forces[:, 0], expected, atol=1e-12)
 
-    from liftoff.problems.tasks.config import load_config
-    from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, make_task
 
-    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "polishing_horizontal.yaml", PolishingConfig)
-    task = make_task(config)
-    reading = ContactReading(True, np.array([1.0, -2.0, 25.0]), np.array([0.1, 0.2, 0.3]))
-    ((frame, point, force),) = task.modelled_forces(0.4, Measurement(task.q0, task.v0, None, {"tool": reading}))
-    tangent = np.array([-np.sin(0.4), np.cos(0.4), 0.0])  # the circle's direction at 1 rad/s from angle 0
-    assert frame == TOOL_FRAME and np.array_equal(point, reading.position)
-    np.testing.assert_allclose(force, 25.0 * np.array([0.0, 0.0, 1.0]) - 0.3 * 25.0 * tangent, atol=1e-12)
-    np.testing.assert_allclose(task.tangents(np.array([0.4, 1.0])), [tangent, task.tangents(1.0)], atol=1e-15)
+def test_the_soft_polishing_task_models_the_friction_of_the_pads_sliding_velocity_where_it_presses(rng):
+    """Soft contact: the regularized Coulomb friction ``-mu N v_t / sqrt(|v_t|^2 + w^2)`` on the
+    pad's velocity along the surface at a pressing step; none at a step that pulls."""
+    task = _polishing("polishing_soft.yaml")
+    contact, n = task.soft_contact(), np.array([0.0, 0.0, 1.0])
+    q, v = np.array([task.q0] * 2), rng.standard_normal((2, task.model.nv))
+    measured, at = np.array([[0.0, 0.0, 25.0], [0.0, 0.0, -4.0]]), np.zeros((2, 3))
+    _, forces = task.modelled_forces(np.array([0.4, 0.401]), measured, at, q, v)
+    J = dynamics.frame_jacobian(task.model, task.q0, TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:3]
+    v_t = J @ v[0] - (J @ v[0])[2] * n
+    assert contact.friction == 0.3 and np.linalg.norm(v_t) > 0.1
+    friction = 0.3 * 25.0 * v_t / np.sqrt(v_t @ v_t + contact.slip_width**2)
+    np.testing.assert_allclose(forces[:, 0], [25.0 * n - friction, -4.0 * n], atol=1e-12)
 
 
 def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng, monkeypatch, capsys):
@@ -123,11 +148,11 @@ def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng
         raise CompileError("no C compiler")
 
     monkeypatch.setattr(codegen, "load", no_compiler)
-    q, v, v_next, tau, forces = _step(model, pmodel, frames, rng)
-    observer = DisturbanceObserver(model, DT, 0.02, WIDTH, lambda t, m: forces, frames)
+    q, v, v_next, tau, points, forces = _step(model, pmodel, frames, rng)
+    observer = DisturbanceObserver(model, DT, 0.02, WIDTH, _constant(points, forces), frames)
     err = capsys.readouterr().err
     assert observer.kernel is None and err.count("\n") == 1
     assert "no C compiler; the disturbance observer runs in numpy" in err
     observer.observe([0.0], [Measurement(q, v, tau)], [None], [Measurement(q, v_next, tau)])
-    expected = observer.gain * observer.reference_residual(q, v, v_next, tau, forces)
+    expected = observer.gain * observer.reference_residual(q, v, v_next, tau, points, forces)
     np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-12)

@@ -8,7 +8,7 @@ model's equation of motion leaves the residual
     d_k = M(q_k) a_k + h(q_k, v_k) - S tau_k - tau_p(v_k) - sum J_p(q_k)^T F_k,    a_k = (v_{k+1} - v_k) / dt
 
 (``tau_p`` the model's joint damping and friction), ``F_k`` the contact forces the controller's
-own contact model gives for what the plant measured (``contact_forces(t, measurement)``: a
+own contact model gives for what the plant measured (``contact_forces(times, measurements)``: a
 polishing pad's measured normal force, with the sliding friction the OCP models at that force),
 ``J_p`` the Jacobian of each force's point, moving with its frame. So ``d_k`` is what the model
 gets wrong: the joints' unmodelled friction (stiction), a heavier link, a push, the friction the
@@ -41,9 +41,10 @@ from liftoff.ocp.lifted import actuation
 class DisturbanceObserver:
     """The estimate (module docstring) for ``model``, plant step ``dt``, filter time constant
     ``time_constant`` [s], the joints' Coulomb friction smoothed over ``width``, and
-    ``contact_forces(t, measurement) -> [(frame, point (3,), world force (3,))]``, one force at
-    each of ``frames`` in that order. The residual runs in the ``backend`` ``compiled`` or
-    ``numpy`` (``quiet``: no message while compiling)."""
+    ``contact_forces(times, measurements) -> (points, forces)``, the point forces during steps
+    at ``times`` that end in ``measurements``: world points and forces ``(len(times), k, 3)``,
+    one at each of the ``k`` ``frames`` in that order. The residual runs in the ``backend``
+    ``compiled`` or ``numpy`` (``quiet``: no message while compiling)."""
 
     def __init__(self, model, dt, time_constant, width, contact_forces, frames=(), backend="compiled", quiet=False):
         self.model, self.dt, self.width, self.contact_forces = model, dt, width, contact_forces
@@ -62,26 +63,27 @@ class DisturbanceObserver:
         """The plant steps at ``times``: the measurements before and after each, and its command
         (:func:`problems.mpc.loop.closed_loop`'s hook), in order."""
         taus = [b.tau if b.tau is not None else c for b, c in zip(befores, commands)]
-        forces = [self.contact_forces(t, a) for t, a in zip(times, afters)]  # the forces during the steps
+        points, forces = self.contact_forces(times, afters)  # the forces during the steps
+        states = ([b.q for b in befores], [b.v for b in befores], [a.v for a in afters], taus, points, forces)
         if self.kernel is None:
-            states = zip(befores, afters, taus, forces)
-            residuals = [self.reference_residual(b.q, b.v, a.v, tau, f) for b, a, tau, f in states]
+            residuals = [self.reference_residual(*step) for step in zip(*states)]
         else:
-            residuals = self.kernel([b.q for b in befores], [b.v for b in befores], [a.v for a in afters], taus, forces)
+            residuals = self.kernel(*states)
         estimate, gain = self.estimate.tolist(), self.gain  # the filter in floats: a handful of entries per step
         for residual in np.asarray(residuals).tolist():
             if math.isfinite(sum(residual)):  # every entry finite
                 estimate = [e + gain * (r - e) for e, r in zip(estimate, residual)]
         self.estimate = np.array(estimate)
 
-    def reference_residual(self, q, v, v_next, tau, forces) -> np.ndarray:
+    def reference_residual(self, q, v, v_next, tau, points, forces) -> np.ndarray:
         """``d_k`` (module docstring) of the step from ``(q, v)`` to ``v_next`` under the joint
-        torques ``tau`` and the point ``forces`` ``[(frame, point, force)]``, with numpy."""
+        torques ``tau`` and the world ``forces (k, 3)`` at the world ``points (k, 3)``, one at
+        each of the observer's frames, with numpy."""
         model = self.model
         a = (v_next - v) / self.dt
         residual = dynamics.rnea(model, q, v, a) - self.S @ np.asarray(tau, dtype=float)
         residual = residual - dynamics.passive_torque(model, v, self.width)
-        for frame, point, force in forces:
+        for frame, point, force in zip(self.frames, points, forces):
             _, p = dynamics.frame_placement(model, q, frame)
             J = dynamics.frame_jacobian(model, q, frame, "LOCAL_WORLD_ALIGNED")
             residual = residual - J[:3].T @ force - J[3:].T @ np.cross(np.asarray(point) - p, force)
@@ -119,18 +121,19 @@ class ResidualKernel:
             residual = residual - sx.generalized_forces(m, kin, wrenches)
         return ca.Function("observer", [x], [residual])
 
-    def __call__(self, q, v, v_next, tau, forces) -> np.ndarray:
+    def __call__(self, q, v, v_next, tau, points, forces) -> np.ndarray:
         """The residuals ``(S, nv)`` of ``S`` steps: their ``q, v, v_next, tau``, one per step
-        (sequences or arrays of rows), and ``forces``, per step ``[(frame, point, force)]`` at
-        this kernel's frames in their order (``ValueError`` otherwise); one C call."""
-        x, (q0, v0, n0, t0, f0, _) = np.empty((len(forces), self.kernel.n_in)), self._offsets
-        for step in forces:
-            if len(step) != len(self.frames) or any(f[0] != frame for f, frame in zip(step, self.frames)):
-                got = tuple(f[0] for f in step)
-                raise ValueError(f"the contact forces act at {got}; the observer was made for forces at {self.frames}")
+        (sequences or arrays of rows), and the world ``points`` and ``forces`` ``(S, k, 3)``, one
+        at each of this kernel's ``k`` frames in their order (``ValueError`` for other shapes);
+        one C call."""
+        S, k = len(q), len(self.frames)
+        points, forces = np.asarray(points, dtype=float), np.asarray(forces, dtype=float)
+        if points.shape != (S, k, 3) or forces.shape != (S, k, 3):
+            raise ValueError(
+                f"the contact points and forces have shapes {points.shape} and {forces.shape}; the observer was "
+                f"made for ({S}, {k}, 3): forces at {self.frames}"
+            )
+        x, (q0, v0, n0, t0, f0, _) = np.empty((S, self.kernel.n_in)), self._offsets
         x[:, q0:v0], x[:, v0:n0], x[:, n0:t0], x[:, t0:f0] = q, v, v_next, tau
-        for i in range(len(self.frames)):
-            start = f0 + 6 * i
-            x[:, start : start + 3] = [step[i][1] for step in forces]
-            x[:, start + 3 : start + 6] = [step[i][2] for step in forces]
+        x[:, f0:] = np.concatenate((points, forces), axis=2).reshape(S, 6 * k)  # per frame, its point and force
         return self.kernel(x)[0]

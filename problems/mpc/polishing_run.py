@@ -44,6 +44,7 @@ from .controller import MPC
 from .disturbances import check_frames, describe, disturbances_of, scaled_model
 from .loop import closed_loop
 from .observer import DisturbanceObserver
+from .plants import reading_rows
 from .plants.ideal import IdealPlant
 from .plants.simulated import SimulatorPlant, contact_solver
 from .results import outcome, timing
@@ -128,7 +129,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     plant = make_plant(config, task, pushes, mass_scale)
     width, time_constant = config.joint_friction.width, config.observer.time_constant
     observer = DisturbanceObserver(
-        task.model, plant.dt, time_constant, width, task.modelled_forces, (TOOL_FRAME,), config.solver.backend, quiet
+        task.model, plant.dt, time_constant, width, _pad_forces(task), (TOOL_FRAME,), config.solver.backend, quiet
     )
     estimate = (lambda: observer.estimate) if time_constant > 0 else (lambda: None)
     mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, estimate()), config, formulation, quiet)
@@ -153,6 +154,18 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     applied = describe(pushes, mass_scale)
     engine = {"engine": plant.engine, "description": plant.description, **contact_solver(plant)}
     return PolishingRun(config, task, arrays, log, mpc.formulation_name, mpc.formulation.backend, engine, applied)
+
+
+def _pad_forces(task):
+    """The observer's ``contact_forces`` (:class:`.observer.DisturbanceObserver`): ``task``'s
+    modelled forces for the pad's readings."""
+
+    def contact_forces(times, measurements):
+        rows = reading_rows(measurements, "tool")  # force and position in columns 1:4 and 4:7
+        q, v = [m.q for m in measurements], [m.v for m in measurements]
+        return task.modelled_forces(np.asarray(times, dtype=float), rows[:, 1:4], rows[:, 4:7], q, v)
+
+    return contact_forces
 
 
 def measures(r: PolishingRun) -> dict:

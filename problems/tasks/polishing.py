@@ -57,7 +57,6 @@ leave as a constant force error, the MPC compensates.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -474,12 +473,7 @@ class Polishing:
         return bool(s.friction and s.model_friction and c.radius and c.angular_velocity and not self.soft)
 
     def tangents(self, times) -> np.ndarray:
-        """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``;
-        at one time ``t`` (a float), its tangent ``(3,)``."""
-        if isinstance(times, float):  # an observer's time step: in floats
-            c = self.config.circle
-            angle = c.start_angle + c.angular_velocity * times
-            return self._tangents(math.sin(angle), math.cos(angle))
+        """The circle's unit tangents ``(len(times), 3)`` in the direction it runs at ``times``."""
         return self._tangents(*self._angles(times))
 
     def _tangents(self, sin, cos) -> np.ndarray:
@@ -494,22 +488,24 @@ class Polishing:
         e1, e2 = np.sign(self.config.circle.angular_velocity) * self.plane.T
         return -e1, e2
 
-    def modelled_forces(self, t, measurement) -> list:
-        """The forces the OCP's contact model gives for the pad's measured force at time ``t``:
-        its normal component and the sliding friction at that normal force (for a disturbance
-        observer, :mod:`problems.mpc.observer`)."""
-        reading = measurement.contacts["tool"]
-        normal = float(self.normal_force(reading.force))
-        force = normal * self.normal
+    def modelled_forces(self, times, forces, points, q, v) -> tuple:
+        """The forces the OCP's contact model gives for the pad's measured world ``forces (S, 3)``
+        at ``points (S, 3)`` over steps at ``times (S,)`` that end at the states ``q (S, nq)``,
+        ``v (S, nv)``: their normal components and the sliding friction at those normal forces
+        (for a disturbance observer, :mod:`problems.mpc.observer`). ``(points, forces)`` ``(S, 1,
+        3)``: one point force, at the pad's frame."""
+        normal = self.normal_force(forces)
+        modelled = normal[:, None] * self.normal
         if self.slides:
-            force = force - normal * self.config.surface.friction * self.tangents(float(t))
-        if self.soft and normal > 0:  # the soft contact's friction at the measured velocity and normal force
+            modelled = modelled - (normal * self.config.surface.friction)[:, None] * self.tangents(times)
+        if self.soft:  # the soft contact's friction at the measured velocity and normal force, where it presses
             contact, n = self.soft_contact(), self.normal
-            p_dot = dynamics.frame_jacobian(self.model, measurement.q, TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:3]
-            v_t = p_dot @ measurement.v
-            v_t = v_t - (v_t @ n) * n
-            force = force - contact.friction * normal * v_t / np.sqrt(v_t @ v_t + contact.slip_width**2)
-        return [(TOOL_FRAME, reading.position, force)]
+            J = dynamics.frame_jacobian(self.model, np.asarray(q), TOOL_FRAME, "LOCAL_WORLD_ALIGNED")[:, :3]
+            v_t = np.einsum("sij,sj->si", J, np.asarray(v))
+            v_t = v_t - (v_t @ n)[:, None] * n
+            friction = (contact.friction * np.maximum(normal, 0.0))[:, None] * v_t
+            modelled = modelled - friction / np.sqrt(np.sum(v_t * v_t, axis=1) + contact.slip_width**2)[:, None]
+        return np.asarray(points, dtype=float)[:, None], modelled[:, None]
 
     def stages(self, t0) -> tuple:
         """The OCP's ``mpc.horizon`` contact stages of ``mpc.dt`` from time ``t0`` (module

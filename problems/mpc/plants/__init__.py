@@ -60,6 +60,17 @@ def reading_row(reading: ContactReading) -> np.ndarray:
     return np.concatenate(([float(r.active)], r.force, r.position, [r.depth], r.velocity))
 
 
+def reading_rows(measurements, name) -> np.ndarray:
+    """The readings of the contact ``name`` in ``measurements`` as rows ``(len(measurements), ROW)``."""
+    return np.array([_reading_row(m.contacts, name) for m in measurements])
+
+
+def _reading_row(contacts, name) -> np.ndarray:
+    if isinstance(contacts, ContactReadings):
+        return contacts.rows[contacts.index[name]]
+    return reading_row(contacts[name])
+
+
 class ContactReadings(Mapping):
     """The readings of a step's named contacts held as ``rows (n, ROW)`` (:data:`ROW`), the
     row of each name in ``index`` (a dict name -> row, in the rows' order): a name's
