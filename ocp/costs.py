@@ -57,12 +57,18 @@ def _jacobian(z: StageVariables, name, d_dname):
     return out
 
 
+def checked_weights(w) -> np.ndarray:
+    """Cost weights as a float array; ``ValueError`` for weights that are negative or not finite."""
+    w = np.asarray(w, dtype=float)
+    if not np.all(np.isfinite(w) & (w >= 0)):
+        raise ValueError(f"cost weights must be finite and >= 0, got {w}")
+    return w
+
+
 def broadcast_weights(w, shape):
     """Weights broadcast to the residuals' ``(S, nr)``: a scalar, one per residual, or one row
     per stage."""
-    w = np.asarray(w, dtype=float)
-    if np.any(w < 0) or not np.all(np.isfinite(w)):
-        raise ValueError(f"cost weights must be finite and >= 0, got {w}")
+    w = checked_weights(w)
     try:
         return np.broadcast_to(w, shape)
     except ValueError:

@@ -59,6 +59,7 @@ from .costs import (
     PlaneDistanceCost,
     StateCost,
     VariableCost,
+    checked_weights,
 )
 from .friction import pyramid
 from .inequalities import limit_rows
@@ -249,7 +250,7 @@ def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols, b
         if base is not None and all(terms[i] is base[0][i] for terms in stage_terms):
             continue
         _fill_term(out, layout, term, _field(stage_terms, i), *columns.slots[term_key(term)], f_cols)
-    return _checked_weights(out, columns)
+    return out
 
 
 def stacked_term_parameters(layout: Layout, columns: TermColumns, terms, S, f_cols) -> np.ndarray:
@@ -259,15 +260,6 @@ def stacked_term_parameters(layout: Layout, columns: TermColumns, terms, S, f_co
     out[:] = columns.neutral
     for term in terms:
         _fill_term(out, layout, term, functools.partial(getattr, term), *columns.slots[term_key(term)], f_cols)
-    return _checked_weights(out, columns)
-
-
-def _checked_weights(out, columns: TermColumns) -> np.ndarray:
-    """``out``, the rows of :func:`term_parameters`; ``ValueError`` for weights that are negative
-    or not finite."""
-    weights = out[:, columns.weights]
-    if not np.all(np.isfinite(weights) & (weights >= 0)):
-        raise ValueError(f"cost weights must be finite and >= 0, got {weights}")
     return out
 
 
@@ -283,10 +275,11 @@ def _field(stage_terms, i):
 def _fill_term(out, layout, term, value, start, k, n, f_cols):
     """Write the references and weights ``value(name)`` of a term like ``term`` (stacked over the
     rows of ``out``, or one for every row) into the columns of its slot (``k`` references, ``n``
-    residuals) from ``start``."""
+    residuals) from ``start``; ``ValueError`` for weights that are negative or not finite."""
+    weights = checked_weights(value("weights"))
     if isinstance(term, VariableCost) and term.variable == "f":  # only the group's force columns
         out[:, start + f_cols] = value("reference")
-        out[:, start + k + f_cols] = value("weights")
+        out[:, start + k + f_cols] = weights
         return
     if isinstance(term, StateCost):
         nq = layout.model.nq
@@ -299,7 +292,7 @@ def _fill_term(out, layout, term, value, start, k, n, f_cols):
         out[:, start : start + k] = np.reshape(value("reference"), (-1, k))
     else:
         out[:, start : start + k] = value("reference")
-    out[:, start + k : start + k + n] = value("weights")
+    out[:, start + k : start + k + n] = weights
 
 
 # ----------------------------------------------------------------------------- symbolic pieces
