@@ -583,8 +583,13 @@ def test_a_failed_update_or_a_stop_ends_the_run_with_its_status(task):
     assert (log.status, log.end_time, len(log.t), log.message) == ("completed", pytest.approx(0.05), 50, "")
 
 
-def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
-    seen, updates = [], []
+def test_the_observe_hook_sees_every_step_a_period_at_a_time_and_progress_every_update(task):
+    seen, calls, updates = [], [], []
+
+    def observe(times, befores, commands, afters):
+        calls.append(len(updates))  # the updates before this call
+        seen.extend(zip(times, befores, commands, afters))
+
     log = closed_loop(
         StubMPC(),
         StubPlant(),
@@ -594,10 +599,10 @@ def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
         0.03,
         0.01,
         progress=updates.append,
-        observe=lambda times, befores, commands, afters: seen.extend(zip(times, befores, commands, afters)),
+        observe=observe,
     )
     a = log.arrays()
-    assert len(seen) == len(a["t"]) == 30
+    assert len(seen) == len(a["t"]) == 30 and calls == [0, 1, 2]  # once per period, before its update
     np.testing.assert_allclose([t for t, *_ in seen], a["t"], atol=1e-15)
     for k, (t, before, command, after) in enumerate(seen):
         np.testing.assert_array_equal(before.q, a["q"][k])  # the measurement the policy read
@@ -612,9 +617,8 @@ def test_the_observe_hook_sees_every_step_and_progress_every_update(task):
 def test_the_loops_time_counts_the_estimator_with_the_controller_and_everything_in_the_loop(task):
     """An estimator that takes 2 ms a step is the controller's time; the loop's wall time holds
     the plant's, the controller's and the rest."""
-    log = closed_loop(
-        StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.02, 0.01, observe=lambda *step: time.sleep(2e-3)
-    )
+    observe = lambda times, *steps: time.sleep(2e-3 * len(times))  # noqa: E731
+    log = closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.02, 0.01, observe=observe)
     assert log.control_seconds >= 20 * 2e-3
     assert log.loop_seconds >= log.control_seconds + log.plant_seconds
     assert timing(log, 0.02)["real_time_factor"] == pytest.approx(0.02 / log.loop_seconds)

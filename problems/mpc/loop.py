@@ -10,8 +10,8 @@ break down (a singular contact system), or when an MPC update fails; or the stat
 :class:`Log`.
 
 A plant that can (:meth:`.plants.mujoco_plant.MujocoPlant.run`) runs a period's steps in one
-compiled call, the policy included; the loop then logs them, tests them and shows them to the
-estimator together, as it would one at a time.
+compiled call, the policy included; the loop then logs them and tests them as it would one at a
+time. The estimator sees a period's steps together in either case.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
     updates (a multiple of the plant's step), ``progress(t)`` called after each update,
     ``stop(measurement)`` a status that ends the run, or None; ``observe(times, befores,
     commands, afters)`` sees every step (a controller's estimator): lists of the steps' times,
-    the measurements before and after each and its command, the steps of a period at once where
-    the plant runs them in one call."""
+    the measurements before and after each and its command, a period's steps at once, after
+    the last of them (its estimate serves the next update)."""
     steps = int(round(period / plant.dt))
     if steps < 1 or abs(steps * plant.dt - period) > 1e-9 * period:
         raise ValueError(f"the MPC period {period!r} is not a multiple of the plant's step {plant.dt!r}")
@@ -128,6 +128,7 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     updates = int(round(duration / period))
     diverged = Divergence(model)
     for k in range(updates):
+        steps_seen = []  # the period's steps: (measurement before, row)
         try:
             for rows in _blocks(plant, policy, measurement, k * steps, steps, diverged):
                 status, message, rows = _until_the_end(rows, diverged, stop)
@@ -138,14 +139,14 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
                     log.policy_seconds.append(policy_seconds)
                     log.record(t, before, u, after.contacts)
                 measurement = rows[-1][2]
-                if observe is not None:
-                    begin = time.perf_counter()
-                    observe([row[0] for row in rows], befores, [row[1] for row in rows], [row[2] for row in rows])
-                    log.control_seconds += time.perf_counter() - begin
+                steps_seen += zip(befores, rows)
                 if status is not None:
+                    _observe(observe, steps_seen, log)
                     return _ended(log, mpc, status, rows[-1][0] + plant.dt, message)
         except PlantFailure as e:
+            _observe(observe, steps_seen, log)
             return _ended(log, mpc, "diverged", e.t, str(e))
+        _observe(observe, steps_seen, log)
         t = (k + 1) * period
         if k + 1 < updates:  # no update after the last period
             begin = time.perf_counter()
@@ -157,6 +158,16 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
         if progress is not None:
             progress(t)
     return _ended(log, mpc, "completed", updates * period, "")
+
+
+def _observe(observe, steps, log):
+    """Show the ``steps`` (``(measurement before, row)``, rows as :func:`_blocks`'s) to the
+    estimator ``observe`` (or None) in one call, counted in the controller's time."""
+    if observe is not None and steps:
+        begin = time.perf_counter()
+        befores, rows = zip(*steps)
+        observe([row[0] for row in rows], list(befores), [row[1] for row in rows], [row[2] for row in rows])
+        log.control_seconds += time.perf_counter() - begin
 
 
 def _blocks(plant, policy, measurement, first, n, diverged):
