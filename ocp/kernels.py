@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import operator
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -194,6 +195,7 @@ class CompiledStages:
         # a group's kind and contact slots, and the plans of the groups of one key
         self._structures, self._plans = {}, {}
         self._donors = {}  # by group key: the last stage whose inputs were made, and its row (_new_inputs)
+        self._last_rows = {}  # by group key: the plan, stages and rows of the last group's inputs (_stage_inputs)
         # what the problems of these kernels share: the static start's kernel, made on first use
         # (:meth:`static_terms`), and the inputs of the last terminal terms met
         self._kept = {}
@@ -387,9 +389,26 @@ class CompiledStages:
         of the group, else from the last one made for the plan (:meth:`_new_inputs`): the terms an
         MPC's builder shares between its horizons are not written again. A group whose builder
         stacked its costs (:attr:`ocp.problem.StageGroup.stacked`, its stages new at each problem)
-        has its rows written from those, one assignment per term field."""
+        has its rows written from those, one assignment per term field. A group whose stages
+        begin with the last ones of the previous group of its key (an MPC's horizon moved by
+        whole stages) takes their rows from that group's, in one copy."""
         if group.stacked:
             return self._new_inputs(group, plan)
+        stages, last = group.stages, self._last_rows.get(group.key)
+        shift = None if last is None or last[0] is not plan else _shift(last[1], stages)
+        if shift is None:
+            rows = self._kept_inputs(group, plan)
+        elif len(last[1]) - shift == len(stages):
+            rows = last[2][shift:]
+        else:  # the stages after those the groups share
+            tail = self._kept_inputs(group.subset(range(len(last[1]) - shift, len(stages))), plan)
+            rows = np.concatenate((last[2][shift:], tail))
+        self._last_rows[group.key] = (plan, stages, rows)
+        return rows
+
+    def _kept_inputs(self, group, plan) -> np.ndarray:
+        """:meth:`_stage_inputs` of a group that is not stacked: the rows its stages keep, the
+        others made (:meth:`_new_inputs`)."""
         stages = group.stages
         kept = [s.__dict__.get("_inputs") for s in stages]
         missing = [i for i, k in enumerate(kept) if k is None or k[0] is not plan]
@@ -768,6 +787,16 @@ def _shared(stages, donor, name) -> bool:
     """Whether each of ``stages`` has the field ``name`` of ``donor`` (the same object; False
     without a donor)."""
     return donor is not None and all(getattr(s, name) is getattr(donor, name) for s in stages)
+
+
+def _shift(previous, stages):
+    """The number ``d`` of the ``previous`` stages such that ``stages`` begin with the others
+    (the same objects, in order), or None."""
+    first = stages[0]
+    d = next((i for i, stage in enumerate(previous) if stage is first), None)
+    if d is None or len(previous) - d > len(stages) or not all(map(operator.is_, previous[d:], stages)):
+        return None
+    return d
 
 
 def _rows(row, S) -> np.ndarray:
