@@ -19,22 +19,20 @@ from dataclasses import replace
 
 import numpy as np
 
-from .batch import batch
+from .batch import checked_vectors
 
 DEFAULT_WIDTH = 0.5  # rad/s: the smoothing width of the Coulomb friction (sharper ones are stiff for an MPC)
 
 
 def passive_torque(model, v, width=DEFAULT_WIDTH) -> np.ndarray:
     """``tau_p (..., nv)`` of the velocities ``v (..., nv)`` (module docstring)."""
-    v = np.asarray(v, dtype=float)
-    _check(model, v, width)
+    v = _checked(model, v, width)
     return -model.damping * v - model.friction * np.tanh(v / width)
 
 
 def passive_torque_derivative(model, v, width=DEFAULT_WIDTH) -> np.ndarray:
     """``d tau_p / dv (..., nv)``: the diagonal of the (diagonal) Jacobian."""
-    v = np.asarray(v, dtype=float)
-    _check(model, v, width)
+    v = _checked(model, v, width)
     return -model.damping - model.friction / width * (1.0 - np.tanh(v / width) ** 2)
 
 
@@ -56,7 +54,8 @@ def has_passive_torque(model) -> bool:
     return bool(np.any(model.damping) or np.any(model.friction))
 
 
-def _check(model, v, width):
+def _checked(model, v, width) -> np.ndarray:
+    """The velocities ``v`` as a float array, checked with the ``width``."""
     if not (np.isfinite(width) and width > 0):
         raise ValueError(f"the Coulomb friction's smoothing width must be > 0, got {width!r}")
-    batch(("v", v, model.nv))
+    return checked_vectors("v", v, model.nv)
