@@ -30,7 +30,7 @@ from liftoff import dynamics
 from liftoff.ocp.lifted import actuation
 from liftoff.problems.mpc.disturbances import Disturbances
 
-from . import ContactReading, Measurement
+from . import ROW, ContactReadings, Measurement
 from .ideal_kernel import BACKENDS, step_backend
 
 DESCRIPTION = (
@@ -87,6 +87,7 @@ class IdealPlant:
             model.frame_id(push.frame)  # unknown frames raise here
         self.model, self.contacts, self.dt, self.disturbances, self.mu = model, dict(contacts), dt, disturbances, mu
         self.contact_names = tuple(self.contacts)
+        self._index = {name: k for k, name in enumerate(self.contact_names)}  # the rows of the readings
         self.friction_width = friction_width
         self.filter_gain = None if torque_filter is None else float(np.exp(-2 * np.pi * torque_filter * dt))
         self._rng = np.random.default_rng(disturbances.seed)
@@ -94,7 +95,8 @@ class IdealPlant:
         self.backend, self._step = backend, None  # the step's backend, made by the first reset
         self.slots = tuple(self.contacts.values())  # the contacts the step's backend knows
         self._targets = tuple(contact_target(c) for c in self.slots)
-        self._rows = np.cumsum([c.dim for c in self.slots])[:-1]
+        ends = np.cumsum([c.dim for c in self.slots]).tolist()
+        self._rows = [slice(end - c.dim, end) for c, end in zip(self.slots, ends)]  # each contact's in the forces
         self._actuation = actuation(model)
 
     def _stepper(self):
@@ -136,8 +138,11 @@ class IdealPlant:
         return self._measure(step)
 
     def _measure(self, step) -> Measurement:
-        """The state and each contact's reading from the ``step`` that reached it (held: always active)."""
-        readings = {}
-        for (name, contact), rows, R, p in zip(self.contacts.items(), np.split(step.f, self._rows), step.R, step.p):
-            readings[name] = ContactReading(True, world_force(contact, rows, R), p)
-        return Measurement(self.q.copy(), self.v.copy(), None if self.tau is None else self.tau.copy(), readings)
+        """The state and each contact's reading from the ``step`` that reached it (held: always
+        active, at no depth and no velocity)."""
+        readings = np.zeros((len(self.slots), ROW))
+        readings[:, 0], readings[:, 4:7] = 1.0, step.p  # touching, at its frame's position
+        for row, contact, rows, R in zip(readings, self.slots, self._rows, step.R):
+            row[1:4] = world_force(contact, step.f[rows], R)
+        tau = None if self.tau is None else self.tau.copy()
+        return Measurement(self.q.copy(), self.v.copy(), tau, ContactReadings(self._index, readings))
