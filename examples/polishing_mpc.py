@@ -12,7 +12,7 @@ from liftoff.problems.mpc.controller import MPC
 from liftoff.problems.mpc.disturbances import Push
 from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.observer import DisturbanceObserver
-from liftoff.problems.mpc.polishing_run import make_plant
+from liftoff.problems.mpc.polishing_run import make_plant, pad_forces
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, build_ocp, make_task
 
@@ -21,7 +21,7 @@ task = make_task(config)  # the reduced Talos with its tool frame, its initial s
 push = Push("arm_right_7_link", (0.0, 0.0, 20.0), start=1.0, duration=0.1)
 plant = make_plant(config, task, [push])  # MuJoCo: a table of friction 0.3, the pad a sphere on the gripper
 observer = DisturbanceObserver(  # what the model misses (the joints' stiction, the push): offset-free MPC
-    task.model, plant.dt, config.observer.time_constant, config.joint_friction.width, task.modelled_forces, [TOOL_FRAME]
+    task.model, plant.dt, config.observer.time_constant, config.joint_friction.width, pad_forces(task), [TOOL_FRAME]
 )
 mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, observer.estimate), config, quiet=True)
 log = closed_loop(  # the policy at every plant step (1 kHz), an MPC update every 10 ms

@@ -129,7 +129,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     plant = make_plant(config, task, pushes, mass_scale)
     width, time_constant = config.joint_friction.width, config.observer.time_constant
     observer = DisturbanceObserver(
-        task.model, plant.dt, time_constant, width, _pad_forces(task), (TOOL_FRAME,), config.solver.backend, quiet
+        task.model, plant.dt, time_constant, width, pad_forces(task), (TOOL_FRAME,), config.solver.backend, quiet
     )
     estimate = (lambda: observer.estimate) if time_constant > 0 else (lambda: None)
     mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, estimate()), config, formulation, quiet)
@@ -156,7 +156,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
     return PolishingRun(config, task, arrays, log, mpc.formulation_name, mpc.formulation.backend, engine, applied)
 
 
-def _pad_forces(task):
+def pad_forces(task):
     """The observer's ``contact_forces`` (:class:`.observer.DisturbanceObserver`): ``task``'s
     modelled forces for the pad's readings."""
 
