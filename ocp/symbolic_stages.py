@@ -249,17 +249,22 @@ def term_parameters(layout: Layout, columns: TermColumns, stage_terms, f_cols, b
     for i, term in enumerate(stage_terms[0]):
         if base is not None and all(terms[i] is base[0][i] for terms in stage_terms):
             continue
-        _fill_term(out, layout, term, _field(stage_terms, i), *columns.slots[term_key(term)], f_cols)
+        value = _field(stage_terms, i)  # the terms written are checked: the others were when they were
+        _fill_term(out, layout, term, value, checked_weights(value("weights")), *columns.slots[term_key(term)], f_cols)
     return out
 
 
 def stacked_term_parameters(layout: Layout, columns: TermColumns, terms, S, f_cols) -> np.ndarray:
     """:func:`term_parameters` of ``S`` stages whose cost ``terms`` are given stacked (one per
-    slot, its array fields with a leading axis over the stages: :attr:`ocp.problem.StageGroup.costs`)."""
+    slot, its array fields with a leading axis over the stages: :attr:`ocp.problem.StageGroup.costs`);
+    ``ValueError`` for weights that are negative or not finite."""
     out = np.empty((S, len(columns.neutral)))
     out[:] = columns.neutral
     for term in terms:
-        _fill_term(out, layout, term, functools.partial(getattr, term), *columns.slots[term_key(term)], f_cols)
+        _fill_term(
+            out, layout, term, functools.partial(getattr, term), term.weights, *columns.slots[term_key(term)], f_cols
+        )
+    checked_weights(out[:, columns.weights])  # every slot's at once
     return out
 
 
@@ -272,11 +277,10 @@ def _field(stage_terms, i):
     return lambda name: stage_stack([getattr(terms[i], name) for terms in stage_terms])
 
 
-def _fill_term(out, layout, term, value, start, k, n, f_cols):
-    """Write the references and weights ``value(name)`` of a term like ``term`` (stacked over the
-    rows of ``out``, or one for every row) into the columns of its slot (``k`` references, ``n``
-    residuals) from ``start``; ``ValueError`` for weights that are negative or not finite."""
-    weights = checked_weights(value("weights"))
+def _fill_term(out, layout, term, value, weights, start, k, n, f_cols):
+    """Write the references ``value(name)`` and the ``weights`` of a term like ``term`` (stacked
+    over the rows of ``out``, or one for every row) into the columns of its slot (``k``
+    references, ``n`` residuals) from ``start``."""
     if isinstance(term, VariableCost) and term.variable == "f":  # only the group's force columns
         out[:, start + f_cols] = value("reference")
         out[:, start + k + f_cols] = weights

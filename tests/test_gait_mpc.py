@@ -19,7 +19,7 @@ from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation
-from liftoff.ocp.problem import term_key
+from liftoff.ocp.problem import OCP, StageGroup, term_key
 from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
@@ -355,6 +355,24 @@ def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controlle
     assert written.keys() == by_stage.keys()
     for k in written:
         np.testing.assert_array_equal(written[k].static, by_stage[k].static)
+
+
+def test_a_negative_weight_at_one_stage_of_a_stacked_group_is_refused(controller_model):
+    """The kernels' inputs written from a group's stacked terms check every stage's weights."""
+    c = GaitController(trot_config(), controller_model)
+    ocp = step_to(c, 0.105)
+    groups = list(ocp.groups())
+    group = groups[0]
+    terms = list(group.costs.terms)
+    i = next(i for i, t in enumerate(terms) if np.ndim(t.weights) >= 1)
+    weights = np.array(np.broadcast_to(terms[i].weights, (group.size, np.shape(terms[i].weights)[-1])))
+    weights[-1, 0] = -1.0  # the last stage's
+    terms[i] = replace(terms[i], weights=weights)
+    groups[0] = StageGroup.of_stacked(group.stages, group.index, tuple(terms), group.key)
+    fields = {f.name: getattr(ocp, f.name) for f in dataclasses.fields(ocp) if f.name != "stages"}
+    formulation = Formulation(c.layout, "lifted", "compiled", quiet=True)
+    with pytest.raises(ValueError, match="cost weights must be finite and >= 0"):
+        formulation.for_problem(OCP.of_groups(groups, **fields))
 
 
 def test_the_references_integrate_the_command(controller_model):
