@@ -305,9 +305,9 @@ class HeldPolicy:
 
 @pytest.mark.parametrize("height", [None, 0.02])
 def test_a_closed_loop_on_compiled_steps_is_the_loop_one_step_at_a_time(height):
-    """The log, what the estimator sees and how the run ends, with the periods' steps in one call
-    each and one at a time: the same, to the bit; a run stopped within a period (the base lower
-    than ``height`` above its start) ends at the same step."""
+    """The log, what the estimator sees (a period's steps in one call) and how the run ends, with
+    the periods' steps in one call each and one at a time: the same, to the bit; a run stopped
+    within a period (the base lower than ``height`` above its start) ends at the same step."""
     disturbances = Disturbances(torque_noise=0.3, seed=2)
     model, up, plants, (start, _), policy = landing_plants(True, disturbances)
     plants[1]._steps = None  # one step at a time
@@ -326,7 +326,7 @@ def test_a_closed_loop_on_compiled_steps_is_the_loop_one_step_at_a_time(height):
     assert height is None or 0.2 < compiled.end_time / 0.01 % 1 < 0.8  # within a period
     for name, array in compiled.arrays().items():
         np.testing.assert_array_equal(array, stepped.arrays()[name])
-    assert len(seen) < len(seen_stepped) == len(compiled.t)  # a call per period, a call per step
+    assert len(seen) == len(seen_stepped) == -(-len(compiled.t) // 10)  # a call per period, either way
     steps = [[step for call in calls for step in zip(*call)] for calls in (seen, seen_stepped)]
     assert len(steps[0]) == len(steps[1]) == len(compiled.t)
     for (t, before, command, after), (t_, before_, command_, after_) in zip(*steps):
