@@ -20,7 +20,7 @@ The residual runs at the plant's rate. :meth:`DisturbanceObserver.reference_resi
 it with :mod:`dynamics`' functions (numpy, the reference); :class:`ResidualKernel` compiles the
 same equations (:mod:`dynamics.symbolic`: the inverse dynamics, and each point force as the
 world wrench ``(F, point x F)`` about the origin on its frame's supporting joints) into one C
-call for the steps the closed loop shows together (a period's, with the MuJoCo plant), as the
+call for the steps the closed loop shows together (a period's), as the
 stages are (the compiled backend; numpy when no C compiler is found, with a warning).
 """
 
