@@ -13,7 +13,8 @@ from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
 from liftoff.problems.mpc.observer import DisturbanceObserver
-from liftoff.problems.mpc.plants import Measurement
+from liftoff.problems.mpc.plants import ContactReading, ContactReadings, Measurement, reading_row
+from liftoff.problems.mpc.polishing_run import pad_forces
 from liftoff.problems.tasks.polishing import TOOL_FRAME
 
 DT, WIDTH = 1e-3, 0.05
@@ -124,6 +125,22 @@ def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_frictio
     assert points.shape == forces.shape == (2, 1, 3) and np.array_equal(points[:, 0], at)
     expected = np.array([[0.0, 0.0, 25.0], [0.0, 0.0, 10.0]]) - 0.3 * np.array([25.0, 10.0])[:, None] * tangents
     np.testing.assert_allclose(forces[:, 0], expected, atol=1e-12)
+
+
+def test_the_observer_reads_the_pads_forces_from_either_kind_of_readings():
+    """``pad_forces`` reads the pad's force and point from a plant's readings, a dict of
+    :class:`ContactReading` or :class:`ContactReadings` rows with other contacts, alike."""
+    task = _polishing("polishing_horizontal.yaml")
+    pad = [ContactReading(True, np.array([0.0, 0.0, f]), np.array([0.1, 0.2, 0.3 + f])) for f in (25.0, 10.0)]
+    idle = reading_row(ContactReading(False, np.zeros(3), np.zeros(3)))
+    dicts = [Measurement(task.q0, task.v0, None, {"tool": r}) for r in pad]
+    rows = [ContactReadings({"other": 0, "tool": 1}, np.array([idle, reading_row(r)])) for r in pad]
+    tangents = np.array([[-np.sin(t), np.cos(t), 0.0] for t in (0.4, 1.0)])  # the circle at 1 rad/s from angle 0
+    expected = np.array([[0.0, 0.0, 25.0], [0.0, 0.0, 10.0]]) - 0.3 * np.array([25.0, 10.0])[:, None] * tangents
+    for measurements in (dicts, [Measurement(task.q0, task.v0, None, r) for r in rows]):
+        points, forces = pad_forces(task)([0.4, 1.0], measurements)
+        np.testing.assert_array_equal(points[:, 0], [r.position for r in pad])
+        np.testing.assert_allclose(forces[:, 0], expected, atol=1e-12)
 
 
 def test_the_soft_polishing_task_models_the_friction_of_the_pads_sliding_velocity_where_it_presses(rng):
