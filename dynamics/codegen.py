@@ -13,8 +13,9 @@ The shared library is cached in ``$LIFTOFF_CACHE`` (default ``$XDG_CACHE_HOME/li
 ``~/.cache/liftoff``) under a hash of its ``key``: the caller's description of everything
 that changes the code (model parameters, kernel signature, the source of the modules that
 write the equations), plus the CasADi and liftoff versions and the compiler and its flags. Building
-writes to a temporary name and renames into place, under a file lock, so that processes
-started together compile once; a library that fails to load or does not answer with its own
+writes to a temporary name and renames into place, under a file lock of that library, so that
+processes started together compile it once (and different libraries at the same time); a
+library that fails to load or does not answer with its own
 key (a truncated or stale file) is rebuilt. A cache that cannot be written (a read-only
 folder, a lock that cannot be created) still serves the libraries it holds; what it lacks is
 compiled into a temporary cache of the process, removed at its exit, after one warning line.
@@ -377,7 +378,7 @@ _FALLBACK: dict = {}  # the user's cache that could not be written -> this proce
 
 def _cached(name, digest, cc, flags, source, quiet) -> tuple:
     """``(path, loaded library)`` of ``name-digest.so`` in the cache, compiled first if missing
-    or damaged, under the cache's lock; ``source(folder)`` writes the C file to compile. A cache
+    or damaged, under its lock; ``source(folder)`` writes the C file to compile. A cache
     that cannot be written gives way to a temporary one (module docstring)."""
     folder = cache_dir()
     path = folder / f"{name}-{digest}.so"
@@ -396,14 +397,21 @@ def _cached(name, digest, cc, flags, source, quiet) -> tuple:
 
 
 def _compiled_under_lock(name, digest, cc, flags, source, folder: Path, quiet) -> tuple:
+    """:func:`_cached` in ``folder`` under the lock of the library, ``name-digest.lock``: a
+    process compiling the same library is waited for, one compiling another is not. Whoever
+    compiles it removes the lock's file once the library is in place, where a process that
+    waited on the lock, or comes later, finds it."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}-{digest}.so"
-    with open(folder / "compile.lock", "w") as lock:
+    lock_path = path.with_suffix(".lock")
+    with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be compiling it: wait for it
         lib = _loaded(path, digest)
         if lib is not None:
             return path, lib
-        return path, _compile(name, digest, cc, flags, source, path, quiet)
+        lib = _compile(name, digest, cc, flags, source, path, quiet)
+        lock_path.unlink(missing_ok=True)
+        return path, lib
 
 
 def _temporary_cache(folder: Path, why: OSError) -> Path:

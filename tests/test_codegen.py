@@ -3,6 +3,7 @@ rebuild truncated or stale libraries, and fall back to numpy without a C compile
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -146,6 +147,25 @@ def test_processes_started_together_compile_once(cache):
     assert len(list(cache.glob("small-*.so"))) == 1
 
 
+def test_a_library_being_compiled_holds_back_its_own_compilation_only(cache, tmp_path, monkeypatch):
+    """While a process holds a library's lock (compiling it), another compiles other libraries
+    at once and waits for that one, which it compiles when the lock is let go."""
+    monkeypatch.setenv("LIFTOFF_CACHE", str(tmp_path / "elsewhere"))  # the library's name, with its digest
+    name = codegen.load("small", {"case": 1}, small_function, quiet=True).path.name
+    cache.mkdir()
+    env = {**os.environ, "LIFTOFF_CACHE": str(cache)}
+    with open(cache / name.replace(".so", ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as the process compiling it
+        other = [sys.executable, "-c", SCRIPT.replace('"case": 1', '"case": 7')]
+        done = subprocess.run(other, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and float(done.stdout) == 6.0, done.stderr
+        waiting = load_in_new_process(cache)
+        time.sleep(3.0)  # time to import, reach the lock and, without it, compile
+        assert waiting.poll() is None and not (cache / name).exists()
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0 and float(out) == 6.0 and "compiling small" in err
+
+
 @pytest.fixture
 def unwritable(tmp_path, monkeypatch):
     """A kernel cache this process cannot write: a read-only folder, or for root (who writes
@@ -238,11 +258,11 @@ def test_the_optimized_build_comes_in_the_background_and_replaces_the_quick_one(
     codegen.load("small", {"case": 6}, small_function, quiet=True)
     assert sum(args[0] == "sh" for args in started) == 1
     deadline = time.monotonic() + 60
-    while len(list(cache.iterdir())) != 3 and time.monotonic() < deadline:  # its lock and temporary folder gone
+    while len(list(cache.iterdir())) != 2 and time.monotonic() < deadline:  # its lock and temporary folder gone
         time.sleep(0.1)
-    others = sorted(p.name for p in cache.iterdir() if p != quick.path)
-    assert others[0] == "compile.lock" and others[1].startswith("small-") and others[1].endswith(".so"), others
+    others = [p.name for p in cache.iterdir() if p != quick.path]  # the quick build's lock gone too
+    assert len(others) == 1 and others[0].startswith("small-") and others[0].endswith(".so"), others
     optimized = codegen.load("small", {"case": 6}, lambda: pytest.fail("the optimized library is in the cache"))
-    assert optimized.path == cache / others[1]
+    assert optimized.path == cache / others[0]
     x = np.random.default_rng(2).standard_normal((5, 3))
     np.testing.assert_allclose(optimized(x)[0], quick(x)[0], rtol=0, atol=1e-12)
