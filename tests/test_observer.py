@@ -15,7 +15,8 @@ from liftoff.dynamics.codegen import CompileError
 from liftoff.problems.mpc.observer import DisturbanceObserver
 from liftoff.problems.mpc.plants import ContactReading, ContactReadings, Measurement, reading_row
 from liftoff.problems.mpc.polishing_run import pad_forces
-from liftoff.problems.tasks.polishing import TOOL_FRAME
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, make_task
 
 DT, WIDTH = 1e-3, 0.05
 CASES = {"ur5": ("wrist_2_link", "tool0"), "solo12": ("FL_FOOT", "HR_FOOT")}
@@ -108,9 +109,6 @@ def test_forces_at_more_or_fewer_frames_than_the_kernels_are_refused(case, rng):
 
 
 def _polishing(name):
-    from liftoff.problems.tasks.config import load_config
-    from liftoff.problems.tasks.polishing import PolishingConfig, make_task
-
     return make_task(load_config(Path(__file__).resolve().parents[1] / "configs" / name, PolishingConfig))
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .controller import MPCError
-from .plants import ROW, ContactReadings, reading_row
+from .plants import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, ContactReadings, reading_row
 
 LIMIT_MARGIN = 0.5  # rad (m for prismatic joints): a joint this far beyond its limits has diverged
 
@@ -72,9 +72,9 @@ class Log:
     def arrays(self) -> dict:
         out = {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u")}
         rows = np.array(self.readings, dtype=float).reshape(len(self.t), len(self.contact_names), ROW)
-        out["contact_active"] = rows[:, :, 0] > 0
-        out["contact_force"], out["contact_position"] = rows[:, :, 1:4], rows[:, :, 4:7]
-        out["contact_depth"], out["contact_velocity"] = rows[:, :, 7], rows[:, :, 8:11]
+        out["contact_active"] = rows[:, :, TOUCHING] > 0
+        out["contact_force"], out["contact_position"] = rows[:, :, FORCE], rows[:, :, POSITION]
+        out["contact_depth"], out["contact_velocity"] = rows[:, :, DEPTH], rows[:, :, VELOCITY]
         return out
 
 

@@ -44,7 +44,7 @@ from .controller import MPC
 from .disturbances import check_frames, describe, disturbances_of, scaled_model
 from .loop import closed_loop
 from .observer import DisturbanceObserver
-from .plants import reading_rows
+from .plants import FORCE, POSITION, reading_rows
 from .plants.ideal import IdealPlant
 from .plants.simulated import SimulatorPlant, contact_solver
 from .results import outcome, timing
@@ -161,9 +161,9 @@ def pad_forces(task):
     modelled forces for the pad's readings."""
 
     def contact_forces(times, measurements):
-        rows = reading_rows(measurements, "tool")  # force and position in columns 1:4 and 4:7
+        rows = reading_rows(measurements, "tool")
         q, v = [m.q for m in measurements], [m.v for m in measurements]
-        return task.modelled_forces(np.asarray(times, dtype=float), rows[:, 1:4], rows[:, 4:7], q, v)
+        return task.modelled_forces(np.asarray(times, dtype=float), rows[:, FORCE], rows[:, POSITION], q, v)
 
     return contact_forces
 

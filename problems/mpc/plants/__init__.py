@@ -52,6 +52,7 @@ class ContactReading(NamedTuple):
 
 
 ROW = 11  # a reading as numbers: touching (1 or 0), force (3), position (3), depth, velocity (3)
+TOUCHING, FORCE, POSITION, DEPTH, VELOCITY = 0, slice(1, 4), slice(4, 7), 7, slice(8, 11)  # their columns
 
 
 def reading_row(reading: ContactReading) -> np.ndarray:
@@ -83,7 +84,7 @@ class ContactReadings(Mapping):
 
     def __getitem__(self, name) -> ContactReading:
         r = self.rows[self.index[name]]
-        return ContactReading(bool(r[0]), r[1:4], r[4:7], float(r[7]), r[8:11])
+        return ContactReading(bool(r[TOUCHING]), r[FORCE], r[POSITION], float(r[DEPTH]), r[VELOCITY])
 
     def __iter__(self):
         return iter(self.index)

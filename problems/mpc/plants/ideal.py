@@ -30,7 +30,7 @@ from liftoff import dynamics
 from liftoff.ocp.lifted import actuation
 from liftoff.problems.mpc.disturbances import Disturbances
 
-from . import ROW, ContactReadings, Measurement
+from . import FORCE, POSITION, ROW, TOUCHING, ContactReadings, Measurement
 from .ideal_kernel import BACKENDS, step_backend
 
 DESCRIPTION = (
@@ -141,8 +141,8 @@ class IdealPlant:
         """The state and each contact's reading from the ``step`` that reached it (held: always
         active, at no depth and no velocity)."""
         readings = np.zeros((len(self.slots), ROW))
-        readings[:, 0], readings[:, 4:7] = 1.0, step.p  # touching, at its frame's position
+        readings[:, TOUCHING], readings[:, POSITION] = 1.0, step.p  # at its frame's position
         for row, contact, rows, R in zip(readings, self.slots, self._rows, step.R):
-            row[1:4] = world_force(contact, step.f[rows], R)
+            row[FORCE] = world_force(contact, step.f[rows], R)
         tau = None if self.tau is None else self.tau.copy()
         return Measurement(self.q.copy(), self.v.copy(), tau, ContactReadings(self._index, readings))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ROW
+from . import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY
 
 _SOURCE = Path(__file__).with_name("mujoco_readings.c")
 _P, _I = ctypes.c_void_p, ctypes.c_int
@@ -105,14 +105,14 @@ class Readings:
         out, placed = np.zeros((self.n, ROW)), False
         for k, total in enumerate(sums):
             weight = total[9]
-            out[k, 0], out[k, 1:4], out[k, 7] = weight > 0.0, total[0:3], total[10]
+            out[k, TOUCHING], out[k, FORCE], out[k, DEPTH] = weight > 0.0, total[0:3], total[10]
             if weight > 0.0:
-                out[k, 4:7], out[k, 8:11] = np.array(total[3:6]) / weight, np.array(total[6:9]) / weight
+                out[k, POSITION], out[k, VELOCITY] = np.array(total[3:6]) / weight, np.array(total[6:9]) / weight
                 continue
             if not placed:  # the frame's origin after the step (mj_step left the kinematics of its start)
                 mujoco.mj_kinematics(m, d)
                 placed = True
-            out[k, 4:7] = d.xpos[self.body[k]] + d.xmat[self.body[k]].reshape(3, 3) @ self.offset[k]
+            out[k, POSITION] = d.xpos[self.body[k]] + d.xmat[self.body[k]].reshape(3, 3) @ self.offset[k]
         return out
 
 
