@@ -342,15 +342,34 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
     return 0;
 }
 
-/* sum_j a_j b_j over j < n: eight partial sums in a vector, then theirs and the last terms. */
-static double dot(const double *a, const double *b, int n) {
-    vec v = {0.0};
+/* out[k] = sum_j a_kj b_j over j < n for the R <= 4 rows a_k = a + k lda: per row, eight partial
+   sums (as lanes) over whole vectors, added in order, then the last terms; the rows side by side,
+   each vector of b loaded once for them. */
+static inline __attribute__((always_inline)) void dot_rows(int R, const double *a, int lda, const double *b, int n,
+                                                           double *out) {
+    lane v[4][PARTS];
+    for (int k = 0; k < R; ++k)
+        for (int l = 0; l < PARTS; ++l) v[k][l] = (lane){0};
     int j = 0;
-    for (; j + 8 <= n; j += 8) v += load(a + j) * load(b + j);
-    double sum = 0.0;
-    for (int l = 0; l < 8; ++l) sum += v[l];
-    for (; j < n; ++j) sum += a[j] * b[j];
-    return sum;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < PARTS; ++l) {
+            const lane bl = load_lane(b + j + LANES * l);
+            for (int k = 0; k < R; ++k) v[k][l] += load_lane(a + k * lda + j + LANES * l) * bl;
+        }
+    for (int k = 0; k < R; ++k) {
+        double e[8], sum = 0.0;
+        for (int l = 0; l < PARTS; ++l) store_lane(e + LANES * l, v[k][l]);
+        for (int l = 0; l < 8; ++l) sum += e[l];
+        for (int c = j; c < n; ++c) sum += a[k * lda + c] * b[c];
+        out[k] = sum;
+    }
+}
+
+/* out[r] = a_r . b (dot_rows()) for the rows r < rows of a (stride lda), four at a time. */
+static void dots(int rows, const double *a, int lda, const double *b, int n, double *out) {
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) dot_rows(4, a + r * lda, lda, b, n, out + r);
+    for (; r < rows; ++r) dot_rows(1, a + r * lda, lda, b, n, out + r);
 }
 
 void liftoff_expand(int S, int nx, int nu, int nw, const double *H, const double *g, const double *A,
@@ -361,10 +380,17 @@ void liftoff_expand(int S, int nx, int nu, int nw, const double *H, const double
         const double *Ts = T + (size_t)s * nw * nz, *zs = z + (size_t)s * nz, *Hs = H + (size_t)s * ny * ny;
         const double *As = A + (size_t)s * nx * ny, *ls = lam + (size_t)s * nx, *Hw = Hs + (size_t)nz * ny;
         double *dws = dw + (size_t)s * nw, *bs = beta + (size_t)s * nw;
-        /* dw and H_wy y by rows (contiguous, each a dot product), A_w^T lam by the rows of A_w */
-        for (int i = 0; i < nw; ++i) dws[i] = t[(size_t)s * nw + i] + dot(Ts + i * nz, zs, nz);
-        for (int i = 0; i < nw; ++i)
-            bs[i] = g[(size_t)s * ny + nz + i] + (dot(Hw + i * ny, zs, nz) + dot(Hw + i * ny + nz, dws, nw));
+        /* dw and H_wy y by rows (contiguous, each a dot product), four at a time; A_w^T lam by the
+           rows of A_w */
+        dots(nw, Ts, nz, zs, nz, dws);
+        for (int i = 0; i < nw; ++i) dws[i] = t[(size_t)s * nw + i] + dws[i];
+        for (int i = 0; i < nw; i += 4) {
+            const int R = nw - i < 4 ? nw - i : 4;
+            double hz[4], hw[4];
+            dots(R, Hw + i * ny, ny, zs, nz, hz);
+            dots(R, Hw + i * ny + nz, ny, dws, nw, hw);
+            for (int k = 0; k < R; ++k) bs[i + k] = g[(size_t)s * ny + nz + i + k] + (hz[k] + hw[k]);
+        }
         for (int r = 0; r < nx; ++r)
             for (int i = 0; i < nw; ++i) bs[i] += As[r * ny + nz + i] * ls[r];
         for (int i = 0; i < nw; ++i) bs[i] = -bs[i];
