@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import operator
+
+import numpy as np
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
@@ -66,3 +69,16 @@ def bound(calls, name, arrays, make):
         return make()
     call = calls[name] = make()
     return call
+
+
+def outputs(*shapes) -> tuple:
+    """``(arrays, addresses)``: float arrays of ``shapes``, contiguous views of one allocation,
+    and their addresses, for the outputs of a compiled call (one :func:`address` for all)."""
+    sizes = [math.prod(shape) for shape in shapes]
+    block = np.empty(sum(sizes))
+    base, at, arrays, addresses = address(block), 0, [], []
+    for shape, n in zip(shapes, sizes):
+        arrays.append(block[at : at + n].reshape(shape))
+        addresses.append(base + block.itemsize * at)
+        at += n
+    return arrays, addresses

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from liftoff.dynamics import codegen
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, outputs
 
 from . import condensing, interior, pdipm
 
@@ -91,27 +91,16 @@ class GroupLinearization:
         :class:`ocp.condensing.Condensed` (None where ``Cw`` is singular) and the kernel's time."""
         S, nw, ny, ni, nz = self.S, self.nw, self.ny, self.ni, self.nx + self.nu
         rows = np.ascontiguousarray(index, dtype=np.intc)
-        r_p, r_c, gc, st, norms = (
-            np.empty((S, ni)),
-            np.empty((S, ni)),
-            np.empty((S, ny)),
-            np.empty((S, ny)),
-            np.empty(3),
-        )
-        LU, piv, T, t = (
-            np.empty((S, nw, nw)),
-            np.empty((S, nw), dtype=np.intc),
-            np.empty((S, nw, nz)),
-            np.empty((S, nw)),
-        )
-        seconds = np.empty(1)
+        shapes = ((S, ni), (S, ni), (S, ny), (S, ny), (3,), (S, nw, nw), (S, nw, nz), (S, nw), (1,))
+        (r_p, r_c, gc, st, norms, LU, T, t, seconds), at = outputs(*shapes)
+        piv = np.empty((S, nw), dtype=np.intc)
         variables = [np.ascontiguousarray(x, dtype=float) for x in (q, v, tau, u, w, s, z)]
         beta, lam = (np.ascontiguousarray(x, dtype=float) for x in (beta, lam))
         lqr.nu[rows] = self.nu
+        at_rows = address(rows)
         status = self.function(
-            ctypes.byref(self._group), address(rows), *map(address, variables), float(eps), address(beta),
-            address(lam), *map(address, (r_p, r_c, gc, st, norms, LU, piv, T, t, rows)), lqr.B.shape[2],
-            (_P * 8)(*lqr.addresses), address(seconds),
+            ctypes.byref(self._group), at_rows, *map(address, variables), float(eps), address(beta), address(lam),
+            *at[:6], address(piv), *at[6:8], at_rows, lqr.B.shape[2], (_P * 8)(*lqr.addresses), at[8],
         )  # fmt: skip
         if status == -1:
             raise MemoryError("the group's linearization could not allocate its workspace")
@@ -130,14 +119,13 @@ class GroupLinearization:
         ``r_c``: :func:`ocp.condensing.expand` and :func:`ocp.interior.expand`, bitwise."""
         S, nw, ni, nx = self.S, self.nw, self.ni, self.nx
         rows = np.ascontiguousarray(index, dtype=np.intc)
-        y, dw, beta = np.empty((S, nx + self.nu)), np.empty((S, nw)), np.empty((S, nw))
-        ds, dz, steps = np.empty((S, ni)), np.empty((S, ni)), np.empty(2)
+        (y, dw, beta, ds, dz, steps), at = outputs((S, nx + self.nu), (S, nw), (S, nw), (S, ni), (S, ni), (2,))
         LU, piv = condensed.factors
         arrays = [np.ascontiguousarray(x) for x in (dx, controls, lam, gc, LU, piv, condensed.T, condensed.t)]
         arrays += [np.ascontiguousarray(x, dtype=float) for x in (s, z, r_p, r_c)]
         self.expand_function(
             ctypes.byref(self._group), address(rows), *map(address, arrays[:2]), controls.shape[1],
-            *map(address, arrays[2:]), pdipm.FRACTION_TO_BOUNDARY, *map(address, (y, dw, beta, ds, dz, steps)),
+            *map(address, arrays[2:]), pdipm.FRACTION_TO_BOUNDARY, *at,
         )  # fmt: skip
         return y[:, nx:], dw, beta, ds, dz, tuple(steps.tolist())
 

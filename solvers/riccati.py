@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, outputs
 from liftoff.ocp.lqr import LQR, TerminalLQR
 
 BACKENDS = ("compiled", "numpy")
@@ -150,12 +148,8 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     terminal_inputs = [c(x, dtype=float) for x in (terminal.Qxx, terminal.lx, dx0)]
     nu = c(lqr.nu, dtype=np.intc)
     shapes = ((N + 1, nx, nx), (N + 1, nx), (N, nm, nx), (N, nm), (N + 1, nx), (N, nm), (N + 1, nx))
-    sizes = [math.prod(shape) for shape in shapes]
-    block = np.empty(sum(sizes))  # the outputs, one allocation
-    base, starts = address(block), list(itertools.accumulate(sizes[:-1], initial=0))
-    P, p, K, k, dx, du, lam = (block[a : a + n].reshape(shape) for a, n, shape in zip(starts, sizes, shapes))
-    outputs = [base + block.itemsize * a for a in starts]
-    status = library.liftoff_riccati(N, nx, nm, address(nu), *stages, *map(address, terminal_inputs), *outputs)
+    (P, p, K, k, dx, du, lam), addresses = outputs(*shapes)
+    status = library.liftoff_riccati(N, nx, nm, address(nu), *stages, *map(address, terminal_inputs), *addresses)
     if status < 0:
         raise MemoryError("the Riccati recursion could not allocate its workspace")
     if status > 0:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from liftoff import dynamics
-from liftoff.dynamics.memory import address, bound
+from liftoff.dynamics.memory import address, bound, outputs
 
 
 def test_retain_freed_memory_reports_whether_it_applied():
@@ -48,3 +48,16 @@ def test_a_bound_call_is_kept_for_the_same_arrays_only():
     assert bound(calls, "f", (a, strided), lambda: Call((a, strided))) is not bound(
         calls, "f", (a, strided), lambda: Call((a, strided))
     )  # a call on a copy of it: made anew each time
+
+
+def test_outputs_are_separate_contiguous_arrays_at_their_addresses():
+    shapes = ((2, 3), (0,), (4,), (2, 0, 5), (1,), (3, 2, 2))
+    arrays, addresses = outputs(*shapes)
+    assert [a.shape for a in arrays] == list(shapes)
+    assert all(a.flags.c_contiguous and a.dtype == float for a in arrays)
+    for a, at in zip(arrays, addresses):
+        if a.size:
+            assert at == address(a)
+    for k, a in enumerate(arrays):  # no two overlap: each keeps what is written into it
+        a[...] = k
+    assert all((a == k).all() for k, a in enumerate(arrays))
