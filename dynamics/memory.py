@@ -10,7 +10,8 @@ allocator, so it is opt-in: the ``liftoff`` command calls it at start-up, script
 
 A compiled function receives its arrays by address (:func:`address`); an MPC update passes a
 few hundred. A call on arrays kept from one evaluation to the next takes their addresses once
-(:func:`bound`).
+(:func:`bound`); a call's new outputs are views of one allocation, whose addresses follow from
+its own (:func:`outputs`).
 """
 
 from __future__ import annotations
