@@ -1,12 +1,20 @@
 """The viewer's standalone HTML of the trot and the jump. The trot's page, opened in headless
 Chromium, draws the robot (the page with it differs from the page without it where the robot
 stands) and moves it (where it is drawn changes between two moments): the page's code is the
-same for every gait, and each screenshot renders the robot's 420k triangles in software, so one
-gait is opened. The live viewer serves the scene."""
+same for every gait, and loading it builds the robot's 420k triangles in software, so one gait
+is opened, once per page, its moments taken over the DevTools protocol. The live viewer serves
+the scene."""
 
 from __future__ import annotations
 
+import base64
+import fcntl
+import io
+import json
+import os
+import select
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +44,69 @@ def browser() -> str:
     return chromium()  # before the pages are made
 
 
-def screenshot(browser: str, page: Path, ms: int) -> np.ndarray:
-    png = page.with_name(f"{page.stem}_{ms}.png")
+def screenshots(browser: str, page: Path, moments) -> list:
+    """The page's screenshots at ``moments`` (ms of page time), from one load: the browser
+    driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``: commands on its
+    fd 3, replies on its fd 4, each a JSON message ended by a NUL byte), its virtual time let
+    run to each moment in turn, as ``--virtual-time-budget`` runs it to one."""
+    commands, replies = os.pipe(), os.pipe()
+
+    def on_fds_3_and_4():  # in the browser's process, before it starts
+        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD, 5) for fd in (commands[0], replies[1])]  # above 3 and 4 first
+        for number, fd in zip((3, 4), ends):
+            os.dup2(fd, number)
+
     command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader"]
-    command += ["--enable-unsafe-swiftshader", f"--window-size={SIZE[0]},{SIZE[1]}", f"--virtual-time-budget={ms}"]
-    subprocess.run([*command, f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=180, check=True)
-    return np.asarray(Image.open(png).convert("RGB"), dtype=int)
+    command += ["--enable-unsafe-swiftshader", "--remote-debugging-pipe", "about:blank"]
+    process = subprocess.Popen(
+        command, pass_fds=(3, 4), preexec_fn=on_fds_3_and_4, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    os.close(commands[0])
+    os.close(replies[1])
+    deadline, pending, sent = time.monotonic() + 180, b"", 0
+
+    def receive() -> dict:
+        nonlocal pending
+        while b"\0" not in pending:
+            ready, _, _ = select.select([replies[0]], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(replies[0], 1 << 20) if ready else b""
+            assert chunk, "the browser closed its pipe or did not answer within 180 s"
+            pending += chunk
+        message, pending = pending.split(b"\0", 1)
+        return json.loads(message)
+
+    def call(method, session=None, **params) -> dict:
+        nonlocal sent
+        sent += 1
+        message = {"id": sent, "method": method, "params": params} | ({"sessionId": session} if session else {})
+        os.write(commands[1], json.dumps(message).encode() + b"\0")
+        while (reply := receive()).get("id") != sent:
+            pass
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    try:
+        target = next(t["targetId"] for t in call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        tab = call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        call(
+            "Emulation.setDeviceMetricsOverride", tab, width=SIZE[0], height=SIZE[1], deviceScaleFactor=1, mobile=False
+        )
+        call("Emulation.setVirtualTimePolicy", tab, policy="pause")
+        call("Page.navigate", tab, url=page.as_uri())
+        shots, now = [], 0
+        for ms in moments:
+            call("Emulation.setVirtualTimePolicy", tab, policy="pauseIfNetworkFetchesPending", budget=ms - now)
+            while receive().get("method") != "Emulation.virtualTimeBudgetExpired":
+                pass
+            now = ms
+            png = base64.b64decode(call("Page.captureScreenshot", tab, format="png")["data"])
+            shots.append(np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int))
+        return shots
+    finally:
+        os.close(commands[1])
+        os.close(replies[0])
+        process.kill()
+        process.wait()
 
 
 def drawn(a, b):
@@ -65,8 +130,9 @@ def pages(request, tmp_path_factory):
 def test_the_exported_page_shows_the_robot_moving(browser, pages):
     _, robot, empty = pages
     masks = []
-    for ms in MOMENTS:
-        with_robot, without = screenshot(browser, robot, ms), screenshot(browser, empty, ms)
+    for ms, with_robot, without in zip(
+        MOMENTS, screenshots(browser, robot, MOMENTS), screenshots(browser, empty, MOMENTS)
+    ):
         mask = drawn(with_robot, without)
         assert mask.mean() > 0.01, f"the robot covers {100 * mask.mean():.2f}% of the image at {ms} ms"
         masks.append(mask)
