@@ -194,7 +194,9 @@ def test_step_and_gaps_agree_and_a_rollout_has_none(tiny_ocp):
 
 def test_linearization_matches_finite_differences_of_step_and_objective(tiny_ocp):
     """On a rollout: ``A, B`` are the derivatives of ``f_k`` in the tangents, ``lx, lu`` the
-    gradient of the objective (cost and relaxed barrier, some rows in each branch)."""
+    gradient of the objective (cost and relaxed barrier, some rows in each branch). Only stage
+    ``k``'s terms of the objective hold ``x_k`` and ``u_k``: its differences are those of that
+    stage's terms (:func:`_stage_objective`), the others' cancel."""
     sh = Shooting(tiny_ocp, barrier=0.3, relaxation=20.0, backend="numpy")
     xs, us = sh.initial_guess()
     rolled = [sh.x0]
@@ -217,7 +219,7 @@ def test_linearization_matches_finite_differences_of_step_and_objective(tiny_ocp
             A[:, i] = (sh.difference(f[None], sh.step(k, plus, us[k, :n])[None])[0]) / h
             A[:, i] -= sh.difference(f[None], sh.step(k, minus, us[k, :n])[None])[0] / h
             A[:, i] /= 2
-            gx[i] = (_objective(sh, xs, us, k, plus) - _objective(sh, xs, us, k, minus)) / (2 * h)
+            gx[i] = (_stage_objective(sh, k, plus, us[k]) - _stage_objective(sh, k, minus, us[k])) / (2 * h)
         np.testing.assert_allclose(lin.lqr.A[k], A, atol=1e-5)
         np.testing.assert_allclose(lin.lqr.lx[k], gx, rtol=1e-5, atol=1e-4)
         B, gu = np.zeros((ndx, n)), np.zeros(n)
@@ -228,15 +230,19 @@ def test_linearization_matches_finite_differences_of_step_and_objective(tiny_ocp
             up[k, :n] += du
             um[k, :n] -= du
             B[:, j] = sh.difference(sh.step(k, xs[k], um[k, :n])[None], sh.step(k, xs[k], up[k, :n])[None])[0] / (2 * h)
-            gu[j] = (sh.linearize(xs, up).objective - sh.linearize(xs, um).objective) / (2 * h)
+            gu[j] = (_stage_objective(sh, k, xs[k], up[k]) - _stage_objective(sh, k, xs[k], um[k])) / (2 * h)
         np.testing.assert_allclose(lin.lqr.B[k, :, :n], B, atol=1e-5)
         np.testing.assert_allclose(lin.lqr.lu[k, :n], gu, rtol=1e-5, atol=1e-4)
 
 
-def _objective(sh, xs, us, k, x):
-    moved = xs.copy()
-    moved[k] = x
-    return sh.linearize(moved, us).objective
+def _stage_objective(sh, k, x, u):
+    """Stage ``k``'s terms of the objective, cost plus ``eps`` times the relaxed barrier, at its
+    knot ``x`` and controls ``u`` (the next knot, which they do not hold: ``x``)."""
+    group, u = sh.singles[k], u[None, : sh.nu[k]]
+    q, v, _ = sh.split(x[None])
+    w = sh.single.dynamics(group, q, v, u)
+    ev = sh.single.evaluate(group, q, v, u, w, q, v)
+    return float(ev.cost.sum()) + sh.barrier * float(relaxed_barrier(ev.ineq.g, sh.relaxation)[0].sum())
 
 
 def _inequalities(sh, xs, us):
