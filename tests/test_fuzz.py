@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_cli_solve import TINY
 
@@ -144,6 +144,7 @@ def polishing_run(tmp_path_factory):
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pushes=st.lists(PUSH, min_size=1, max_size=2))
+@example(pushes=["--"])  # argparse reads --push=-- as an empty list
 def test_pushes_exit_0_1_or_2_with_one_error_line(polishing_run, capsys, pushes):
     config, out = polishing_run
     previous = {path: path.read_bytes() for path in out.iterdir()}
@@ -262,6 +263,7 @@ DAMAGE = st.tuples(
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=DAMAGE, command=st.sampled_from(["report", "view"]))
+@example(damage=("summary", 12, 0.5), command="report")  # a solve time that is not a number (NaN)
 def test_damaged_results_files_exit_0_1_or_2_with_one_error_line(results_file, tmp_path, capsys, damage, command):
     with np.load(results_file) as data:
         arrays = {key: data[key] for key in data.files}

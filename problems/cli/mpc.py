@@ -60,7 +60,7 @@ def run(args) -> int:
     from liftoff.problems.mpc.tasks import run_file
 
     try:
-        pushes = [Push.parse(text) for text in args.push or ()]
+        pushes = [Push.parse(text) for text in _push_texts(args)]
     except ValueError as e:
         raise UserError(str(e)) from None
     bar_format = "{l_bar}{bar}| {n:.2f}/{total:.2f} s simulated [{elapsed}<{remaining}]"
@@ -117,7 +117,7 @@ def _push_error(error, args):
     from liftoff.problems.mpc.tasks import task_of_file
     from liftoff.problems.tasks.config import load_config
 
-    for text in args.push or ():
+    for text in _push_texts(args):
         frame = Push.parse(text).frame
         if f"unknown frame {frame!r}" not in str(error):
             continue
@@ -127,3 +127,9 @@ def _push_error(error, args):
         hint = f"did you mean {', '.join(close)}?" if close else "its frames are its URDF's links and joints"
         return UserError(f"--push {text}: {robot} has no frame {frame!r}; {hint}")
     return None
+
+
+def _push_texts(args) -> list:
+    """The ``--push`` values as given: argparse reads ``--push=--`` as an empty list, the ``--``
+    taken for the end of the options."""
+    return [text if isinstance(text, str) else "--" for text in args.push or ()]
