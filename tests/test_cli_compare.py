@@ -228,6 +228,23 @@ def test_the_kkt_figure_names_the_measures_of_the_methods_that_ran(monkeypatch, 
     assert [ax.get_ylabel() for ax in fig.axes] == labels  # a row of panels per barrier, one gait
 
 
+@pytest.mark.parametrize("seconds, scale", [((0.0, 0.0), "linear"), ((0.0, 0.02), "log")])
+def test_the_time_figure_is_logarithmic_where_some_solve_took_time(monkeypatch, tmp_path, seconds, scale):
+    """Solves of no iteration take no time: a logarithmic axis of only those would have no range."""
+    from liftoff.problems.studies import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: drawn.append(fig))
+    runs = [
+        {"summary": {"name": "trot", "formulation": form, "barrier": 0.1, "solve_time_s": t, "time_per_iteration_s": t}}
+        for form, t in zip(("lifted", "nonlifted"), seconds)
+    ]
+    figures.time_figure(runs, tmp_path / "time.png")
+    (fig,) = drawn
+    figures.plt.close(fig)
+    assert [ax.get_yscale() for ax in fig.axes] == [scale, scale]
+
+
 def polishing_file(folder, name, **contacts) -> str:
     """``configs/polishing_horizontal.yaml`` (rigid, friction 0.3, torque filter) or, with ``contacts``,
     soft, on a horizon of 10 stages (0.1 s)."""

@@ -120,7 +120,8 @@ def time_figure(runs, path):
             )
     for ax, label in ((ax_it, "time per iteration [ms]"), (ax_total, "total time [s]")):
         ax.set_xticks(np.arange(len(gaits)), gaits, fontsize=8)
-        ax.set_yscale("log")  # the methods' times span orders of magnitude
+        if any(patch.get_height() > 0 for patch in ax.patches):  # none: solves of no iteration, no time
+            ax.set_yscale("log")  # the methods' times span orders of magnitude
         ax.set_ylabel(label)
         ax.grid(True, axis="y", alpha=0.3)
     ax_total.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars

@@ -249,6 +249,9 @@ def _checked(run: dict) -> dict:
             raise ValueError(f"summary.{key}: expected a number")
     if not (math.isfinite(summary["barrier"]) and summary["barrier"] >= 0):
         raise ValueError(f"summary.barrier: expected a number >= 0, got {summary['barrier']}")
+    for key in ("solve_time_s", "time_per_iteration_s"):
+        if not (math.isfinite(summary[key]) and summary[key] >= 0):
+            raise ValueError(f"summary.{key}: expected a time >= 0, got {summary[key]}")
     if not isinstance(summary["iterations"], int) or summary["iterations"] < 0:
         raise ValueError(f"summary.iterations: expected an integer >= 0, got {summary['iterations']}")
     kkt = summary.get("kkt")
