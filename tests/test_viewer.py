@@ -86,7 +86,8 @@ def screenshots(browser: str, page: Path, moments) -> list:
         return reply["result"]
 
     try:
-        target = next(t["targetId"] for t in call("Target.getTargets")["targetInfos"] if t["type"] == "page")
+        # a tab of its own, whatever the browser opened
+        target = call("Target.createTarget", url="about:blank")["targetId"]
         tab = call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         call(
             "Emulation.setDeviceMetricsOverride", tab, width=SIZE[0], height=SIZE[1], deviceScaleFactor=1, mobile=False
