@@ -14,6 +14,7 @@ import json
 import os
 import select
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -44,25 +45,32 @@ def browser() -> str:
     return chromium()  # before the pages are made
 
 
+MOVE_TO_3_AND_4 = (  # argv: two file descriptors, then a command, run with them as its fds 3 and 4
+    "import os, sys; a, b = map(int, sys.argv[1:3]); os.dup2(a, 3); os.dup2(b, 4); os.close(a); os.close(b); "
+    "os.execvp(sys.argv[3], sys.argv[3:])"
+)
+
+
 def screenshots(browser: str, page: Path, moments) -> list:
     """The page's screenshots at ``moments`` (ms of page time), from one load: the browser
     driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``: commands on its
     fd 3, replies on its fd 4, each a JSON message ended by a NUL byte), its virtual time let
     run to each moment in turn, as ``--virtual-time-budget`` runs it to one."""
     commands, replies = os.pipe(), os.pipe()
-
-    def on_fds_3_and_4():  # in the browser's process, before it starts
-        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD, 5) for fd in (commands[0], replies[1])]  # above 3 and 4 first
-        for number, fd in zip((3, 4), ends):
-            os.dup2(fd, number)
-
+    # the browser's ends, numbered above 3 and 4; a Python process moves them there and becomes the browser
+    ends = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (commands[0], replies[1])]
+    for fd in (commands[0], replies[1]):
+        os.close(fd)
     command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--use-angle=swiftshader"]
     command += ["--enable-unsafe-swiftshader", "--remote-debugging-pipe", "about:blank"]
     process = subprocess.Popen(
-        command, pass_fds=(3, 4), preexec_fn=on_fds_3_and_4, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-c", MOVE_TO_3_AND_4, *map(str, ends), *command],
+        pass_fds=ends,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    os.close(commands[0])
-    os.close(replies[1])
+    for fd in ends:
+        os.close(fd)
     deadline, pending, sent = time.monotonic() + 180, b"", 0
 
     def receive() -> dict:
