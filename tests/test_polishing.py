@@ -302,3 +302,12 @@ def test_an_unknown_task_names_the_mpc_tasks(tmp_path, capsys):
     path.write_text("task: sanding\n", encoding="utf-8")
     assert main(["mpc", str(path), "--out", str(tmp_path / "out")]) == 2
     assert "expected an MPC task (task: polishing or task: gait_mpc)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["mpc", "solve", "compare"])
+def test_a_task_that_is_not_a_name_is_one_error_line(tmp_path, capsys, command):
+    path = tmp_path / "s.yaml"
+    path.write_text("task: [0.0, 1.0]\n", encoding="utf-8")
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"liftoff: error: {path}: task: expected a task's name, got a list [0.0, 1.0]\n"

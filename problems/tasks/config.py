@@ -457,9 +457,12 @@ def load_gait_config(path) -> GaitConfig:
 
 def task_of(path):
     """The ``task`` key of the YAML file ``path``, None without one (a gait configuration);
-    :class:`ConfigError` if the file does not read as YAML."""
+    :class:`ConfigError` if the file does not read as YAML or its task is not a name."""
     data = _document(path)
-    return data.get("task") if isinstance(data, dict) else None
+    task = data.get("task") if isinstance(data, dict) else None
+    if task is not None and not isinstance(task, str):
+        raise ConfigError(f"expected a task's name, got {_show(task)}", "task", str(path))
+    return task
 
 
 def _document(path):
