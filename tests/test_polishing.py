@@ -7,6 +7,7 @@ idealized plant (force and circle tracking, a push, a heavier arm) and against M
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -35,6 +36,13 @@ def config(**changes):
     return parse_config(data, schema=PolishingConfig)
 
 
+@pytest.mark.parametrize("normal, unit", [([0, 0, -1e308], [0, 0, -1]), ([1e308] * 3, [3**-0.5] * 3)])
+def test_a_normal_of_huge_components_is_its_direction(normal, unit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        np.testing.assert_allclose(config(surface__normal=normal).surface.normal, unit, rtol=1e-15)
+
+
 @pytest.fixture(scope="module")
 def table():
     return make_task(config())
@@ -45,6 +53,7 @@ def table():
     [
         ({"surface": {"normal": "z"}}, "surface.normal", "expected a list of 3 finite numbers, got 'z'"),
         ({"surface": {"normal": [0, 0, 0]}}, "surface.normal", "expected a non-zero direction [x, y, z]"),
+        ({"surface": {"normal": [0, 0, 1e-300]}}, "surface.normal", "expected a non-zero direction [x, y, z]"),
         ({"surface": {"normal": [0, 1]}}, "surface.normal", "expected a list of 3 finite numbers, got a list [0, 1]"),
         ({"tool": {"position": [0, 0]}}, "tool.position", "expected a list of 3 finite numbers"),
         ({"plant": {"contact": {"solimp": [0.9, 0.95, 0.001]}}}, "plant.contact.solimp", "a list of 5 finite numbers"),

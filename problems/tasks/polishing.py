@@ -114,9 +114,11 @@ class Surface:
     def __post_init__(self):
         convert_fields(self)
         n = np.asarray(self.normal, dtype=float)
-        check(
-            np.all(np.isfinite(n)) and np.linalg.norm(n) > 1e-9, "normal", "a non-zero direction [x, y, z]", self.normal
-        )
+        scale = float(np.abs(n).max()) if np.all(np.isfinite(n)) else 0.0
+        length = scale * float(np.linalg.norm(n / scale)) if scale > 0 else 0.0
+        check(length > 1e-9, "normal", "a non-zero direction [x, y, z]", self.normal)
+        if scale > 1e150:  # its squares overflow: normalized from n / scale
+            n = n / scale
         object.__setattr__(self, "normal", tuple(float(x) for x in n / np.linalg.norm(n)))
         at_least(self, ("force",), 0, strict=True)
         at_least(self, ("kp", "kd", "friction"), 0)
