@@ -1,5 +1,5 @@
-"""Inputs mutated at random run through the command line in process: configurations (keys
-dropped or renamed, values retyped, extreme or not finite, lists of the wrong length), ``--push``
+"""Inputs mutated at random run through the command line in process: gait and MPC configurations
+(keys dropped or renamed, values retyped, extreme or not finite, lists of the wrong length), ``--push``
 strings, sweep specs, damaged results files given to ``report`` and ``view``, and URDFs given to
 ``info`` (inertias missing or absurd, zero masses, unknown joint types, cycles). The exit status
 is 0, 1 or 2, the only output on stderr is the log or one error line, never a traceback, and a
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,6 +113,36 @@ def runs_cleanly(status, err):
 def unchanged(files) -> bool:
     """Whether every previous file holds what it held."""
     return all(path.read_bytes() == data for path, data in files.items())
+
+
+# MPC configurations: the polishing task's, on a short horizon for a few updates
+POLISHING = yaml.safe_load(
+    (Path(__file__).resolve().parent.parent / "configs" / "polishing_horizontal.yaml").read_text()
+)
+POLISHING["mpc"].update(horizon=4, duration=0.02)
+POLISHING_PATHS = list(key_paths(POLISHING))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # a run each
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(POLISHING_PATHS), st.sampled_from(["drop", "rename", "set"]), st.sampled_from(ODD_VALUES)
+        ),
+        min_size=1,
+        max_size=2,
+    )
+)
+@example(edits=[(("task",), "set", [0.0, 1.0])])  # a task that is not a name
+@example(edits=[(("surface", "normal", 2), "set", -1e308)])  # a normal whose norm overflows
+def test_mutated_mpc_configurations_exit_0_1_or_2_with_one_error_line(tmp_path, capsys, edits):
+    data = POLISHING
+    for path, action, value in edits:
+        data = mutated(data, path, action, value)
+    config = tmp_path / "fuzz.yaml"
+    config.write_text(yaml.safe_dump(data))
+    status = main(["mpc", str(config), "--json", "--quiet", "--out", str(tmp_path / "out")])
+    runs_cleanly(status, capsys.readouterr().err)
 
 
 # --push: a frame, a force, a start and a duration; each part sometimes wrong
