@@ -43,7 +43,7 @@ def skew(w):
 
 def cross(a, b):
     """``a x b`` of 3-vectors: CasADi's, the same expression built in one call instead of twelve
-    element reads (each a Python call through SWIG: they were half of a Talos kernel's build)."""
+    element reads, each a Python call through SWIG (the kernels' builds take thousands)."""
     return ca.cross(a, b)
 
 
