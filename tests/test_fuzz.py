@@ -74,21 +74,26 @@ def mutated(data, path, action, value):
     return data
 
 
-@pytest.mark.heavy
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    edits=st.lists(
-        st.tuples(st.sampled_from(PATHS), st.sampled_from(["drop", "rename", "set"]), st.sampled_from(ODD_VALUES)),
-        min_size=1,
-        max_size=3,
-    )
-)
-def test_mutated_configurations_exit_0_1_or_2_with_one_error_line(tmp_path, capsys, edits):
-    data = BASE
+def edit_lists(paths, max_size):
+    """Lists of edits ``(path, action, value)`` of the key ``paths`` (:func:`mutated`)."""
+    edit = st.tuples(st.sampled_from(paths), st.sampled_from(["drop", "rename", "set"]), st.sampled_from(ODD_VALUES))
+    return st.lists(edit, min_size=1, max_size=max_size)
+
+
+def edited_file(folder, data, edits):
+    """The YAML file ``fuzz.yaml`` in ``folder`` of ``data`` with ``edits`` made one after the other."""
     for path, action, value in edits:
         data = mutated(data, path, action, value)
-    config = tmp_path / "fuzz.yaml"
+    config = folder / "fuzz.yaml"
     config.write_text(yaml.safe_dump(data))
+    return config
+
+
+@pytest.mark.heavy
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=edit_lists(PATHS, 3))
+def test_mutated_configurations_exit_0_1_or_2_with_one_error_line(tmp_path, capsys, edits):
+    config = edited_file(tmp_path, BASE, edits)
     status = main(["solve", str(config), "--json", "--max-iterations", "2", "--out", str(tmp_path / "r.npz")])
     err = capsys.readouterr().err
     assert status in (0, 1, 2)
@@ -120,27 +125,14 @@ POLISHING = yaml.safe_load(
     (Path(__file__).resolve().parent.parent / "configs" / "polishing_horizontal.yaml").read_text()
 )
 POLISHING["mpc"].update(horizon=4, duration=0.02)
-POLISHING_PATHS = list(key_paths(POLISHING))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # a run each
-@given(
-    edits=st.lists(
-        st.tuples(
-            st.sampled_from(POLISHING_PATHS), st.sampled_from(["drop", "rename", "set"]), st.sampled_from(ODD_VALUES)
-        ),
-        min_size=1,
-        max_size=2,
-    )
-)
+@given(edits=edit_lists(list(key_paths(POLISHING)), 2))
 @example(edits=[(("task",), "set", [0.0, 1.0])])  # a task that is not a name
 @example(edits=[(("surface", "normal", 2), "set", -1e308)])  # a normal whose norm overflows
 def test_mutated_mpc_configurations_exit_0_1_or_2_with_one_error_line(tmp_path, capsys, edits):
-    data = POLISHING
-    for path, action, value in edits:
-        data = mutated(data, path, action, value)
-    config = tmp_path / "fuzz.yaml"
-    config.write_text(yaml.safe_dump(data))
+    config = edited_file(tmp_path, POLISHING, edits)
     status = main(["mpc", str(config), "--json", "--quiet", "--out", str(tmp_path / "out")])
     runs_cleanly(status, capsys.readouterr().err)
 
