@@ -74,6 +74,14 @@ def mutated(data, path, action, value):
     return data
 
 
+def runs_cleanly(status, err):
+    """The invariant of every fuzzed input: exit 0, 1 or 2, no traceback, an error in one line."""
+    assert status in (0, 1, 2), err
+    assert "Traceback" not in err, err
+    if status == 2:
+        assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+
+
 def edit_lists(paths, max_size):
     """Lists of edits ``(path, action, value)`` of the key ``paths`` (:func:`mutated`)."""
     edit = st.tuples(st.sampled_from(paths), st.sampled_from(["drop", "rename", "set"]), st.sampled_from(ODD_VALUES))
@@ -95,24 +103,12 @@ def edited_file(folder, data, edits):
 def test_mutated_configurations_exit_0_1_or_2_with_one_error_line(tmp_path, capsys, edits):
     config = edited_file(tmp_path, BASE, edits)
     status = main(["solve", str(config), "--json", "--max-iterations", "2", "--out", str(tmp_path / "r.npz")])
-    err = capsys.readouterr().err
-    assert status in (0, 1, 2)
-    assert "Traceback" not in err
-    if status == 2:
-        assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
+    runs_cleanly(status, capsys.readouterr().err)
 
 
 # ----------------------------------------------------------------------------- the other inputs
 
 EXAMPLES = 25  # per input kind: each example runs the command in process, in well under a second
-
-
-def runs_cleanly(status, err):
-    """The invariant of every fuzzed input: exit 0, 1 or 2, no traceback, an error in one line."""
-    assert status in (0, 1, 2), err
-    assert "Traceback" not in err, err
-    if status == 2:
-        assert err.startswith("liftoff: error:") and err.count("\n") == 1, err
 
 
 def unchanged(files) -> bool:
