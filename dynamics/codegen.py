@@ -35,6 +35,11 @@ some outputs), which a closed loop sensitive to round-off (a bound) can show. A 
 fails leaves the compiler's messages in ``<name>-<hash>.failed`` instead of the library and is
 not tried again. ``LIFTOFF_OPTIMIZE=0`` keeps to the first tier (the test suite sets it).
 
+:func:`load_all` loads the kernels a problem needs together: those to compile are compiled side
+by side, one compiler process each, with the C libraries that go with them, while CasADi
+generates their code one after the other in the calling process (its graphs are not built by
+two threads at once). The compilers are separate processes, so two cores run two of them.
+
 Compiling says so in one line on stderr, unless the caller asks for ``quiet`` or the code runs
 within :func:`silent` (a command given ``--quiet``).
 """
@@ -55,7 +60,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -82,6 +89,7 @@ class CompileError(RuntimeError):
 
 _compiling = {"seconds": 0.0}  # time this process spent compiling (and generating) code
 _SILENT = [0]  # how many silent() blocks are open
+_GENERATING = threading.Lock()  # CasADi builds graphs in one thread at a time (load_all)
 
 
 def compile_seconds() -> float:
@@ -265,31 +273,102 @@ def load(name: str, key: dict, build, quiet=False, sparse=False) -> Kernel:
 
     def source(digest):
         def write(folder):
-            if not generated:
-                function = build()
-                if function.n_in() != 1:
-                    raise ValueError("a kernel function has one input")
-                code = _casadi_source(function, name, folder, sparse)
-                generated.update(code=code, what=f"{function.n_instructions()} instructions")
+            with _GENERATING:
+                if not generated:
+                    function = build()
+                    if function.n_in() != 1:
+                        raise ValueError("a kernel function has one input")
+                    code = _casadi_source(function, name, folder, sparse)
+                    generated.update(code=code, what=f"{function.n_instructions()} instructions")
             out = Path(folder) / f"liftoff_{name}.c"
             out.write_text(generated["code"] + _KEY.format(digest=digest))
             return out, generated["what"]
 
         return write
 
-    key = {**key, "sparse": True} if sparse else key
-    optimized = None
-    if os.environ.get("LIFTOFF_OPTIMIZE") != "0":
-        optimized = _digest({"key": key, "flags": OPTIMIZED_FLAGS, "cpu": _cpu()}, cc)
+    optimized, digest = _digests(key, sparse, cc)
+    if optimized is not None:
         path = cache_dir() / f"{name}-{optimized}.so"
         lib = _loaded(path, optimized)
         if lib is not None:
             return Kernel(path, lib, name)
-    digest = _digest({"key": key, "flags": FLAGS}, cc)
     kernel = Kernel(*_cached(name, digest, cc, FLAGS, source(digest), quiet), name)
     if optimized is not None:
         _build_in_background(name, optimized, cc, source(optimized))
     return kernel
+
+
+def load_all(requests, quiet=False, libraries=()) -> list:
+    """The kernels of ``requests``, each ``(name, key, build, sparse)``, as :func:`load` gives
+    them. Those the cache lacks are compiled side by side, a compiler each, their C code
+    generated one after the other (CasADi builds one graph at a time): on two cores, a first run
+    waits for about half the sum of their compilations. ``libraries``: C files of
+    :func:`load_library` (without headers of another library) compiled into the cache alongside,
+    for their first use to load (one that fails here fails there again, which says why). One
+    line on stderr names what compiles, unless ``quiet``; a cache that cannot be written loads
+    the kernels one by one and leaves the libraries to their first use."""
+    cc, folder = compiler(), cache_dir()
+    missing = [name for name, key, _, sparse in requests if not _in_cache(folder, name, _digests(key, sparse, cc))]
+    builds = [_library_build(path, None, cc) for path in libraries]
+    builds = [build for build in builds if not _in_cache(folder, build[0], build[1:2])]
+    if len(missing) + len(builds) < 2 or not _writable(folder):
+        return [load(name, key, build, quiet, sparse) for name, key, build, sparse in requests]
+    quiet = quiet or _SILENT[0] > 0
+    start, before = time.perf_counter(), _compiling["seconds"]
+    if not quiet:
+        names = ", ".join(missing + [build[0] for build in builds])
+        print(f"liftoff: compiling {names} ...", end="", file=sys.stderr, flush=True)
+    pool = ThreadPoolExecutor(len(requests) + len(builds), thread_name_prefix="liftoff-compile")
+    try:
+        futures = [pool.submit(load, name, key, build, True, sparse) for name, key, build, sparse in requests]
+        futures += [pool.submit(_prefetched, *build) for build in builds]
+        kernels = [future.result() for future in futures][: len(requests)]
+    except BaseException as e:
+        pool.shutdown(wait=False, cancel_futures=True)
+        if not quiet:
+            print(" failed" if isinstance(e, CompileError) else "", file=sys.stderr, flush=True)
+        raise
+    pool.shutdown()
+    _compiling["seconds"] = before + time.perf_counter() - start  # the wall time, not the compilers' sum
+    if not quiet:
+        print(f" done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    return kernels
+
+
+def _prefetched(name, digest, cc, flags, source) -> None:
+    """The library of :func:`_library_build`'s ``(name, digest, cc, flags, source)`` compiled
+    into the cache, quietly; nothing if it fails (:func:`load_all`)."""
+    try:
+        _cached(name, digest, cc, flags, source, True)
+    except CompileError:
+        pass
+
+
+def _digests(key, sparse, cc) -> tuple:
+    """``(optimized, quick)``: the digests of a kernel's two builds (module docstring); the
+    optimized one None under ``LIFTOFF_OPTIMIZE=0``."""
+    key = {**key, "sparse": True} if sparse else key
+    optimized = None
+    if os.environ.get("LIFTOFF_OPTIMIZE") != "0":
+        optimized = _digest({"key": key, "flags": OPTIMIZED_FLAGS, "cpu": _cpu()}, cc)
+    return optimized, _digest({"key": key, "flags": FLAGS}, cc)
+
+
+def _in_cache(folder, name, digests) -> bool:
+    """Whether ``folder`` holds a whole library ``name`` of one of ``digests`` (None: none)."""
+    paths = (folder / f"{name}-{digest}.so" for digest in digests if digest is not None)
+    return any(path.exists() and _complete(path) for path in paths)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether the kernel cache ``folder`` exists, or can be made, and can be written."""
+    if folder in _FALLBACK:
+        return False
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
@@ -299,6 +378,11 @@ def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
     ``(folder, version)``, a folder of another library's headers that it includes, and their
     version (part of the cache's key: a new version is compiled anew)."""
     cc = compiler()
+    return _cached(*_library_build(path, include, cc), quiet)[1]
+
+
+def _library_build(path, include, cc) -> tuple:
+    """``(name, digest, cc, flags, source)`` of :func:`load_library`'s :func:`_cached` call."""
     text = Path(path).read_text()
     key = {"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu(), "vectors": VECTORS.read_text()}
     flags = (*LIBRARY_FLAGS, f"-I{VECTORS.parent}")
@@ -306,14 +390,13 @@ def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
         flags = (*flags, f"-I{include[0]}")
         key.update(include=include[0], headers=include[1])
     digest = _digest(key, cc)
-    name = Path(path).stem
 
     def source(folder):
         out = Path(folder) / Path(path).name
         out.write_text(text + _KEY.format(digest=digest))
         return out, "C source"
 
-    return _cached(name, digest, cc, flags, source, quiet)[1]
+    return Path(path).stem, digest, cc, flags, source
 
 
 _LIBRARIES: dict = {}

@@ -3,6 +3,7 @@ rebuild truncated or stale libraries, and fall back to numpy without a C compile
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import shutil
@@ -60,6 +61,95 @@ def test_within_silent_a_kernel_compiles_without_its_line(cache, capsys):
         codegen.load("two", {"case": "loud"}, two_outputs)
     assert capsys.readouterr().err.startswith("liftoff: compiling two ... done")
     assert [p.name.split("-")[0] for p in sorted(cache.glob("*.so"))] == ["small", "two"]
+
+
+def timed(log, name, call):
+    """``call`` that appends ``(name, start, end)`` to ``log`` when it returns."""
+
+    def run(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            log.append((name, start, time.perf_counter()))
+
+    return run
+
+
+def overlap(a, b) -> bool:
+    return a[1] < b[2] and b[1] < a[2]
+
+
+def test_kernels_loaded_together_compile_side_by_side_and_build_one_at_a_time(cache, capsys, monkeypatch):
+    builds, compilers, run = [], [], subprocess.run
+
+    def slow(call):
+        return lambda *args, **kwargs: time.sleep(0.3) or call(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", timed(compilers, "cc", slow(run)))
+    requests = [("small", {"case": 7}, timed(builds, "small", slow(small_function)), False)]
+    requests.append(("two", {"case": 7}, timed(builds, "two", slow(two_outputs)), True))
+    start = time.perf_counter()
+    before = codegen.compile_seconds()
+    small, two = codegen.load_all(requests)
+    wall = time.perf_counter() - start
+    assert capsys.readouterr().err.startswith("liftoff: compiling small, two ... done in ")
+    assert len(builds) == 2 and not overlap(*builds)  # CasADi's graphs one after the other
+    assert len(compilers) == 2 and overlap(*compilers)  # the compilers side by side
+    assert 0 < codegen.compile_seconds() - before <= wall  # the wall time, not the compilers' sum
+    x = np.random.default_rng(3).standard_normal((6, 3))
+    np.testing.assert_allclose(small(x)[0], expected(x), rtol=1e-15)
+    assert two.name == "two" and two.sizes == (1, 3)  # sparse: the constant 3 is a structural nonzero
+    never = lambda: pytest.fail("a cached kernel is not built again")  # noqa: E731
+    again = codegen.load_all([(name, key, never, sparse) for name, key, _, sparse in requests])
+    assert [k.path for k in again] == [small.path, two.path] and capsys.readouterr().err == ""
+
+
+def test_kernels_loaded_together_of_which_one_is_missing_compile_it_as_load_does(cache, capsys):
+    codegen.load("small", {"case": 8}, small_function, quiet=True)
+    never = lambda: pytest.fail("a cached kernel is not built again")  # noqa: E731
+    small, two = codegen.load_all([("small", {"case": 8}, never, False), ("two", {}, two_outputs, False)])
+    err = capsys.readouterr().err
+    assert err.startswith("liftoff: compiling two ... done in ") and err.endswith(" instructions)\n")
+    assert (small.name, two.name) == ("small", "two")
+
+
+def test_libraries_loaded_with_kernels_compile_alongside_for_their_first_use(cache, tmp_path, capsys):
+    twice, broken = tmp_path / "twice.c", tmp_path / "broken.c"
+    twice.write_text("double liftoff_twice(double x) { return 2 * x; }\n")
+    broken.write_text("double liftoff_broken(double x) { return x }\n")
+    (small,) = codegen.load_all([("small", {"case": 11}, small_function, False)], libraries=(twice, broken))
+    assert capsys.readouterr().err.startswith("liftoff: compiling small, twice, broken ... done in ")
+    library = codegen.load_library(twice)  # from the cache: nothing compiles
+    assert capsys.readouterr().err == ""
+    library.liftoff_twice.restype, library.liftoff_twice.argtypes = ctypes.c_double, (ctypes.c_double,)
+    assert library.liftoff_twice(1.25) == 2.5
+    with pytest.raises(codegen.CompileError, match="compiling broken failed"):  # its first use says why
+        codegen.load_library(broken, quiet=True)
+    assert small.name == "small"
+
+
+def test_a_failure_among_kernels_loaded_together_ends_their_line_and_raises(cache, tmp_path, capsys, monkeypatch):
+    broken = tmp_path / "broken-cc"
+    broken.write_text("#!/bin/sh\necho 'broken-cc: internal error' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("CC", str(broken))
+    requests = [("small", {"case": 9}, small_function, False), ("two", {"case": 9}, two_outputs, False)]
+    with pytest.raises(codegen.CompileError, match="failed: broken-cc: internal error"):
+        codegen.load_all(requests)
+    assert capsys.readouterr().err == "liftoff: compiling small, two ... failed\n"
+    assert not list(cache.glob("*.so"))
+
+
+def test_an_interrupt_while_kernels_compile_together_ends_their_line(cache, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "run", interrupted)
+    requests = [("small", {"case": 10}, small_function, False), ("two", {"case": 10}, two_outputs, False)]
+    with pytest.raises(KeyboardInterrupt):
+        codegen.load_all(requests)
+    assert capsys.readouterr().err == "liftoff: compiling small, two ...\n"
 
 
 def test_each_output_of_a_kernel_is_its_own_contiguous_array(cache):
