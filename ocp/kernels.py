@@ -55,6 +55,9 @@ from .stages import NumpyStages, StageEval
 from .static_terms import StaticTermsKernel
 
 KINDS = ("contact", "impulse", "forward", "terminal")
+SPARSE = ("contact", "impulse")  # the kinds whose kernels give their outputs' structural nonzeros
+# the C libraries that evaluate a group with the kernels' outputs, compiled alongside the kernels
+LIBRARIES = tuple(Path(__file__).with_name(f"{name}.c") for name in ("condensing", "interior", "group", "scatter"))
 
 
 @dataclass(frozen=True)
@@ -177,17 +180,16 @@ class CompiledStages:
             "forward": sym.forward_function,
             "terminal": sym.terminal_function,
         }
-        self.kernels = {}
-        for kind in KINDS:
-            if kind not in kinds:
-                continue
-            name, sparse = f"{kind}_{self.model.name}", kind in ("contact", "impulse")
-            if compile:
-                self.kernels[kind] = codegen.load(
-                    name, {**key, "kind": kind}, lambda k=kind: builders[k](self.layout), quiet, sparse
-                )
-            else:
-                self.kernels[kind] = codegen.Interpreted(builders[kind](self.layout), name, sparse)
+        built = [kind for kind in KINDS if kind in kinds]
+        requests = [
+            (f"{k}_{self.model.name}", {**key, "kind": k}, lambda k=k: builders[k](self.layout), k in SPARSE)
+            for k in built
+        ]
+        if compile:
+            kernels = codegen.load_all(requests, quiet, LIBRARIES)
+        else:
+            kernels = [codegen.Interpreted(build(), name, sparse) for name, _, build, sparse in requests]
+        self.kernels = dict(zip(built, kernels))
         compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
         self._term_columns = {kind: sym.term_columns(self.layout, terms) for kind, terms in self._slot_terms().items()}

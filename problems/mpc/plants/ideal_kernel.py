@@ -135,12 +135,12 @@ class StepKernel:
         k = len(self.slots)
         self._sizes = (model.nq, model.nv, model.nv, 1, k, sum(_target_size(s) for s in self.slots))
         self._starts = np.cumsum((0,) + self._sizes)
-        step = codegen.load(f"plant_step_{model.name}", key, self._step_function, quiet)
+        builds = {"step": self._step_function, "positions": self._positions_function, "impulse": self._impulse_function}
+        requests = [(f"plant_{name}_{model.name}", key, build, False) for name, build in builds.items()]
+        step, self._positions, self._impulse = codegen.load_all(requests, quiet)
         self._x = np.zeros((1, step.n_in))
         self._outs = [np.zeros((1, n)) for n in step.sizes]
         self._call = step.bind(self._x, self._outs)
-        self._positions = codegen.load(f"plant_positions_{model.name}", key, self._positions_function, quiet)
-        self._impulse = codegen.load(f"plant_impulse_{model.name}", key, self._impulse_function, quiet)
 
     def _step_function(self) -> ca.Function:
         m, slots = self.model, self.slots
