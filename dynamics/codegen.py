@@ -324,7 +324,8 @@ def load_all(requests, quiet=False, libraries=()) -> list:
         futures += [pool.submit(_prefetched, *build) for build in builds]
         kernels = [future.result() for future in futures][: len(requests)]
     except BaseException as e:
-        pool.shutdown(wait=False, cancel_futures=True)
+        with _stop_compilers():
+            pool.shutdown(cancel_futures=True)
         if not quiet:
             print(" failed" if isinstance(e, CompileError) else "", file=sys.stderr, flush=True)
         raise
@@ -609,7 +610,7 @@ def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
         try:
             c_file, what = source(tmp)
             tmp_lib = Path(tmp) / path.name
-            done = subprocess.run([cc, *flags, "-o", str(tmp_lib), str(c_file), "-lm"], capture_output=True, text=True)
+            done = _run_compiler([cc, *flags, "-o", str(tmp_lib), str(c_file), "-lm"])
         except BaseException:
             if not quiet:
                 print(file=sys.stderr, flush=True)
@@ -632,6 +633,46 @@ def _compile(name, digest, cc, flags, source, path: Path, quiet) -> ctypes.CDLL:
         print(f" done in {time.perf_counter() - start:.1f} s ({what})", file=sys.stderr)
     _compiling["seconds"] += time.perf_counter() - start
     return lib
+
+
+_COMPILERS: set = set()  # the compilers running for this process (_run_compiler)
+_STOPPED = threading.Event()  # set while load_all stops its compilations
+_COMPILERS_LOCK = threading.Lock()
+
+
+def _run_compiler(args) -> subprocess.CompletedProcess:
+    """Run the compiler ``args`` and capture its output; killed if the calling thread is
+    interrupted, or by :func:`_stop_compilers`, after which none starts until it returns
+    (:class:`CompileError`)."""
+    with _COMPILERS_LOCK:
+        if _STOPPED.is_set():
+            raise CompileError("the compilation was stopped")
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _COMPILERS.add(process)
+    try:
+        out, err = process.communicate()
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    finally:
+        with _COMPILERS_LOCK:
+            _COMPILERS.discard(process)
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+
+@contextmanager
+def _stop_compilers():
+    """Within the block, the running compilers are killed and no other starts (a Ctrl-C during
+    :func:`load_all`: its threads end at once, but one generating C code, which ends first)."""
+    with _COMPILERS_LOCK:
+        _STOPPED.set()
+        for process in _COMPILERS:
+            process.kill()
+    try:
+        yield
+    finally:
+        _STOPPED.clear()
 
 
 _BACKGROUND: set = set()  # the optimized builds this process has considered

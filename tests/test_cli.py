@@ -81,7 +81,7 @@ def test_an_interrupt_while_compiling_starts_its_own_line(tiny, tmp_path, capsys
         raise KeyboardInterrupt
 
     monkeypatch.setenv("LIFTOFF_CACHE", str(tmp_path / "empty"))
-    monkeypatch.setattr(codegen.subprocess, "run", interrupted)
+    monkeypatch.setattr(codegen, "_run_compiler", interrupted)
     assert main(["solve", tiny, "--out", str(tmp_path / "r.npz")]) == 130
     lines = capsys.readouterr().err.splitlines(keepends=True)
     assert lines[0].startswith("liftoff: compiling ") and lines[0].endswith(" ...\n")

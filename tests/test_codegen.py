@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,12 +84,12 @@ def overlap(a, b) -> bool:
 
 
 def test_kernels_loaded_together_compile_side_by_side_and_build_one_at_a_time(cache, capsys, monkeypatch):
-    builds, compilers, run = [], [], subprocess.run
+    builds, compilers = [], []
 
     def slow(call):
         return lambda *args, **kwargs: time.sleep(0.3) or call(*args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", timed(compilers, "cc", slow(run)))
+    monkeypatch.setattr(codegen, "_run_compiler", timed(compilers, "cc", slow(codegen._run_compiler)))
     requests = [("small", {"case": 7}, timed(builds, "small", slow(small_function)), False)]
     requests.append(("two", {"case": 7}, timed(builds, "two", slow(two_outputs)), True))
     start = time.perf_counter()
@@ -141,15 +144,22 @@ def test_a_failure_among_kernels_loaded_together_ends_their_line_and_raises(cach
     assert not list(cache.glob("*.so"))
 
 
-def test_an_interrupt_while_kernels_compile_together_ends_their_line(cache, capsys, monkeypatch):
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(subprocess, "run", interrupted)
+def test_an_interrupt_while_kernels_compile_together_stops_their_compilers(cache, tmp_path, capsys, monkeypatch):
+    hanging = tmp_path / "hanging-cc"
+    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    monkeypatch.setenv("CC", str(hanging))
     requests = [("small", {"case": 10}, small_function, False), ("two", {"case": 10}, two_outputs, False)]
+    start = time.perf_counter()
+    ctrl_c = functools.partial(signal.pthread_kill, threading.main_thread().ident, signal.SIGINT)
+    threading.Timer(1.0, ctrl_c).start()  # while both compilers run
     with pytest.raises(KeyboardInterrupt):
         codegen.load_all(requests)
+    assert time.perf_counter() - start < 10  # the compilers killed, not waited for
     assert capsys.readouterr().err == "liftoff: compiling small, two ...\n"
+    assert not codegen._COMPILERS and not codegen._STOPPED.is_set()  # the next load may compile
+    monkeypatch.delenv("CC")
+    assert codegen.load("small", {"case": 10}, small_function, quiet=True).name == "small"
 
 
 def test_each_output_of_a_kernel_is_its_own_contiguous_array(cache):
