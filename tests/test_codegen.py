@@ -33,6 +33,18 @@ def expected(x):
     return np.stack((np.sin(x[:, 0]) * x[:, 1], x[:, 2] ** 2, x.sum(axis=1), np.ones(len(x))), axis=1)
 
 
+def never():
+    pytest.fail("a cached kernel is not built again")
+
+
+def fake_compiler(tmp_path, monkeypatch, body):
+    """``$CC``: a shell script of ``body``."""
+    cc = tmp_path / "fake-cc"
+    cc.write_text(f"#!/bin/sh\n{body}\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+
+
 def two_outputs():
     x = ca.SX.sym("x", 2)
     return ca.Function("two", [x], [x[0] * x[1], ca.vertcat(x[0], 2 * x[1], 3.0)])
@@ -51,7 +63,7 @@ def test_a_kernel_is_compiled_once_then_loaded_from_the_cache(cache, capsys):
     np.testing.assert_allclose(kernel(x)[0], expected(x), rtol=1e-15)
     assert [p.suffix for p in cache.iterdir() if p.suffix == ".so"] == [".so"]
     start = time.perf_counter()
-    again = codegen.load("small", {"case": 1}, lambda: pytest.fail("a cached kernel is not built again"))
+    again = codegen.load("small", {"case": 1}, never)
     assert time.perf_counter() - start < 0.05
     assert capsys.readouterr().err == ""
     np.testing.assert_allclose(again(x)[0], expected(x), rtol=1e-15)
@@ -103,14 +115,12 @@ def test_kernels_loaded_together_compile_side_by_side_and_build_one_at_a_time(ca
     x = np.random.default_rng(3).standard_normal((6, 3))
     np.testing.assert_allclose(small(x)[0], expected(x), rtol=1e-15)
     assert two.name == "two" and two.sizes == (1, 3)  # sparse: the constant 3 is a structural nonzero
-    never = lambda: pytest.fail("a cached kernel is not built again")  # noqa: E731
     again = codegen.load_all([(name, key, never, sparse) for name, key, _, sparse in requests])
     assert [k.path for k in again] == [small.path, two.path] and capsys.readouterr().err == ""
 
 
 def test_kernels_loaded_together_of_which_one_is_missing_compile_it_as_load_does(cache, capsys):
     codegen.load("small", {"case": 8}, small_function, quiet=True)
-    never = lambda: pytest.fail("a cached kernel is not built again")  # noqa: E731
     small, two = codegen.load_all([("small", {"case": 8}, never, False), ("two", {}, two_outputs, False)])
     err = capsys.readouterr().err
     assert err.startswith("liftoff: compiling two ... done in ") and err.endswith(" instructions)\n")
@@ -133,10 +143,7 @@ def test_libraries_loaded_with_kernels_compile_alongside_for_their_first_use(cac
 
 
 def test_a_failure_among_kernels_loaded_together_ends_their_line_and_raises(cache, tmp_path, capsys, monkeypatch):
-    broken = tmp_path / "broken-cc"
-    broken.write_text("#!/bin/sh\necho 'broken-cc: internal error' >&2\nexit 1\n")
-    broken.chmod(0o755)
-    monkeypatch.setenv("CC", str(broken))
+    fake_compiler(tmp_path, monkeypatch, "echo 'broken-cc: internal error' >&2; exit 1")
     requests = [("small", {"case": 9}, small_function, False), ("two", {"case": 9}, two_outputs, False)]
     with pytest.raises(codegen.CompileError, match="failed: broken-cc: internal error"):
         codegen.load_all(requests)
@@ -145,10 +152,7 @@ def test_a_failure_among_kernels_loaded_together_ends_their_line_and_raises(cach
 
 
 def test_an_interrupt_while_kernels_compile_together_stops_their_compilers(cache, tmp_path, capsys, monkeypatch):
-    hanging = tmp_path / "hanging-cc"
-    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
-    hanging.chmod(0o755)
-    monkeypatch.setenv("CC", str(hanging))
+    fake_compiler(tmp_path, monkeypatch, "exec sleep 60")
     requests = [("small", {"case": 10}, small_function, False), ("two", {"case": 10}, two_outputs, False)]
     start = time.perf_counter()
     ctrl_c = functools.partial(signal.pthread_kill, threading.main_thread().ident, signal.SIGINT)
@@ -306,10 +310,7 @@ def test_no_compiler_raises_compile_error(cache, monkeypatch):
 
 
 def test_a_failing_compiler_raises_compile_error(cache, tmp_path, monkeypatch):
-    broken = tmp_path / "broken-cc"
-    broken.write_text("#!/bin/sh\necho 'broken-cc: internal error' >&2\nexit 1\n")
-    broken.chmod(0o755)
-    monkeypatch.setenv("CC", str(broken))
+    fake_compiler(tmp_path, monkeypatch, "echo 'broken-cc: internal error' >&2; exit 1")
     with pytest.raises(codegen.CompileError, match="compiling small failed: broken-cc: internal error"):
         codegen.load("small", {"case": 4}, small_function, quiet=True)
     assert not list(cache.glob("*.so"))
