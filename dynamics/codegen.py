@@ -329,10 +329,11 @@ def load_all(requests, quiet=False, libraries=()) -> list:
         if not quiet:
             print(" failed" if isinstance(e, CompileError) else "", file=sys.stderr, flush=True)
         raise
-    pool.shutdown()
-    _compiling["seconds"] = before + time.perf_counter() - start  # the wall time, not the compilers' sum
+    finally:
+        pool.shutdown()
+        _compiling["seconds"] = before + time.perf_counter() - start  # the wall time, not the compilers' sum
     if not quiet:
-        print(f" done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(f" done in {_compiling['seconds'] - before:.1f} s", file=sys.stderr)
     return kernels
 
 
