@@ -310,7 +310,7 @@ def load_all(requests, quiet=False, libraries=()) -> list:
     cc, folder = compiler(), cache_dir()
     missing = [name for name, key, _, sparse in requests if not _in_cache(folder, name, _digests(key, sparse, cc))]
     builds = [_library_build(path, None, cc) for path in libraries]
-    builds = [build for build in builds if not _in_cache(folder, build[0], build[1:2])]
+    builds = [build for build in builds if not _in_cache(folder, name=build[0], digests=[build[1]])]
     if len(missing) + len(builds) < 2 or not _writable(folder):
         return [load(name, key, build, quiet, sparse) for name, key, build, sparse in requests]
     quiet = quiet or _SILENT[0] > 0
