@@ -44,9 +44,9 @@ import numpy as np
 from liftoff.dynamics import codegen
 from liftoff.dynamics.memory import address
 
+from . import condensing, interior
 from . import group as grouped
 from . import symbolic_stages as sym
-from .condensing import compile_condensing
 from .friction import ROWS
 from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
@@ -56,8 +56,6 @@ from .static_terms import StaticTermsKernel
 
 KINDS = ("contact", "impulse", "forward", "terminal")
 SPARSE = ("contact", "impulse")  # the kinds whose kernels give their outputs' structural nonzeros
-# the C libraries that evaluate a group with the kernels' outputs, compiled alongside the kernels
-LIBRARIES = tuple(Path(__file__).with_name(f"{name}.c") for name in ("condensing", "interior", "group", "scatter"))
 
 
 @dataclass(frozen=True)
@@ -190,7 +188,7 @@ class CompiledStages:
         else:
             kernels = [codegen.Interpreted(build(), name, sparse) for name, _, build, sparse in requests]
         self.kernels = dict(zip(built, kernels))
-        compile_condensing()  # the compiled condensing, before any timing
+        condensing.compile_condensing()  # the compiled condensing, before any timing
         self.kernel_seconds = 0.0  # spent in kernel calls, for benchmarks
         self._term_columns = {kind: sym.term_columns(self.layout, terms) for kind, terms in self._slot_terms().items()}
         # cached for every problem of these kernels (shared by for_problem's copies): the index maps of
@@ -777,6 +775,8 @@ def bind_scatter(outputs, blocks: Blocks, dense):
 
 
 _SOURCE = Path(__file__).with_name("scatter.c")
+# the C libraries that evaluate a group with the kernels' outputs, compiled alongside the kernels
+LIBRARIES = (condensing._SOURCE, interior._SOURCE, grouped._SOURCE, _SOURCE)
 _P, _I = ctypes.c_void_p, ctypes.c_int
 _FUNCTIONS = {"liftoff_scatter": (None, (_I, _I) + (_P,) * 7)}
 
