@@ -1,12 +1,14 @@
 """The ``liftoff`` command line: what it prints and how it fails."""
 
 import argparse
+import io
 import subprocess
 import sys
 
 import pytest
 
 from liftoff.problems.cli import main
+from liftoff.problems.cli.arguments import ClosableOutput
 from liftoff.problems.studies.runs import load_run
 
 
@@ -129,6 +131,17 @@ def test_a_closed_standard_output_does_not_stop_the_solve(tiny, tmp_path):
     assert proc.wait(timeout=120) == 0, err
     assert "error" not in err and "Traceback" not in err and "Exception" not in err, err
     assert load_run(out)["summary"]["status"] == "converged"
+
+
+def test_the_standard_output_wrapper_leaves_a_stream_closed_by_its_owner_alone():
+    """``main`` wraps ``sys.stdout`` for its run; the wrapper, collected after whoever passed the
+    stream closed it (a caller's redirection), flushes nothing and raises nothing."""
+    stream = io.TextIOWrapper(io.BytesIO())  # a file's stream: flushing it once closed raises
+    wrapper = ClosableOutput(stream)
+    wrapper.write("a line\n")
+    stream.close()
+    wrapper.close()  # what collecting it does
+    assert wrapper.closed and not wrapper.closed_by_reader
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,9 @@ class ClosableOutput(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        if not self.closed_by_reader:
+        """Flush the stream, unless its reader or its owner closed it (the wrapper owns nothing:
+        closing it, as the collector does, flushes only a stream still open)."""
+        if not self.closed_by_reader and not getattr(self.stream, "closed", False):
             try:
                 self.stream.flush()
             except BrokenPipeError:
