@@ -25,7 +25,11 @@ def test_the_wheel_holds_every_subpackage_and_solves_outside_the_source_tree(tmp
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "wheel").glob("liftoff-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        (info,) = {n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA")}
+        metadata = archive.read(f"{info}/METADATA").decode()
+        license_text = archive.read(f"{info}/licenses/LICENSE")
     packages = {
         p.parent.relative_to(ROOT)
         for top in ("dynamics", "ocp", "solvers", "problems")
@@ -37,10 +41,7 @@ def test_the_wheel_holds_every_subpackage_and_solves_outside_the_source_tree(tmp
     sources = [p.relative_to(ROOT).as_posix() for top in layers for p in (ROOT / top).glob("**/*.[ch]")]
     assert {"problems/mpc/plants/mujoco_readings.c", "dynamics/vectors.h"} <= set(sources)
     assert all(f"liftoff/{s}" in names for s in sources), sorted(set(sources) - {n[8:] for n in names})
-    with zipfile.ZipFile(wheel) as archive:  # the license's text travels with the binary, as BSD-3-Clause asks
-        (info,) = {n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA")}
-        metadata = archive.read(f"{info}/METADATA").decode()
-        assert archive.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+    assert license_text == (ROOT / "LICENSE").read_bytes()  # the text travels with the binary, as BSD-3-Clause asks
     assert "License-File: LICENSE" in metadata.splitlines()
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
     assert f"License-Expression: {declared}" in metadata.splitlines()
