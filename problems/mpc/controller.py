@@ -257,8 +257,10 @@ def _aligned(old, old_times, new, new_start) -> bool:
     first stage: an MPC's updates between two knots)."""
     if old.ocp.K != new.ocp.K or len(old.groups) != len(new.groups):
         return False
+    if old.ocp.K > 1 and abs(float(old_times[1]) - float(new_start[1])) > 1e-9:
+        return False  # the next test on its first knot, which it fails unrounded: a horizon moved by a stage
     old_rounded, new_rounded = np.round(old_times[:-1], 9), np.round(new_start[:-1], 9)  # to the nanosecond
-    if not np.array_equal(old_rounded[1:], new_rounded[1:]):  # first: a horizon moved by a stage fails here
+    if not np.array_equal(old_rounded[1:], new_rounded[1:]):
         return False
     if any(a.key is not b.key or not np.array_equal(a.index, b.index) for a, b in zip(old.groups, new.groups)):
         return False
