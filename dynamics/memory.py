@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
+import itertools
 import math
 import operator
 
@@ -75,11 +77,17 @@ def bound(calls, name, arrays, make):
 def outputs(*shapes) -> tuple:
     """``(arrays, addresses)``: float arrays of ``shapes``, contiguous views of one allocation,
     and their addresses, for the outputs of a compiled call (one :func:`address` for all)."""
-    sizes = [math.prod(shape) for shape in shapes]
-    block = np.empty(sum(sizes))
-    base, at, arrays, addresses = address(block), 0, [], []
-    for shape, n in zip(shapes, sizes):
-        arrays.append(block[at : at + n].reshape(shape))
-        addresses.append(base + block.itemsize * at)
-        at += n
-    return arrays, addresses
+    total, parts, offsets = _layout(shapes)
+    block = np.empty(total)
+    base = address(block)
+    return [block[start:end].reshape(shape) for start, end, shape in parts], [base + at for at in offsets]
+
+
+@functools.lru_cache(maxsize=1024)
+def _layout(shapes) -> tuple:
+    """:func:`outputs`' allocation for ``shapes``: its size, each array's ``(start, end, shape)``
+    in it and its offset in bytes (a compiled call's outputs have the same shapes call after call)."""
+    ends = list(itertools.accumulate(math.prod(shape) for shape in shapes))
+    starts = [0, *ends[:-1]]
+    parts = tuple(zip(starts, ends, shapes))
+    return (ends[-1] if ends else 0), parts, tuple(np.dtype(float).itemsize * start for start in starts)
