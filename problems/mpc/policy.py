@@ -30,6 +30,7 @@ import numpy as np
 from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics import symbolic as sx
+from liftoff.dynamics.memory import address
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ class CompiledPolicy:
         if self._address is None:
             return None
         starts = (self._q.start, self._v.start, self._tau.start)
-        return (self._address, self._x.ctypes.data, self._u.ctypes.data, *starts, self._t0, self._rate)
+        return (self._address, address(self._x), address(self._u), *starts, self._t0, self._rate)
 
     def __call__(self, t, q, v, tau=None) -> np.ndarray:
         x, s = self._x, (t - self._t0) * self._rate

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from liftoff.dynamics.memory import address
+
 from . import ROW
 from .mujoco_readings import engine_library
 
@@ -98,9 +100,9 @@ class CompiledSteps:
             first,
             self.plant.dt,
             steps,
-            *(a.ctypes.data for a in inputs),
-            None if noise is None else noise.ctypes.data,
-            *(a.ctypes.data for a in limits + out),
+            *map(address, inputs),
+            None if noise is None else address(noise),
+            *map(address, limits + out),
             ctypes.addressof(diverged),
         )
         if done < 0:
