@@ -88,6 +88,6 @@ def _layout(shapes) -> tuple:
     """:func:`outputs`' allocation for ``shapes``: its size, each array's ``(start, end, shape)``
     in it and its offset in bytes (a compiled call's outputs have the same shapes call after call)."""
     ends = list(itertools.accumulate(math.prod(shape) for shape in shapes))
-    starts = [0, *ends[:-1]]
+    starts = [0, *ends[:-1]] if ends else []
     parts = tuple(zip(starts, ends, shapes))
     return (ends[-1] if ends else 0), parts, tuple(np.dtype(float).itemsize * start for start in starts)

@@ -236,7 +236,7 @@ class OCP:
         if kept is not None:
             return kept
         known: dict = {}  # the keys of the contact tuples and cost terms met, by identity (stages share them)
-        keys = [stage.__dict__.get("_key") or _stage_key(stage, known) for stage in self.stages]  # most kept
+        keys = [stage.__dict__.get("_key") or _stage_key(stage, known) for stage in self.stages]  # kept: no call
         if keys.count(keys[0]) == len(keys):  # one structure (a manipulator's horizon): one group
             return (StageGroup(self.stages, np.arange(len(keys)), keys[0]),)
         by_key: dict = {}  # by the identity of the key (interned: one object per key)

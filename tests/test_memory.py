@@ -61,6 +61,7 @@ def test_outputs_are_separate_contiguous_arrays_at_their_addresses():
     for k, a in enumerate(arrays):  # no two overlap: each keeps what is written into it
         a[...] = k
     assert all((a == k).all() for k, a in enumerate(arrays))
+    assert outputs() == ([], [])
     again, _ = outputs(*shapes)  # the same shapes: new arrays, the earlier ones left as they were
     for a in again:
         a[...] = -1.0

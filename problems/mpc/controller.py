@@ -258,7 +258,7 @@ def _aligned(old, old_times, new, new_start) -> bool:
     if old.ocp.K != new.ocp.K or len(old.groups) != len(new.groups):
         return False
     if old.ocp.K > 1 and abs(float(old_times[1]) - float(new_start[1])) > 1e-9:
-        return False  # the next test on its first knot, which it fails unrounded: a horizon moved by a stage
+        return False  # times over 1e-9 apart never round alike: the next test fails here (a horizon moved by a stage)
     old_rounded, new_rounded = np.round(old_times[:-1], 9), np.round(new_start[:-1], 9)  # to the nanosecond
     if not np.array_equal(old_rounded[1:], new_rounded[1:]):
         return False
