@@ -267,15 +267,19 @@ class StageGroup:
     stacked: bool = False
 
     @classmethod
-    def of_stacked(cls, stages, index, costs: tuple, key=None) -> StageGroup:
+    def of_stacked(cls, stages, index, costs: tuple, key=None, contacts=None) -> StageGroup:
         """The group of ``stages`` at the knot indices ``index`` (increasing) that their builder
         made alike and group by group: ``costs``, their cost terms stacked (one term per slot, as
         :attr:`costs` would stack them; each stage's terms their rows, :class:`TermRows`), and
-        ``key``, theirs if the builder knows it (default: the first stage's). ``stacked``: a
-        backend writes the group's inputs from these terms, not from each stage's."""
+        ``key``, theirs if the builder knows it (default: the first stage's); ``contacts``, their
+        contacts with the targets stacked, as :attr:`contacts` would stack them, if the builder
+        has them (default: stacked from the stages on first read). ``stacked``: a backend writes
+        the group's inputs from these terms, not from each stage's."""
         key = _stage_key(stages[0], {}) if key is None else key
         group = cls(tuple(stages), np.asarray(index), key, stacked=True)
-        group.__dict__["costs"] = CostSum(tuple(costs))  # the cached property's value
+        group.__dict__["costs"] = CostSum(tuple(costs))  # the cached properties' values
+        if contacts is not None:
+            group.__dict__["contacts"] = tuple(contacts)
         return group
 
     @property

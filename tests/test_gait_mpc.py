@@ -332,9 +332,9 @@ def test_the_horizons_contacts_are_the_feet_contacts_at_their_footholds(controll
 def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controller_model, costs):
     """The horizon's stages are made group by group, each group's terms stacked and each stage's
     terms their rows: the groups are those the stages' own keys make, the stacked terms those
-    their rows stack to, and the kernels' inputs written from the stacked terms equal those
-    written stage by stage (``integrate_dt``: weights that differ between the stages; the CoM
-    weighed in swing phases only, no swing foot weighed)."""
+    their rows stack to, the stacked contacts those of the stages, and the kernels' inputs
+    written from the stacked terms equal those written stage by stage (``integrate_dt``: weights
+    that differ between the stages; the CoM weighed in swing phases only, no swing foot weighed)."""
     config = trot_config(landing_velocity=300.0, tangential_force=0.01)
     config = replace(config, costs=replace(config.costs, **costs))
     c = GaitController(config, controller_model)
@@ -350,6 +350,10 @@ def test_a_horizon_built_group_by_group_is_the_horizon_its_stages_make(controlle
             for name in ("q_ref", "v_ref", "reference", "weights"):
                 if hasattr(s, name):
                     np.testing.assert_array_equal(getattr(s, name), getattr(t, name))
+        assert "contacts" in a.__dict__ and "contacts" not in b.__dict__  # the builder's, and stacked on reading
+        assert [x.frame for x in a.contacts] == [x.frame for x in b.contacts]
+        for x, y in zip(a.contacts, b.contacts):
+            np.testing.assert_array_equal(x.target()[1], y.target()[1])
     formulation = Formulation(c.layout, "lifted", "compiled", quiet=True)
     written, by_stage = formulation.for_problem(ocp).stages.maps, formulation.for_problem(plain).stages.maps
     assert written.keys() == by_stage.keys()

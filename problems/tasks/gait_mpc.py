@@ -223,7 +223,8 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
         else:
             terms = parts.impulse_terms(h, np.array(js), label)
             stages = [ImpulseStage(knots[k][2], TermRows(terms, r)) for r, k in enumerate(index)]
-        group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label))
+        stacked = parts.stacked_contacts(h, np.array(js), label[1])
+        group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label), stacked)
         parts.keys[label] = group.key
         groups.append(group)
     terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
@@ -285,6 +286,12 @@ class StageParts:
     def contacts(self, holds) -> tuple:
         """:func:`foot_contacts` of the feet in ``holds`` ``{foot: foothold}``."""
         return tuple(c.with_placement(holds[c.frame]) for c in self.feet if c.frame in holds)
+
+    def stacked_contacts(self, h: Horizon, js, on) -> tuple:
+        """The contacts of the feet ``on`` (names, a label's held feet) at the stages ``js`` of
+        ``h``, their targets the footholds stacked: those of :meth:`contacts` at each stage, as a
+        group stacks them. ``js``: an index array."""
+        return tuple(c.with_placement(h.footholds[js, i]) for i, c in enumerate(self.feet) if c.frame in on)
 
     def label(self, kind, held, landing=0) -> tuple:
         """What fixes the contacts and cost terms of a stage of ``kind``, from the feet ``held`` on
