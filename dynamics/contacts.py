@@ -204,19 +204,17 @@ class ResolvedContact:
         return slice(self.offset, self.offset + self.contact.dim)
 
 
+def check(model, contacts) -> list:
+    """``contacts`` (one :class:`Contact` or several) as a list, checked against ``model``:
+    ``ValueError`` for an empty set, ``TypeError`` for another object, :class:`UnknownNameError`
+    for a frame ``model`` does not have."""
+    return [c for c, _, _ in _frame_indices(model, contacts)]
+
+
 def resolve(model, contacts) -> tuple:
-    """Bind ``contacts`` to ``model``; raise on an empty set or unknown frames."""
-    if isinstance(contacts, Contact):
-        contacts = [contacts]
-    contacts = list(contacts)
-    if not contacts:
-        raise ValueError("empty contact set: constrained and impulse dynamics need at least one Contact")
+    """Bind ``contacts`` to ``model``; raise on an empty set or unknown frames (:func:`check`)."""
     out, offset = [], 0
-    for c in contacts:
-        if not isinstance(c, Contact):
-            raise TypeError(f"expected dynamics.Contact objects, got {type(c).__name__}")
-        f = _frame_id(model, c.frame)
-        f2 = None if c.frame2 is None else _frame_id(model, c.frame2)
+    for c, f, f2 in _frame_indices(model, contacts):
         out.append(
             ResolvedContact(
                 c, f, int(model.frame_parent[f]), f2, None if f2 is None else int(model.frame_parent[f2]), offset
@@ -224,6 +222,22 @@ def resolve(model, contacts) -> tuple:
         )
         offset += c.dim
     return tuple(out)
+
+
+def _frame_indices(model, contacts) -> list:
+    """``(contact, frame, frame2)`` of each of ``contacts``, its frames' indices in ``model``
+    (``frame2`` None without a second frame), checked as :func:`check` says."""
+    if isinstance(contacts, Contact):
+        contacts = [contacts]
+    contacts = list(contacts)
+    if not contacts:
+        raise ValueError("empty contact set: constrained and impulse dynamics need at least one Contact")
+    out = []
+    for c in contacts:
+        if not isinstance(c, Contact):
+            raise TypeError(f"expected dynamics.Contact objects, got {type(c).__name__}")
+        out.append((c, _frame_id(model, c.frame), None if c.frame2 is None else _frame_id(model, c.frame2)))
+    return out
 
 
 def _frame_id(model, name):

@@ -157,7 +157,7 @@ class OCP:
             if stage.kind == "impulse" and not stage.contacts:
                 raise ValueError(f"stage {k}: an impulse stage needs contacts")
             if stage.contacts and id(stage.contacts) not in resolved:
-                dynamics.contacts.resolve(model, stage.contacts)  # unknown frames raise here
+                dynamics.contacts.check(model, stage.contacts)  # unknown frames raise here
                 resolved.add(id(stage.contacts))
             for s in stage.sliding:
                 if not (0 <= s.contact < len(stage.contacts) and stage.contacts[s.contact].dim == 1):
