@@ -7,6 +7,7 @@ import pytest
 from conftest import load_pair
 
 from liftoff import dynamics
+from liftoff.ocp.problem import OCP, ContactStage
 
 
 def test_unknown_robot_lists_known_robots():
@@ -79,6 +80,28 @@ def test_unknown_frame(call):
     assert "LF_FOTO" in message
     assert "LF_FOOT" in message  # the near miss is suggested
     assert isinstance(err.value, KeyError)
+
+
+@pytest.mark.parametrize(
+    "contacts, error",
+    [
+        ([], ValueError),
+        ([1.0], TypeError),
+        ([dynamics.Contact("LF_FOTO")], dynamics.UnknownNameError),
+        ([dynamics.Contact("LF_FOOT"), dynamics.Contact("LF_FOOT", frame2="RF_FOTO")], dynamics.UnknownNameError),
+    ],
+    ids=["empty", "not a contact", "unknown frame", "unknown second frame"],
+)
+def test_an_ocp_checks_its_contacts_as_binding_them_would(contacts, error):
+    """An OCP checks its stages' contacts without binding them to the model: the same errors."""
+    model, _ = load_pair("anymal")
+    for call in (dynamics.contacts.check, dynamics.contacts.resolve):
+        with pytest.raises(error):
+            call(model, contacts)
+    if contacts:
+        stage = ContactStage(tuple(contacts), 0.01)
+        with pytest.raises(error):
+            OCP(model, dynamics.neutral(model), np.zeros(model.nv), (stage,))
 
 
 def test_unknown_frame_without_near_miss():
