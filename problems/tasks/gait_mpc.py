@@ -291,7 +291,8 @@ class StageParts:
         """The contacts of the feet ``on`` (names, a label's held feet) at the stages ``js`` of
         ``h``, their targets the footholds stacked: those of :meth:`contacts` at each stage, as a
         group stacks them. ``js``: an index array."""
-        return tuple(c.with_placement(h.footholds[js, i]) for i, c in enumerate(self.feet) if c.frame in on)
+        footholds = h.footholds[js]
+        return tuple(c.with_placement(footholds[:, i]) for i, c in enumerate(self.feet) if c.frame in on)
 
     def label(self, kind, held, landing=0) -> tuple:
         """What fixes the contacts and cost terms of a stage of ``kind``, from the feet ``held`` on
