@@ -146,7 +146,7 @@ class OCP:
         object.__setattr__(self, "stages", tuple(self.stages))
         if not self.stages:
             raise ValueError("an OCP needs at least one stage")
-        resolved = set()  # the contact tuples checked (stages often share one)
+        checked = set()  # the contact tuples checked (stages often share one)
         for k, stage in enumerate(self.stages):
             if getattr(stage, "_checked", None) is model:  # an MPC's horizons share their stages
                 continue
@@ -156,9 +156,9 @@ class OCP:
                 raise ValueError(f"stage {k}: the time step must be > 0, got {stage.dt}")
             if stage.kind == "impulse" and not stage.contacts:
                 raise ValueError(f"stage {k}: an impulse stage needs contacts")
-            if stage.contacts and id(stage.contacts) not in resolved:
+            if stage.contacts and id(stage.contacts) not in checked:
                 dynamics.contacts.check(model, stage.contacts)  # unknown frames raise here
-                resolved.add(id(stage.contacts))
+                checked.add(id(stage.contacts))
             for s in stage.sliding:
                 if not (0 <= s.contact < len(stage.contacts) and stage.contacts[s.contact].dim == 1):
                     raise ValueError(f"stage {k}: sliding friction on contact {s.contact}, not a 1D contact")

@@ -217,13 +217,14 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     groups = []
     for label, index in by_label.items():
         js = [knots[k][1] for k in index]
+        rows = np.array(js)
         if label[0] == "contact":
-            terms = parts.contact_terms(h, np.array(js), label)
+            terms = parts.contact_terms(h, rows, label)
             stages = [ContactStage(knots[k][2], dts[j], TermRows(terms, r)) for r, (k, j) in enumerate(zip(index, js))]
         else:
-            terms = parts.impulse_terms(h, np.array(js), label)
+            terms = parts.impulse_terms(h, rows, label)
             stages = [ImpulseStage(knots[k][2], TermRows(terms, r)) for r, k in enumerate(index)]
-        stacked = parts.stacked_contacts(h, np.array(js), label[1])
+        stacked = parts.stacked_contacts(h, rows, label[1])
         group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label), stacked)
         parts.keys[label] = group.key
         groups.append(group)
@@ -292,7 +293,7 @@ class StageParts:
         ``h``, their targets the footholds stacked: those of :meth:`contacts` at each stage, as a
         group stacks them. ``js``: an index array."""
         footholds = h.footholds[js]
-        return tuple(c.with_placement(footholds[:, i]) for i, c in enumerate(self.feet) if c.frame in on)
+        return tuple(c.with_placement(footholds[:, self.names.index(c.frame)]) for c in self.feet if c.frame in on)
 
     def label(self, kind, held, landing=0) -> tuple:
         """What fixes the contacts and cost terms of a stage of ``kind``, from the feet ``held`` on
