@@ -188,12 +188,12 @@ def test_overlapping_horizons_make_each_stage_s_kernel_inputs_once(task, monkeyp
     disturbance) are a fresh formulation's. Its checks against the model are not run again."""
     first = Formulation(build_ocp(task), "lifted", "compiled", quiet=True)
     made = {id(s): s.__dict__["_inputs"] for s in first.ocp.stages}
-    resolved = []
-    monkeypatch.setattr(dynamics.contacts, "resolve", lambda model, contacts: resolved.append(contacts))
+    checked = []
+    monkeypatch.setattr(dynamics.contacts, "check", lambda model, contacts: checked.append(contacts))
     build_ocp(task, t0=0.0)
-    assert not resolved  # the same stages: checked when first met
+    assert not checked  # the same stages: checked when first met
     later = build_ocp(task, t0=0.02, disturbance=np.arange(6.0))
-    assert resolved  # new stages
+    assert checked  # new stages
     monkeypatch.undo()
     moved = first.for_problem(later)
     shared = [s for s in later.stages if id(s) in made]
