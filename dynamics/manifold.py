@@ -177,6 +177,16 @@ _FUNCTIONS = {name: (None, (_I, _I, _I, _P, _P, _P, _P)) for name in ("liftoff_i
 _LIBRARY: list = []  # the compiled manifold.c once loaded, or None when it cannot be compiled
 
 
+def compiled(model):
+    """``(integrate, difference, layout)``: the addresses of manifold.c's two functions and of
+    ``model``'s layout, for compiled code that calls them; None when manifold.c is not compiled."""
+    library = _library()
+    if library is None:
+        return None
+    at = (ctypes.cast(f, _P).value for f in (library.liftoff_integrate, library.liftoff_difference))
+    return (*at, _layout(model).address)
+
+
 def _library():
     """The compiled manifold.c (compiled on first use), or ``None``: then numpy computes (without
     a word when there is no C compiler: whoever asks for the compiled backend is told)."""

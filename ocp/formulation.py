@@ -29,14 +29,17 @@ Every stage group (:meth:`ocp.problem.OCP.groups`) is evaluated in one batched p
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from liftoff import dynamics
+from liftoff.dynamics import manifold
 
 from . import condensing, interior, lifted, pdipm
 from .backends import BACKENDS, make_stages
+from .horizon import KEPT, CompiledHorizon, Structure
 from .lqr import LQR, TerminalLQR
 from .stages import jacobian_rows, slot_key
 
@@ -114,14 +117,16 @@ class Linearization:
 @dataclass(frozen=True)
 class Direction:
     """Newton direction: ``dx (K+1, nx)``, the new costates ``lam``, and per group
-    ``(du, dw, beta_new, ds, dz)``; the iterate it was taken at (``origin``) and the
-    fraction-to-boundary step sizes ``(primal, dual)`` there (``steps``)."""
+    ``(du, dw, beta_new, ds, dz)``; the iterate it was taken at (``origin``), the
+    fraction-to-boundary step sizes ``(primal, dual)`` there (``steps``) and, from a compiled
+    horizon, the iterate those sizes reach (``stepped``, :meth:`Formulation.step`'s)."""
 
     dx: np.ndarray
     lam: np.ndarray
     groups: tuple
     origin: Iterate | None = None
     steps: tuple | None = None
+    stepped: Iterate | None = None
 
 
 class Formulation:
@@ -151,6 +156,8 @@ class Formulation:
         self.backend = self.stages.name
         self._redundant = {}  # contact set -> redundant (shared with for_problem's copies)
         self._flags = self._redundant_groups()
+        self._structures = {}  # the compiled horizons' structures met (shared with for_problem's copies)
+        self._horizon = None  # this problem's CompiledHorizon, False without one, None until decided
 
     def for_problem(self, ocp) -> Formulation:
         """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
@@ -171,6 +178,7 @@ class Formulation:
         new.ocp, new.groups = ocp, groups
         new.stages = self.stages.for_problem(ocp, groups)
         new._flags = new._redundant_groups()
+        new._horizon = None
         return new
 
     # ------------------------------------------------------------------ sizes and start
@@ -287,6 +295,12 @@ class Formulation:
         for name, x in (("configuration q", it.q), ("velocity v", it.v)):
             if not np.isfinite(x).all():
                 raise NonFiniteError(name, int(np.argmax(~np.isfinite(x).all(axis=1))), "knot")
+        horizon = None if curvature else self._compiled_horizon()
+        if horizon is not None:
+            compiled = horizon.linearize(it, eps)
+            if compiled is not None:
+                return self._horizon_linearization(horizon, compiled, eps), it
+            self._horizon = False  # the steps below find where, or mark a group redundant
         nx, nm = self.ocp.nx, self.ocp.nu
         lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
@@ -320,6 +334,49 @@ class Formulation:
         )
         unchanged = all(a is b for a, b in zip(groups, it.groups))  # lifted: w is a variable, not refreshed
         return lin, it if unchanged else replace(it, groups=tuple(groups))
+
+    def _compiled_horizon(self) -> CompiledHorizon | None:
+        """This problem's :class:`ocp.horizon.CompiledHorizon` (made on first use), or None where
+        :meth:`linearize` goes group by group: the numpy backend, the non-lifted formulation,
+        redundant contacts, a kernel or library not compiled."""
+        if self._horizon is None:
+            self._horizon = self._make_horizon() or False
+        return self._horizon or None
+
+    def _make_horizon(self) -> CompiledHorizon | None:
+        stages, model = self.stages, self.model
+        if self.name != "lifted" or not hasattr(stages, "group_linearization") or not manifold.compiled(model):
+            return None
+        kernel, constants = stages.terminal_inputs
+        if getattr(kernel, "_batch", None) is None:
+            return None
+        calls = [None if self.redundant(g) else stages.group_linearization(g) for g in self.groups]
+        if any(call is None for call in calls):
+            return None
+        key = (self.ocp.K, tuple((id(call), g.index.tobytes()) for call, g in zip(calls, self.groups)))
+        structure = self._structures.get(key)
+        if structure is None:
+            if len(self._structures) >= KEPT:  # structures that do not recur: start over
+                self._structures.clear()
+            knots = [g.index for g in self.groups]
+            structure = Structure(calls, knots, self.ocp.K, model, self.ocp.ntau, self.ocp.nu, kernel)
+            self._structures[key] = structure
+        groups = self.groups
+
+        def prepare():
+            for group in groups:
+                stages.write_constants(group)
+
+        return CompiledHorizon(structure, self.ocp, constants, prepare)
+
+    def _horizon_linearization(self, horizon, lin, eps) -> Linearization:
+        """The :class:`Linearization` of a compiled horizon's ``lin`` at the barrier ``eps``."""
+        scalars = lin.scalars
+        self.stages.kernel_seconds += scalars["seconds"]
+        cost, barrier_cost = scalars["cost"], scalars["cost"] - eps * scalars["log_slacks"]
+        terminal = TerminalLQR(lin.H_T, lin.g_T)
+        numbers = (scalars["kkt_error"], cost, scalars["violation"], scalars["l1"], barrier_cost)
+        return Linearization(lin.lqr, terminal, lin.dx0, *numbers, HorizonSteps(self, horizon, lin))
 
     def _linearize_group(self, group, gv, it, eps, lqr, curvature=False, fresh=True):
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
@@ -417,6 +474,10 @@ class Formulation:
     def direction(self, it: Iterate, lin: Linearization, sol) -> Direction:
         """Expand the Riccati solution ``sol`` into the full primal-dual direction."""
         dx, lam, nx = np.asarray(sol.dx), np.asarray(sol.lam), self.ocp.nx
+        if isinstance(lin.groups, HorizonSteps):  # expansion and step in one compiled call
+            step = lin.groups.horizon.step(it, lin.groups.lin, dx, sol.controls, lam)
+            stepped = Iterate(step.q, step.v, step.lam, tuple(GroupVariables(*x) for x in step.variables), step.tau)
+            return Direction(dx, lam, step.directions, it, step.steps, stepped)
         groups, primal, dual = [], 1.0, 1.0
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
             calls = None if step.lifted is None else step.lifted.calls
@@ -449,6 +510,8 @@ class Formulation:
         return alpha_p, alpha_d
 
     def step(self, it: Iterate, d: Direction, alpha_p, alpha_d) -> Iterate:
+        if d.stepped is not None and d.origin is it and (alpha_p, alpha_d) == d.steps:
+            return d.stepped  # made with the direction, by the same equations
         nv = self.model.nv
         q = dynamics.integrate(self.model, it.q, alpha_p * d.dx[:, :nv])
         v = it.v + alpha_p * d.dx[:, nv : 2 * nv]
@@ -512,6 +575,34 @@ class Formulation:
             "impulses": impulses,
             "kinds": kinds,
         }
+
+
+class HorizonSteps(Sequence):
+    """:attr:`Linearization.groups` of a compiled horizon's linearization ``lin``
+    (:class:`ocp.horizon.CompiledHorizon`) of ``formulation``: each group's :class:`GroupStep`,
+    made when read."""
+
+    def __init__(self, formulation, horizon, lin):
+        self.formulation, self.horizon, self.lin = formulation, horizon, lin
+
+    def __len__(self) -> int:
+        return len(self.formulation.groups)
+
+    def __getitem__(self, i) -> GroupStep:
+        f = self.formulation
+        i = range(len(self))[i]
+        group, out = f.groups[i], self.horizon.group_outputs(self.lin, i)
+        ev, nu = f.stages.evaluation(group), f.ocp.nu if group.kind == "contact" else 0
+        stages = condensing.LiftedStages(f.ocp.nx, nu, ev.H, out["gc"], ev.C, ev.c, ev.A, ev.b, ev.calls)
+        condensed = condensing.Condensed(out["T"], out["t"], self.lin.lqr, group.index, (out["LU"], out["piv"]))
+        residual = {
+            "stationarity": out["stationarity"],
+            "state_equation": ev.b,
+            "local": ev.c,
+            "inequality": out["r_p"],
+            "complementarity": out["r_c"],
+        }
+        return GroupStep(residual, ev.ineq, out["r_p"], out["r_c"], condensed, stages)
 
 
 #: A contact Jacobian whose smallest singular value is below this fraction of its largest is

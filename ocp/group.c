@@ -127,3 +127,183 @@ void liftoff_expand_group(const group_t *g, const int *knots, const double *dx, 
     else
         steps[0] = steps[1] = 1.0;
 }
+
+
+/* A horizon of groups (ocp/horizon.py): every group's linearization, the terminal cost and the
+ * initial state's residual in one call; every group's expansion and the step in another. They
+ * run the functions above, the terminal kernel and manifold.c's by their addresses. The sums
+ * are numpy's (its pairwise summation) and no product is contracted into a fused multiply-add,
+ * so the results are those of ocp/formulation.py's steps, bitwise. */
+#include <math.h>
+
+#pragma GCC optimize("fp-contract=off")
+#pragma STDC FP_CONTRACT OFF
+
+typedef void manifold_t(int, int, int, const int *, const double *, const double *, double *);
+
+/* The offsets of a horizon's arrays in the blocks of its calls: per group (desc), its outputs in
+ * the linearization's block (D_RP ... D_SECONDS) and int block (D_PIV), in the step's block
+ * (D_Y ... D_Z), and its number of inequalities; the linearization's own (L_A ... L_SCRATCH, L_NU
+ * in the int block) and the step's (S_Q ... S_ALPHA). */
+enum { D_RP, D_RC, D_GC, D_ST, D_NORMS, D_LU, D_T, D_TT, D_SECONDS, D_PIV, D_Y, D_DW, D_BETA, D_DS, D_DZ, D_STEPS,
+       D_U, D_W, D_BETA1, D_S, D_Z, D_NI, DESC };
+enum { L_A, L_B, L_BB, L_QXX, L_QXU, L_QUU, L_LX, L_LU, L_HT, L_GT, L_COSTT, L_DX0, L_SCALARS, L_SCRATCH, L_NU, LIN };
+enum { S_Q, S_V, S_TAU, S_LAM, S_DQ, S_ALPHA, STEP };
+
+typedef struct {
+    int G, K, nq, nv, ntau, nx, nm;
+    const group_t *const *groups;
+    const int *const *knots;
+    const int *desc;  /* DESC ints per group */
+    const int *at;    /* LIN offsets, then STEP offsets */
+    batch_t *terminal;
+    int terminal_n;   /* the terminal kernel's input columns */
+    double *terminal_x;
+    manifold_t *integrate, *difference;
+    const int *layout;
+} horizon_t;
+
+/* numpy's sum of n contiguous doubles: pairwise, eight accumulators over blocks of up to 128 */
+static double pairwise(const double *a, long n) {
+    if (n < 8) {
+        double res = 0.0;
+        for (long i = 0; i < n; ++i) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8], res;
+        long i;
+        for (int j = 0; j < 8; ++j) r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i) res += a[i];
+        return res;
+    }
+    long half = n / 2;
+    half -= half % 8;
+    return pairwise(a, half) + pairwise(a + half, n - half);
+}
+
+/* x: q, v, tau, lam of every knot, the OCP's q0, v0, tau0, the terminal kernel's constant inputs,
+ * then per group u, w, beta, s, z. out: the linearization's block (the LQR, the terminal cost's
+ * H, g and value, dx0, the scalars: KKT error, cost, largest violation, l1 norm of the equality
+ * residuals, sum of log s, the kernels' seconds) with the groups'; ints: the LQR's nu and the
+ * groups' pivots. Returns 0; -1 or -2 as a group's linearization; 1 where Python's steps are to
+ * run instead (Cw singular at a stage, a value not finite). */
+int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double eps, double *out, int *ints) {
+    const int *at = h->at, K = h->K, nx = h->nx, nm = h->nm, nq = h->nq, nv = h->nv, ntau = h->ntau;
+    const double *q = x[0], *v = x[1], *tau = x[2], *lam = x[3];
+    double *lqr[8], *scratch = out + at[L_SCRATCH];
+    for (int i = 0; i < 8; ++i) lqr[i] = out + at[L_A + i];
+    memset(lqr[1], 0, sizeof(double) * K * nx * nm); /* the control blocks: a stage writes its nu columns */
+    memset(lqr[4], 0, sizeof(double) * K * nx * nm);
+    memset(lqr[5], 0, sizeof(double) * K * nm * nm);
+    memset(lqr[7], 0, sizeof(double) * K * nm);
+    int *nu = ints + at[L_NU];
+    double squares = 0.0, cost = 0.0, violation = 0.0, l1 = 0.0, log_slacks = 0.0, seconds = 0.0;
+    for (int i = 0; i < h->G; ++i) {
+        const group_t *g = h->groups[i];
+        const int *d = h->desc + i * DESC, *knots = h->knots[i];
+        const double *const *gv = x + 8 + 5 * i; /* u, w, beta, s, z */
+        const int status = liftoff_linearize_group(
+            g, knots, q, v, tau, gv[0], gv[1], gv[3], gv[4], eps, gv[2], lam, out + d[D_RP], out + d[D_RC],
+            out + d[D_GC], out + d[D_ST], out + d[D_NORMS], out + d[D_LU], ints + d[D_PIV], out + d[D_T],
+            out + d[D_TT], knots, nm, lqr, out + d[D_SECONDS]);
+        if (status) return status < 0 ? status : 1;
+        for (int r = 0; r < g->S; ++r) nu[knots[r]] = g->nu;
+        const double *norms = out + d[D_NORMS];
+        const long n = (long)g->S * d[D_NI];
+        squares += norms[0];
+        cost += pairwise(g->dst[0], g->S);
+        if (norms[1] > violation) violation = norms[1];
+        l1 += norms[2];
+        for (long k = 0; k < n; ++k) scratch[k] = log(gv[3][k]);
+        log_slacks += pairwise(scratch, n);
+        seconds += out[d[D_SECONDS]];
+    }
+    double *tx = h->terminal_x, *dx0 = out + at[L_DX0];
+    memcpy(tx, q + (size_t)K * nq, sizeof(double) * nq);
+    memcpy(tx + nq, v + (size_t)K * nv, sizeof(double) * nv);
+    memcpy(tx + nq + nv, tau + (size_t)K * ntau, sizeof(double) * ntau);
+    memcpy(tx + nq + nv + ntau, x[7], sizeof(double) * (h->terminal_n - nq - nv - ntau));
+    double *terminal[3] = {out + at[L_COSTT], out + at[L_GT], out + at[L_HT]};
+    if (h->terminal(1, tx, terminal)) return -2;
+    cost += terminal[0][0];
+    h->difference(1, nq, nv, h->layout, q, x[4], dx0);
+    for (int j = 0; j < nv; ++j) dx0[nv + j] = x[5][j] - v[j];
+    for (int j = 0; j < ntau; ++j) dx0[2 * nv + j] = x[6][j] - tau[j];
+    for (int j = 0; j < nx; ++j) {
+        const double e = terminal[1][j] - lam[(size_t)K * nx + j];
+        scratch[j] = e * e;
+    }
+    const double stationarity = pairwise(scratch, nx);
+    double largest = fabs(dx0[0]);
+    for (int j = 0; j < nx; ++j) {
+        scratch[j] = dx0[j] * dx0[j];
+        if (fabs(dx0[j]) > largest) largest = fabs(dx0[j]);
+    }
+    squares += stationarity + pairwise(scratch, nx);
+    if (largest > violation) violation = largest;
+    for (int j = 0; j < nx; ++j) scratch[j] = fabs(dx0[j]);
+    l1 += pairwise(scratch, nx);
+    if (!isfinite(squares + cost)) return 1;
+    double *scalars = out + at[L_SCALARS];
+    scalars[0] = sqrt(squares), scalars[1] = cost, scalars[2] = violation, scalars[3] = l1;
+    scalars[4] = log_slacks, scalars[5] = seconds;
+    return 0;
+}
+
+/* x: as liftoff_linearize_horizon's; lin, ints: its blocks; dx, controls, lam: the Riccati
+ * recursion's solution; fraction: the fraction-to-boundary rule's. out: the step's block (the
+ * stepped q, v, tau, lam, a scratch for the configurations' step, the step sizes alpha_p, alpha_d)
+ * with the groups' (their expansion y, dw, beta, ds, dz and steps; their stepped u, w, beta, s, z). */
+void liftoff_step_horizon(const horizon_t *h, const double *const *x, const double *lin, const int *ints,
+                          const double *dx, const double *controls, const double *lam, double fraction, double *out) {
+    const int *at = h->at + LIN, K1 = h->K + 1, nx = h->nx, nv = h->nv, ntau = h->ntau;
+    double ap = 1.0, ad = 1.0;
+    for (int i = 0; i < h->G; ++i) {
+        const int *d = h->desc + i * DESC;
+        const double *const *gv = x + 8 + 5 * i;
+        liftoff_expand_group(h->groups[i], h->knots[i], dx, controls, h->nm, lam, lin + d[D_GC], lin + d[D_LU],
+                             ints + d[D_PIV], lin + d[D_T], lin + d[D_TT], gv[3], gv[4], lin + d[D_RP],
+                             lin + d[D_RC], fraction, out + d[D_Y], out + d[D_DW], out + d[D_BETA], out + d[D_DS],
+                             out + d[D_DZ], out + d[D_STEPS]);
+        const double *steps = out + d[D_STEPS];
+        if (steps[0] < ap) ap = steps[0];
+        if (steps[1] < ad) ad = steps[1];
+    }
+    out[at[S_ALPHA]] = ap, out[at[S_ALPHA] + 1] = ad;
+    const double *q = x[0], *v = x[1], *tau = x[2], *lam0 = x[3];
+    double *dq = out + at[S_DQ], *v1 = out + at[S_V], *tau1 = out + at[S_TAU], *lam1 = out + at[S_LAM];
+    for (int k = 0; k < K1; ++k) {
+        const double *dxk = dx + (size_t)k * nx;
+        for (int j = 0; j < nv; ++j) {
+            dq[k * nv + j] = ap * dxk[j];
+            v1[k * nv + j] = v[k * nv + j] + ap * dxk[nv + j];
+        }
+        for (int j = 0; j < ntau; ++j) tau1[k * ntau + j] = tau[k * ntau + j] + ap * dxk[2 * nv + j];
+    }
+    h->integrate(K1, h->nq, nv, h->layout, q, dq, out + at[S_Q]);
+    for (long j = 0; j < (long)K1 * nx; ++j) lam1[j] = lam0[j] + ad * (lam[j] - lam0[j]);
+    for (int i = 0; i < h->G; ++i) {
+        const group_t *g = h->groups[i];
+        const int *d = h->desc + i * DESC;
+        const double *const *gv = x + 8 + 5 * i; /* u, w, beta, s, z */
+        const long S = g->S, nz = nx + g->nu, nw = S * g->nw, ni = S * d[D_NI];
+        const double *y = out + d[D_Y], *dw = out + d[D_DW], *beta = out + d[D_BETA];
+        const double *ds = out + d[D_DS], *dz = out + d[D_DZ];
+        double *u1 = out + d[D_U], *w1 = out + d[D_W], *beta1 = out + d[D_BETA1], *s1 = out + d[D_S];
+        double *z1 = out + d[D_Z];
+        for (long r = 0; r < S; ++r)
+            for (int j = 0; j < g->nu; ++j) u1[r * g->nu + j] = gv[0][r * g->nu + j] + ap * y[r * nz + nx + j];
+        for (long j = 0; j < nw; ++j) {
+            w1[j] = gv[1][j] + ap * dw[j];
+            beta1[j] = gv[2][j] + ad * (beta[j] - gv[2][j]);
+        }
+        for (long j = 0; j < ni; ++j) {
+            s1[j] = gv[3][j] + ap * ds[j];
+            z1[j] = gv[4][j] + ad * dz[j];
+        }
+    }
+}

@@ -549,6 +549,20 @@ class CompiledStages:
         :func:`ocp.interior.terms` and the :class:`ocp.condensing.Condensed` of
         :func:`ocp.condensing.condense` (None where ``Cw`` is singular), bitwise. None where the
         steps run one by one: a contact listed twice, an interpreted kernel, a library not compiled."""
+        call = self.group_linearization(group)
+        if call is None:
+            return None
+        gm = self.maps[int(group.index[0])]
+        self.write_constants(group)
+        terms, condensed, seconds = call(
+            group.index, it.q, it.v, it.tau, gv.u, gv.w, gv.s, gv.z, eps, gv.beta, it.lam, lqr
+        )
+        self.kernel_seconds += seconds
+        return _evaluation(gm, group.kind), terms, condensed
+
+    def group_linearization(self, group):
+        """The :class:`ocp.group.GroupLinearization` of ``group``'s workspace (bound on first
+        use), or None where its steps run one by one (:meth:`linearize_group`)."""
         gm = self.maps[int(group.index[0])]
         ws = gm.workspace
         if gm.scatter is not None:
@@ -560,14 +574,22 @@ class CompiledStages:
                 self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
                 ws.blocks, gm.blocks, ev.ineq, gm.supports, nx, nu,
             ) or False  # fmt: skip
-        if not ws.linearize:
-            return None
-        _write_constants(gm, self._columns[group.kind])
-        terms, condensed, seconds = ws.linearize(
-            group.index, it.q, it.v, it.tau, gv.u, gv.w, gv.s, gv.z, eps, gv.beta, it.lam, lqr
-        )
-        self.kernel_seconds += seconds
-        return _evaluation(gm, group.kind), terms, condensed
+        return ws.linearize or None
+
+    def write_constants(self, group):
+        """``group``'s constant inputs into its workspace's kernel input, unless it holds them
+        (before a compiled call evaluates the group's kernel)."""
+        _write_constants(self.maps[int(group.index[0])], self._columns[group.kind])
+
+    def evaluation(self, group) -> StageEval:
+        """The :class:`ocp.stages.StageEval` of ``group``'s latest evaluation (its workspace's blocks)."""
+        return _evaluation(self.maps[int(group.index[0])], group.kind)
+
+    @property
+    def terminal_inputs(self) -> tuple:
+        """``(kernel, constants)``: the terminal kernel and its constant inputs for this OCP
+        (after the knot's ``q, v, tau`` in its input)."""
+        return self.kernels["terminal"], self._terminal_static[0]
 
     def curvature(self, group, ev: StageEval, beta, lam_next, fresh=True) -> StageEval:
         """``ev``, the evaluation of ``group`` just made, with the curvature of its Lagrangian

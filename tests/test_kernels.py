@@ -292,6 +292,7 @@ def test_a_group_linearized_in_one_compiled_call_is_its_steps_one_by_one(problem
     and impulse groups; polishing: a torque filter)."""
     ocp = trot if problem == "trot" else _polishing_ocp()
     formulation = Formulation(ocp, "lifted", "compiled", quiet=True)
+    formulation._horizon = False  # group by group (the compiled horizon: tests/test_horizon.py)
     rng = np.random.default_rng(5)
     it = perturbed_iterate(formulation, rng, 1e-2)
     it = dataclasses.replace(it, tau=it.tau + rng.standard_normal(it.tau.shape))  # the filter's torques too

@@ -1,0 +1,202 @@
+"""A lifted horizon's Newton step in two compiled calls (``group.c``): every group's
+linearization, the terminal cost and the initial state's residual in one
+(:meth:`CompiledHorizon.linearize`); every group's expansion and the step at the
+fraction-to-boundary sizes in the other (:meth:`CompiledHorizon.step`).
+
+:meth:`ocp.formulation.Formulation.linearize`, ``direction`` and ``step`` otherwise go group by
+group from Python (each group's compiled steps in one call, :mod:`ocp.group`) and make each
+group's Python objects. A :class:`CompiledHorizon` runs the same compiled functions on the same
+arrays in the same order, its sums in numpy's order: its results are theirs, bitwise. Each call's
+outputs are views of one allocation; what does not change between calls (the groups'
+``group_t``, their knots, the offsets of every output) is a :class:`Structure`, made once per
+structure of horizon and kept by the formulation's copies: an MPC's updates of a recurring horizon
+pass only their arrays.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple
+
+import numpy as np
+
+from liftoff.dynamics import manifold
+from liftoff.dynamics.memory import address
+
+from . import group, pdipm
+from .lqr import LQR
+
+_P, _I = ctypes.c_void_p, ctypes.c_int
+# the outputs of a group, in the order of group.c's desc: in the linearization's block, its pivots, in the step's block
+_GROUP_LINEAR = ("r_p", "r_c", "gc", "stationarity", "norms", "LU", "T", "t", "seconds")
+_GROUP_STEP = ("y", "dw", "beta", "ds", "dz", "steps", "u", "w", "beta_new", "s", "z")
+_LINEAR = ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "H_T", "g_T", "cost_T", "dx0", "scalars", "scratch")
+_STEP = ("q", "v", "tau", "lam", "dq", "alpha")
+_SCALARS = ("kkt_error", "cost", "violation", "l1", "log_slacks", "seconds")
+KEPT = 1000  # the most horizon structures a formulation and its copies keep
+
+
+class _Horizon(ctypes.Structure):
+    """``horizon_t`` of ``group.c``."""
+
+    _fields_ = [
+        *((name, _I) for name in ("G", "K", "nq", "nv", "ntau", "nx", "nm")),
+        *((name, _P) for name in ("groups", "knots", "desc", "at", "terminal")),
+        ("terminal_n", _I),
+        *((name, _P) for name in ("terminal_x", "integrate", "difference", "layout")),
+    ]
+
+
+class Structure:
+    """What the calls of a horizon of ``K`` stages share: its groups' compiled linearizations
+    ``calls`` (:class:`ocp.group.GroupLinearization`) and ``knots``, the terminal ``kernel``, the
+    ``model`` (``ntau`` torque states, ``nm`` controls per stage at most); the shapes of the
+    outputs of each call and their offsets (``horizon_t``)."""
+
+    def __init__(self, calls, knots, K, model, ntau, nm, kernel):
+        nq, nv = model.nq, model.nv
+        nx = 2 * nv + ntau
+        self.calls, self.K, self.nx, self.nm = calls, K, nx, nm
+        self.knots = [np.ascontiguousarray(k, dtype=np.intc) for k in knots]
+        scratch = max([nx] + [c.S * c.ni for c in calls])
+        linear = [(K, nx, nx), (K, nx, nm), (K, nx), (K, nx, nx), (K, nx, nm), (K, nm, nm), (K, nx), (K, nm)]
+        linear += [(nx, nx), (nx,), (1,), (nx,), (len(_SCALARS),), (scratch,)]
+        step = [(K + 1, nq), (K + 1, nv), (K + 1, ntau), (K + 1, nx), (K + 1, nv), (2,)]
+        pivots, ints = [], K  # the int block: the LQR's nu, then each group's pivots
+        for c in calls:
+            nz = nx + c.nu
+            linear += [(c.S, c.ni), (c.S, c.ni), (c.S, c.ny), (c.S, c.ny), (3,), (c.S, c.nw, c.nw), (c.S, c.nw, nz)]
+            linear += [(c.S, c.nw), (1,)]
+            step += [(c.S, nz), (c.S, c.nw), (c.S, c.nw), (c.S, c.ni), (c.S, c.ni), (2,)]
+            step += [(c.S, c.nu), (c.S, c.nw), (c.S, c.nw), (c.S, c.ni), (c.S, c.ni)]
+            pivots.append(ints)
+            ints += c.S * c.nw
+        self.linear, self.step, self.ints, self.pivots = _Block(linear), _Block(step), ints, pivots
+        n, m = len(_LINEAR), len(_STEP)
+        desc = []
+        for i, c in enumerate(calls):
+            lin_at = self.linear.starts[n + 9 * i : n + 9 * i + 9]
+            step_at = self.step.starts[m + 11 * i : m + 11 * i + 11]
+            desc += [*lin_at, pivots[i], *step_at, c.ni]
+        self._desc = np.array(desc, dtype=np.intc)
+        self._at = np.array([*self.linear.starts[:n], 0, *self.step.starts[:m]], dtype=np.intc)
+        self._groups = (_P * len(calls))(*(ctypes.addressof(c._group) for c in calls))
+        self._knots = (_P * len(calls))(*map(address, self.knots))
+        self.terminal_x = np.zeros(kernel.n_in)
+        integrate, difference, layout = manifold.compiled(model)
+        self.horizon = _Horizon(
+            len(calls), K, nq, nv, ntau, nx, nm, ctypes.addressof(self._groups), ctypes.addressof(self._knots),
+            address(self._desc), address(self._at), ctypes.cast(kernel._batch, _P).value, kernel.n_in,
+            address(self.terminal_x), integrate, difference, layout,
+        )  # fmt: skip
+
+
+class _Block:
+    """One allocation of arrays of ``shapes``: their ``starts`` (in doubles) and views."""
+
+    def __init__(self, shapes):
+        ends = np.cumsum([int(np.prod(shape)) for shape in shapes]).tolist()
+        self.starts = [0, *ends[:-1]]
+        self.parts, self.size = tuple(zip(self.starts, ends, shapes)), ends[-1]
+
+    def view(self, block, j) -> np.ndarray:
+        start, end, shape = self.parts[j]
+        return block[start:end].reshape(shape)
+
+
+class HorizonLinearization(NamedTuple):
+    """A :meth:`CompiledHorizon.linearize`: the LQR, the terminal ``H_T, g_T``, ``dx0``, the
+    scalars (``kkt_error, cost, violation, l1, log_slacks, seconds``) and the call's blocks."""
+
+    lqr: LQR
+    H_T: np.ndarray
+    g_T: np.ndarray
+    dx0: np.ndarray
+    scalars: dict
+    block: np.ndarray
+    ints: np.ndarray
+
+
+class HorizonStep(NamedTuple):
+    """A :meth:`CompiledHorizon.step`: per group its direction ``(du, dw, beta, ds, dz)`` and its
+    stepped variables ``(u, w, beta, s, z)``; the stepped knots ``q, v, tau, lam``; the step sizes."""
+
+    directions: tuple
+    variables: tuple
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    lam: np.ndarray
+    steps: tuple
+
+
+class CompiledHorizon:
+    """The two calls (module docstring) for the OCP ``ocp`` of the :class:`Structure`
+    ``structure``, its groups' constant inputs written by ``prepare()`` before each linearization."""
+
+    def __init__(self, structure: Structure, ocp, constants, prepare):
+        self.structure, self.ocp, self.prepare = structure, ocp, prepare
+        self._constants = np.ascontiguousarray(constants, dtype=float)
+        self._state0 = [np.ascontiguousarray(x, dtype=float) for x in (ocp.q0, ocp.v0, ocp.tau0)]
+
+    def _inputs(self, it) -> tuple:
+        """The arrays of ``it`` the calls read (contiguous), and their addresses' array."""
+        arrays = [np.ascontiguousarray(x, dtype=float) for x in (it.q, it.v, it.tau, it.lam)]
+        arrays += [*self._state0, self._constants]
+        for gv in it.groups:
+            arrays += [np.ascontiguousarray(x, dtype=float) for x in (gv.u, gv.w, gv.beta, gv.s, gv.z)]
+        return arrays, (_P * len(arrays))(*map(address, arrays))
+
+    def linearize(self, it, eps) -> HorizonLinearization | None:
+        """Every group's linearization at ``it`` for the barrier ``eps``, the terminal cost and
+        ``dx0`` (:meth:`ocp.formulation.Formulation.linearize`), or None where that method's
+        steps are to run (a singular ``Cw``, a value not finite: they say where)."""
+        s = self.structure
+        self.prepare()
+        arrays, x = self._inputs(it)
+        block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
+        status = group._library().liftoff_linearize_horizon(
+            ctypes.byref(s.horizon), x, float(eps), address(block), address(ints)
+        )
+        if status == -1:
+            raise MemoryError("the group's linearization could not allocate its workspace")
+        if status == -2:
+            raise FloatingPointError("the stage kernel failed")
+        if status:
+            return None
+        view = s.linear.view
+        lqr = LQR(*(view(block, j) for j in range(8)), ints[: s.K])
+        scalars = dict(zip(_SCALARS, view(block, 12).tolist()))
+        return HorizonLinearization(lqr, view(block, 8), view(block, 9), view(block, 11), scalars, block, ints)
+
+    def group_outputs(self, lin: HorizonLinearization, i) -> dict:
+        """The outputs of group ``i`` in ``lin``: ``r_p, r_c, gc, stationarity, LU, piv, T, t``."""
+        s, c = self.structure, self.structure.calls[i]
+        first = len(_LINEAR) + 9 * i
+        out = {name: s.linear.view(lin.block, first + j) for j, name in enumerate(_GROUP_LINEAR)}
+        start = s.pivots[i]
+        out["piv"] = lin.ints[start : start + c.S * c.nw].reshape(c.S, c.nw)
+        return out
+
+    def step(self, it, lin: HorizonLinearization, dx, controls, lam) -> HorizonStep:
+        """The expansion of the Riccati solution ``(dx, controls, lam)`` of ``lin`` (made at
+        ``it``) in every group, and the step from ``it`` at the fraction-to-boundary sizes
+        (:meth:`ocp.formulation.Formulation.direction`, ``max_steps`` and ``step``)."""
+        s = self.structure
+        arrays, x = self._inputs(it)
+        solution = [np.ascontiguousarray(a, dtype=float) for a in (dx, controls, lam)]
+        block = np.empty(s.step.size)
+        group._library().liftoff_step_horizon(
+            ctypes.byref(s.horizon), x, address(lin.block), address(lin.ints), *map(address, solution),
+            pdipm.FRACTION_TO_BOUNDARY, address(block),
+        )  # fmt: skip
+        view, m = s.step.view, len(_STEP)
+        directions, variables = [], []
+        for i, c in enumerate(s.calls):
+            first = m + 11 * i
+            y, *rest = (view(block, first + j) for j in range(5))
+            directions.append((y[:, s.nx :], *rest))
+            variables.append(tuple(view(block, first + j) for j in range(6, 11)))
+        knots = (view(block, j) for j in range(4))
+        steps = tuple(view(block, 5).tolist())
+        return HorizonStep(tuple(directions), tuple(variables), *knots, steps)

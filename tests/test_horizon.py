@@ -1,0 +1,151 @@
+"""A lifted horizon in two compiled calls (ocp/horizon.py, group.c) against the same
+formulation group by group (ocp/formulation.py's steps, each group in one compiled call): the
+linearization (the LQR, the terminal stage, dx0, the KKT error, cost, norms and barrier cost,
+each group's residuals and condensing), the direction and the step reached, to the last bit, on
+the trot (contact and impulse groups), polishing (a torque filter, its sums past numpy's
+pairwise blocks) and a copy of a problem with other data; the cases it leaves to the group by
+group path, and what that path then reports."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_ocp import perturbed_iterate
+from test_redundant_ocp import duplicated
+
+from liftoff.ocp.formulation import Formulation, HorizonSteps, NonFiniteError
+from liftoff.problems.tasks.config import load_config, parse_config
+from liftoff.problems.tasks.gaits import build_problem
+from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers.riccati import riccati
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+EPS = 1e-2
+
+
+@pytest.fixture(scope="module")
+def trot():
+    return build_problem(load_config(CONFIGS / "anymal_trot.yaml"))
+
+
+@pytest.fixture(scope="module")
+def polishing():
+    return build_ocp(make_task(parse_config({"task": "polishing", "mpc": {"horizon": 40}}, schema=PolishingConfig)))
+
+
+def newton_step(formulation, it) -> list:
+    """The numbers of a linearization at ``it``, of the Newton direction from it and of the
+    iterate its step reaches, copied (the workspaces' blocks are the next linearization's)."""
+    lin, _ = formulation.linearize(it, EPS)
+    lqr = [np.array(getattr(lin.lqr, name)) for name in ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "nu")]
+    terminal = [np.array(x) for x in (lin.terminal.Qxx, lin.terminal.lx, lin.dx0)]
+    scalars = [lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility, lin.barrier_cost]
+    groups = [
+        np.array(x)
+        for step in lin.groups
+        for x in (*step.residual.values(), *step.condensed.factors, step.condensed.T, step.condensed.t)
+        + (step.lifted.H, step.lifted.g, step.r_p, step.r_c)
+    ]
+    d = formulation.direction(it, lin, riccati(lin.lqr, lin.terminal, lin.dx0, "compiled"))
+    direction = [d.dx, d.lam, *(np.array(x) for g in d.groups for x in g), np.array(d.steps)]
+    new = formulation.step(it, d, *formulation.max_steps(it, d))
+    stepped = [new.q, new.v, new.tau, new.lam, *(x for gv in new.groups for x in dataclasses.astuple(gv))]
+    return [np.array(scalars), *lqr, *terminal, *groups, *direction, *(np.array(x) for x in stepped)]
+
+
+def group_by_group(formulation) -> Formulation:
+    """``formulation`` without its compiled horizon."""
+    formulation._horizon = False
+    return formulation
+
+
+def random_iterate(formulation, seed):
+    rng = np.random.default_rng(seed)
+    it = perturbed_iterate(formulation, rng, EPS)
+    return dataclasses.replace(it, tau=it.tau + rng.standard_normal(it.tau.shape))  # a torque filter's too
+
+
+@pytest.mark.parametrize("problem", ["trot", "polishing"])
+def test_the_compiled_horizon_is_the_formulation_group_by_group(problem, request):
+    ocp = request.getfixturevalue(problem)
+    formulation = Formulation(ocp, "lifted", "compiled", quiet=True)
+    it = random_iterate(formulation, 3)
+    assert isinstance(formulation.linearize(it, EPS)[0].groups, HorizonSteps)
+    compiled = newton_step(formulation, it)
+    steps = newton_step(group_by_group(formulation), it)
+    assert not isinstance(formulation.linearize(it, EPS)[0].groups, HorizonSteps)
+    assert len(compiled) == len(steps)
+    for a, b in zip(compiled, steps):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_step_made_with_the_direction_serves_only_its_own_sizes(trot):
+    """The stepped iterate a compiled direction carries is returned for its step sizes from its
+    iterate; other sizes (a line search's halved step) are stepped anew, as group by group."""
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    it = random_iterate(formulation, 4)
+    lin, _ = formulation.linearize(it, EPS)
+    d = formulation.direction(it, lin, riccati(lin.lqr, lin.terminal, lin.dx0, "compiled"))
+    assert d.stepped is not None and formulation.step(it, d, *d.steps) is d.stepped
+    half = formulation.step(it, d, 0.5 * d.steps[0], d.steps[1])
+    reference = dataclasses.replace(d, stepped=None)
+    expected = formulation.step(it, reference, 0.5 * d.steps[0], d.steps[1])
+    assert half is not d.stepped
+    np.testing.assert_array_equal(half.q, expected.q)
+    np.testing.assert_array_equal(half.groups[0].u, expected.groups[0].u)
+
+
+def test_a_copy_for_other_data_shares_the_structure_and_has_its_own_numbers(polishing):
+    """An MPC's next horizon: the same groups, another initial state and torques. Its compiled
+    horizon is the first one's structure with its own arrays, and its numbers are its own,
+    those of its group by group path."""
+    formulation = Formulation(polishing, "lifted", "compiled", quiet=True)
+    it = random_iterate(formulation, 5)
+    formulation.linearize(it, EPS)
+    rng = np.random.default_rng(6)
+    moved = dataclasses.replace(polishing, v0=polishing.v0 + 0.1 * rng.standard_normal(polishing.v0.shape))
+    copy = formulation.for_problem(moved)
+    assert copy._compiled_horizon().structure is formulation._compiled_horizon().structure
+    compiled = newton_step(copy, it)
+    assert not np.array_equal(compiled[1 + 9 + 2], newton_step(formulation, it)[1 + 9 + 2])  # dx0 differs
+    steps = newton_step(group_by_group(copy), it)
+    for a, b in zip(compiled, steps):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_value_not_finite_is_reported_where_the_group_by_group_path_finds_it(trot):
+    """A non-finite control: the compiled horizon leaves the linearization to the group by
+    group path, which names the quantity and the stage, and keeps to it afterwards."""
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    it = random_iterate(formulation, 7)
+    g = next(i for i, group in enumerate(formulation.groups) if group.kind == "contact" and i > 0)
+    groups = list(it.groups)
+    groups[g] = dataclasses.replace(groups[g], u=np.full_like(groups[g].u, np.inf))
+    bad = dataclasses.replace(it, groups=tuple(groups))
+    with pytest.raises(NonFiniteError) as compiled:
+        formulation.linearize(bad, EPS)
+    assert formulation._horizon is False
+    with pytest.raises(NonFiniteError) as steps:
+        group_by_group(Formulation(trot, "lifted", "compiled", quiet=True)).linearize(bad, EPS)
+    assert str(compiled.value) == str(steps.value)
+    assert str(compiled.value).endswith(f"at stage {formulation.groups[g].index[0]}")
+
+
+@pytest.mark.parametrize("case", ["redundant", "numpy", "nonlifted"])
+def test_the_horizon_is_compiled_only_where_every_group_is(trot, case):
+    """Redundant contacts (their own condensing), the numpy backend and the non-lifted
+    formulation go group by group."""
+    ocp, name, backend = trot, "lifted", "compiled"
+    if case == "redundant":
+        ocp = duplicated(trot)
+    elif case == "numpy":
+        backend = "numpy"
+    else:
+        name = "nonlifted"
+    formulation = Formulation(ocp, name, backend, quiet=True)
+    lin, _ = formulation.linearize(formulation.initial_iterate(EPS), EPS)
+    assert formulation._compiled_horizon() is None
+    assert isinstance(lin.groups, tuple)
