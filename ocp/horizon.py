@@ -16,6 +16,7 @@ pass only their arrays.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -106,7 +107,8 @@ class _Block:
 
 class HorizonLinearization(NamedTuple):
     """A :meth:`CompiledHorizon.linearize`: the LQR, the terminal ``H_T, g_T``, ``dx0``, the
-    scalars (``kkt_error, cost, violation, l1, log_slacks, seconds``) and the call's blocks."""
+    scalars (``kkt_error, cost, violation, l1, log_slacks, seconds``), the call's blocks and its
+    ``inputs``: the iterate, the arrays of it that the call read and their addresses' array."""
 
     lqr: LQR
     H_T: np.ndarray
@@ -115,19 +117,38 @@ class HorizonLinearization(NamedTuple):
     scalars: dict
     block: np.ndarray
     ints: np.ndarray
+    inputs: tuple
 
 
 class HorizonStep(NamedTuple):
-    """A :meth:`CompiledHorizon.step`: per group its direction ``(du, dw, beta, ds, dz)`` and its
-    stepped variables ``(u, w, beta, s, z)``; the stepped knots ``q, v, tau, lam``; the step sizes."""
+    """A :meth:`CompiledHorizon.step`: per group its direction ``(du, dw, beta, ds, dz)``
+    (:class:`Directions`) and its stepped variables ``(u, w, beta, s, z)``; the stepped knots ``q,
+    v, tau, lam``; the step sizes."""
 
-    directions: tuple
+    directions: Sequence
     variables: tuple
     q: np.ndarray
     v: np.ndarray
     tau: np.ndarray
     lam: np.ndarray
     steps: tuple
+
+
+class Directions(Sequence):
+    """Per group of a :class:`Structure` its direction ``(du, dw, beta, ds, dz)`` in a step's
+    ``block``, made when read (the step itself reads them in C)."""
+
+    def __init__(self, structure: Structure, block):
+        self.structure, self.block = structure, block
+
+    def __len__(self) -> int:
+        return len(self.structure.calls)
+
+    def __getitem__(self, i) -> tuple:
+        s = self.structure
+        first = len(_STEP) + 11 * range(len(self))[i]
+        y, *rest = (s.step.view(self.block, first + j) for j in range(5))
+        return (y[:, s.nx :], *rest)
 
 
 class CompiledHorizon:
@@ -167,7 +188,8 @@ class CompiledHorizon:
         view = s.linear.view
         lqr = LQR(*(view(block, j) for j in range(8)), ints[: s.K])
         scalars = dict(zip(_SCALARS, view(block, 12).tolist()))
-        return HorizonLinearization(lqr, view(block, 8), view(block, 9), view(block, 11), scalars, block, ints)
+        terminal = (view(block, 8), view(block, 9), view(block, 11))
+        return HorizonLinearization(lqr, *terminal, scalars, block, ints, (it, arrays, x))
 
     def group_outputs(self, lin: HorizonLinearization, i) -> dict:
         """The outputs of group ``i`` in ``lin``: ``r_p, r_c, gc, stationarity, LU, piv, T, t``."""
@@ -183,7 +205,7 @@ class CompiledHorizon:
         ``it``) in every group, and the step from ``it`` at the fraction-to-boundary sizes
         (:meth:`ocp.formulation.Formulation.direction`, ``max_steps`` and ``step``)."""
         s = self.structure
-        arrays, x = self._inputs(it)
+        arrays, x = lin.inputs[1:] if lin.inputs[0] is it else self._inputs(it)
         solution = [np.ascontiguousarray(a, dtype=float) for a in (dx, controls, lam)]
         block = np.empty(s.step.size)
         group._library().liftoff_step_horizon(
@@ -191,12 +213,6 @@ class CompiledHorizon:
             pdipm.FRACTION_TO_BOUNDARY, address(block),
         )  # fmt: skip
         view, m = s.step.view, len(_STEP)
-        directions, variables = [], []
-        for i, c in enumerate(s.calls):
-            first = m + 11 * i
-            y, *rest = (view(block, first + j) for j in range(5))
-            directions.append((y[:, s.nx :], *rest))
-            variables.append(tuple(view(block, first + j) for j in range(6, 11)))
+        variables = tuple(tuple(view(block, m + 11 * i + j) for j in range(6, 11)) for i in range(len(s.calls)))
         knots = (view(block, j) for j in range(4))
-        steps = tuple(view(block, 5).tolist())
-        return HorizonStep(tuple(directions), tuple(variables), *knots, steps)
+        return HorizonStep(Directions(s, block), variables, *knots, tuple(view(block, 5).tolist()))
