@@ -16,6 +16,7 @@ import pytest
 from test_ocp import perturbed_iterate
 from test_redundant_ocp import duplicated
 
+from liftoff.dynamics import manifold
 from liftoff.ocp.formulation import Formulation, HorizonSteps, NonFiniteError
 from liftoff.problems.tasks.config import load_config, parse_config
 from liftoff.problems.tasks.gaits import build_problem
@@ -134,17 +135,19 @@ def test_a_value_not_finite_is_reported_where_the_group_by_group_path_finds_it(t
     assert str(compiled.value).endswith(f"at stage {formulation.groups[g].index[0]}")
 
 
-@pytest.mark.parametrize("case", ["redundant", "numpy", "nonlifted"])
-def test_the_horizon_is_compiled_only_where_every_group_is(trot, case):
-    """Redundant contacts (their own condensing), the numpy backend and the non-lifted
-    formulation go group by group."""
+@pytest.mark.parametrize("case", ["redundant", "numpy", "nonlifted", "no manifold library"])
+def test_the_horizon_is_compiled_only_where_every_group_is(trot, case, monkeypatch):
+    """Redundant contacts (their own condensing), the numpy backend, the non-lifted
+    formulation and a configuration manifold in numpy (manifold.c not compiled) go group by group."""
     ocp, name, backend = trot, "lifted", "compiled"
     if case == "redundant":
         ocp = duplicated(trot)
     elif case == "numpy":
         backend = "numpy"
-    else:
+    elif case == "nonlifted":
         name = "nonlifted"
+    else:
+        monkeypatch.setattr(manifold, "compiled", lambda model: None)
     formulation = Formulation(ocp, name, backend, quiet=True)
     lin, _ = formulation.linearize(formulation.initial_iterate(EPS), EPS)
     assert formulation._compiled_horizon() is None
