@@ -23,7 +23,10 @@ The Lagrangian of a stage is ``cost(y) - z^T (g(y) - s) + beta^T c(y) + lam_{k+1
 :mod:`ocp.lifted` (``-lam_{k+1}`` on ``x_{k+1}``). Its KKT residual has the stationarity in
 the stage's variables, the residuals of ``F``, ``c`` and ``g - s``, and the perturbed
 complementarity ``s z - eps`` (:mod:`ocp.pdipm`); the error is their global l2 norm.
-Every stage group (:meth:`ocp.problem.OCP.groups`) is evaluated in one batched pass.
+Every stage group (:meth:`ocp.problem.OCP.groups`) is evaluated in one batched pass. On
+compiled kernels, a lifted horizon's linearization is one compiled call and its direction and
+step another (:mod:`ocp.horizon`), bitwise the group-by-group steps below, which the exact
+Hessian, redundant contacts and the numpy backend take.
 """
 
 from __future__ import annotations

@@ -188,9 +188,9 @@ static double pairwise(const double *a, long n) {
 /* x: q, v, tau, lam of every knot, the OCP's q0, v0, tau0, the terminal kernel's constant inputs,
  * then per group u, w, beta, s, z. out: the linearization's block (the LQR, the terminal cost's
  * H, g and value, dx0, the scalars: KKT error, cost, largest violation, l1 norm of the equality
- * residuals, sum of log s, the kernels' seconds) with the groups'; ints: the LQR's nu and the
- * groups' pivots. Returns 0; -1 or -2 as a group's linearization; 1 where Python's steps are to
- * run instead (Cw singular at a stage, a value not finite). */
+ * residuals, sum of log s, the stage and terminal kernels' wall time) with the groups'; ints:
+ * the LQR's nu and the groups' pivots. Returns 0; -1 or -2 as a group's linearization; 1 where
+ * Python's steps are to run instead (Cw singular at a stage, a value not finite). */
 int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double eps, double *out, int *ints) {
     const int *at = h->at, K = h->K, nx = h->nx, nm = h->nm, nq = h->nq, nv = h->nv, ntau = h->ntau;
     const double *q = x[0], *v = x[1], *tau = x[2], *lam = x[3];
@@ -228,7 +228,12 @@ int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double
     memcpy(tx + nq + nv, tau + (size_t)K * ntau, sizeof(double) * ntau);
     memcpy(tx + nq + nv + ntau, x[7], sizeof(double) * (h->terminal_n - nq - nv - ntau));
     double *terminal[3] = {out + at[L_COSTT], out + at[L_GT], out + at[L_HT]};
-    if (h->terminal(1, tx, terminal)) return -2;
+    struct timespec begin, end;
+    clock_gettime(CLOCK_MONOTONIC, &begin);
+    const int failed = h->terminal(1, tx, terminal);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    seconds += (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
+    if (failed) return -2;
     cost += terminal[0][0];
     h->difference(1, nq, nv, h->layout, q, x[4], dx0);
     for (int j = 0; j < nv; ++j) dx0[nv + j] = x[5][j] - v[j];
