@@ -356,21 +356,19 @@ class Formulation:
         calls = [None if self.redundant(g) else stages.group_linearization(g) for g in self.groups]
         if any(call is None for call in calls):
             return None
-        key = (self.ocp.K, tuple((id(call), g.index.tobytes()) for call, g in zip(calls, self.groups)))
+        key = (self.ocp.K, *map(id, calls))  # the groups' workspaces, in order (the calls keep them alive)
         structure = self._structures.get(key)
         if structure is None:
             if len(self._structures) >= KEPT:  # structures that do not recur: start over
                 self._structures.clear()
-            knots = [g.index for g in self.groups]
-            structure = Structure(calls, knots, self.ocp.K, model, self.ocp.ntau, self.ocp.nu, kernel)
-            self._structures[key] = structure
+            structure = self._structures[key] = Structure(calls, self.ocp.K, model, self.ocp.ntau, self.ocp.nu, kernel)
         groups = self.groups
 
         def prepare():
             for group in groups:
                 stages.write_constants(group)
 
-        return CompiledHorizon(structure, self.ocp, constants, prepare)
+        return CompiledHorizon(structure, self.ocp, [g.index for g in groups], constants, prepare)
 
     def _horizon_linearization(self, horizon, lin, eps) -> Linearization:
         """The :class:`Linearization` of a compiled horizon's ``lin`` at the barrier ``eps``."""

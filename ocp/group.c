@@ -153,7 +153,6 @@ enum { S_Q, S_V, S_TAU, S_LAM, S_DQ, S_ALPHA, STEP };
 typedef struct {
     int G, K, nq, nv, ntau, nx, nm;
     const group_t *const *groups;
-    const int *const *knots;
     const int *desc;  /* DESC ints per group */
     const int *at;    /* LIN offsets, then STEP offsets */
     batch_t *terminal;
@@ -185,13 +184,14 @@ static double pairwise(const double *a, long n) {
     return pairwise(a, half) + pairwise(a + half, n - half);
 }
 
-/* x: q, v, tau, lam of every knot, the OCP's q0, v0, tau0, the terminal kernel's constant inputs,
- * then per group u, w, beta, s, z. out: the linearization's block (the LQR, the terminal cost's
+/* knots: each group's knots. x: q, v, tau, lam of every knot, the OCP's q0, v0, tau0, the terminal
+ * kernel's constant inputs, then per group u, w, beta, s, z. out: the linearization's block (the LQR, the terminal cost's
  * H, g and value, dx0, the scalars: KKT error, cost, largest violation, l1 norm of the equality
  * residuals, sum of log s, the stage and terminal kernels' wall time) with the groups'; ints:
  * the LQR's nu and the groups' pivots. Returns 0; -1 or -2 as a group's linearization; 1 where
  * Python's steps are to run instead (Cw singular at a stage, a value not finite). */
-int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double eps, double *out, int *ints) {
+int liftoff_linearize_horizon(const horizon_t *h, const int *const *knots_of, const double *const *x, double eps,
+                              double *out, int *ints) {
     const int *at = h->at, K = h->K, nx = h->nx, nm = h->nm, nq = h->nq, nv = h->nv, ntau = h->ntau;
     const double *q = x[0], *v = x[1], *tau = x[2], *lam = x[3];
     double *lqr[8], *scratch = out + at[L_SCRATCH];
@@ -204,7 +204,7 @@ int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double
     double squares = 0.0, cost = 0.0, violation = 0.0, l1 = 0.0, log_slacks = 0.0, seconds = 0.0;
     for (int i = 0; i < h->G; ++i) {
         const group_t *g = h->groups[i];
-        const int *d = h->desc + i * DESC, *knots = h->knots[i];
+        const int *d = h->desc + i * DESC, *knots = knots_of[i];
         const double *const *gv = x + 8 + 5 * i; /* u, w, beta, s, z */
         const int status = liftoff_linearize_group(
             g, knots, q, v, tau, gv[0], gv[1], gv[3], gv[4], eps, gv[2], lam, out + d[D_RP], out + d[D_RC],
@@ -259,18 +259,19 @@ int liftoff_linearize_horizon(const horizon_t *h, const double *const *x, double
     return 0;
 }
 
-/* x: as liftoff_linearize_horizon's; lin, ints: its blocks; dx, controls, lam: the Riccati
+/* knots, x: as liftoff_linearize_horizon's; lin, ints: its blocks; dx, controls, lam: the Riccati
  * recursion's solution; fraction: the fraction-to-boundary rule's. out: the step's block (the
  * stepped q, v, tau, lam, a scratch for the configurations' step, the step sizes alpha_p, alpha_d)
  * with the groups' (their expansion y, dw, beta, ds, dz and steps; their stepped u, w, beta, s, z). */
-void liftoff_step_horizon(const horizon_t *h, const double *const *x, const double *lin, const int *ints,
-                          const double *dx, const double *controls, const double *lam, double fraction, double *out) {
+void liftoff_step_horizon(const horizon_t *h, const int *const *knots, const double *const *x, const double *lin,
+                          const int *ints, const double *dx, const double *controls, const double *lam, double fraction,
+                          double *out) {
     const int *at = h->at + LIN, K1 = h->K + 1, nx = h->nx, nv = h->nv, ntau = h->ntau;
     double ap = 1.0, ad = 1.0;
     for (int i = 0; i < h->G; ++i) {
         const int *d = h->desc + i * DESC;
         const double *const *gv = x + 8 + 5 * i;
-        liftoff_expand_group(h->groups[i], h->knots[i], dx, controls, h->nm, lam, lin + d[D_GC], lin + d[D_LU],
+        liftoff_expand_group(h->groups[i], knots[i], dx, controls, h->nm, lam, lin + d[D_GC], lin + d[D_LU],
                              ints + d[D_PIV], lin + d[D_T], lin + d[D_TT], gv[3], gv[4], lin + d[D_RP],
                              lin + d[D_RC], fraction, out + d[D_Y], out + d[D_DW], out + d[D_BETA], out + d[D_DS],
                              out + d[D_DZ], out + d[D_STEPS]);

@@ -158,8 +158,8 @@ _SOURCE = Path(__file__).with_name("group.c")
 _FUNCTIONS = {
     "liftoff_linearize_group": (_I, (_P,) * 9 + (ctypes.c_double,) + (_P,) * 12 + (_I, _P, _P)),
     "liftoff_expand_group": (None, (_P,) * 4 + (_I,) + (_P,) * 10 + (ctypes.c_double,) + (_P,) * 6),
-    "liftoff_linearize_horizon": (_I, (_P, _P, ctypes.c_double, _P, _P)),
-    "liftoff_step_horizon": (None, (_P,) * 7 + (ctypes.c_double, _P)),
+    "liftoff_linearize_horizon": (_I, (_P, _P, _P, ctypes.c_double, _P, _P)),
+    "liftoff_step_horizon": (None, (_P,) * 8 + (ctypes.c_double, _P)),
 }
 
 

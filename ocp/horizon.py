@@ -8,14 +8,16 @@ group from Python (each group's compiled steps in one call, :mod:`ocp.group`) an
 group's Python objects. A :class:`CompiledHorizon` runs the same compiled functions on the same
 arrays in the same order, its sums in numpy's order: its results are theirs, bitwise. Each call's
 outputs are views of one allocation; what does not change between calls (the groups'
-``group_t``, their knots, the offsets of every output) is a :class:`Structure`, made once per
-structure of horizon and kept by the formulation's copies: an MPC's updates of a recurring horizon
-pass only their arrays.
+``group_t``, the offsets of every output) is a :class:`Structure`, made once per sequence of
+groups' workspaces and kept by the formulation's copies: an MPC's updates of a recurring horizon
+pass only their arrays and knots.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -42,23 +44,22 @@ class _Horizon(ctypes.Structure):
 
     _fields_ = [
         *((name, _I) for name in ("G", "K", "nq", "nv", "ntau", "nx", "nm")),
-        *((name, _P) for name in ("groups", "knots", "desc", "at", "terminal")),
+        *((name, _P) for name in ("groups", "desc", "at", "terminal")),
         ("terminal_n", _I),
         *((name, _P) for name in ("terminal_x", "integrate", "difference", "layout")),
     ]
 
 
 class Structure:
-    """What the calls of a horizon of ``K`` stages share: its groups' compiled linearizations
-    ``calls`` (:class:`ocp.group.GroupLinearization`) and ``knots``, the terminal ``kernel``, the
+    """What the calls of horizons of ``K`` stages share: their groups' compiled linearizations
+    ``calls`` (:class:`ocp.group.GroupLinearization`, in order), the terminal ``kernel``, the
     ``model`` (``ntau`` torque states, ``nm`` controls per stage at most); the shapes of the
     outputs of each call and their offsets (``horizon_t``)."""
 
-    def __init__(self, calls, knots, K, model, ntau, nm, kernel):
+    def __init__(self, calls, K, model, ntau, nm, kernel):
         nq, nv = model.nq, model.nv
         nx = 2 * nv + ntau
         self.calls, self.K, self.nx, self.nm = calls, K, nx, nm
-        self.knots = [np.ascontiguousarray(k, dtype=np.intc) for k in knots]
         scratch = max([nx] + [c.S * c.ni for c in calls])
         linear = [(K, nx, nx), (K, nx, nm), (K, nx), (K, nx, nx), (K, nx, nm), (K, nm, nm), (K, nx), (K, nm)]
         linear += [(nx, nx), (nx,), (1,), (nx,), (len(_SCALARS),), (scratch,)]
@@ -82,13 +83,12 @@ class Structure:
         self._desc = np.array(desc, dtype=np.intc)
         self._at = np.array([*self.linear.starts[:n], 0, *self.step.starts[:m]], dtype=np.intc)
         self._groups = (_P * len(calls))(*(ctypes.addressof(c._group) for c in calls))
-        self._knots = (_P * len(calls))(*map(address, self.knots))
         self.terminal_x = np.zeros(kernel.n_in)
         integrate, difference, layout = manifold.compiled(model)
         self.horizon = _Horizon(
-            len(calls), K, nq, nv, ntau, nx, nm, ctypes.addressof(self._groups), ctypes.addressof(self._knots),
-            address(self._desc), address(self._at), ctypes.cast(kernel._batch, _P).value, kernel.n_in,
-            address(self.terminal_x), integrate, difference, layout,
+            len(calls), K, nq, nv, ntau, nx, nm, ctypes.addressof(self._groups), address(self._desc),
+            address(self._at), ctypes.cast(kernel._batch, _P).value, kernel.n_in, address(self.terminal_x),
+            integrate, difference, layout,
         )  # fmt: skip
 
 
@@ -96,7 +96,7 @@ class _Block:
     """One allocation of arrays of ``shapes``: their ``starts`` (in doubles) and views."""
 
     def __init__(self, shapes):
-        ends = np.cumsum([int(np.prod(shape)) for shape in shapes]).tolist()
+        ends = list(itertools.accumulate(map(math.prod, shapes)))
         self.starts = [0, *ends[:-1]]
         self.parts, self.size = tuple(zip(self.starts, ends, shapes)), ends[-1]
 
@@ -153,10 +153,13 @@ class Directions(Sequence):
 
 class CompiledHorizon:
     """The two calls (module docstring) for the OCP ``ocp`` of the :class:`Structure`
-    ``structure``, its groups' constant inputs written by ``prepare()`` before each linearization."""
+    ``structure``, its groups at ``knots`` (index arrays), their constant inputs written by
+    ``prepare()`` before each linearization."""
 
-    def __init__(self, structure: Structure, ocp, constants, prepare):
+    def __init__(self, structure: Structure, ocp, knots, constants, prepare):
         self.structure, self.ocp, self.prepare = structure, ocp, prepare
+        self._knot_arrays = [np.ascontiguousarray(k, dtype=np.intc) for k in knots]
+        self._knots = (_P * len(knots))(*map(address, self._knot_arrays))
         self._constants = np.ascontiguousarray(constants, dtype=float)
         self._state0 = [np.ascontiguousarray(x, dtype=float) for x in (ocp.q0, ocp.v0, ocp.tau0)]
 
@@ -177,7 +180,7 @@ class CompiledHorizon:
         arrays, x = self._inputs(it)
         block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
         status = group._library().liftoff_linearize_horizon(
-            ctypes.byref(s.horizon), x, float(eps), address(block), address(ints)
+            ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )
         if status == -1:
             raise MemoryError("the group's linearization could not allocate its workspace")
@@ -209,7 +212,7 @@ class CompiledHorizon:
         solution = [np.ascontiguousarray(a, dtype=float) for a in (dx, controls, lam)]
         block = np.empty(s.step.size)
         group._library().liftoff_step_horizon(
-            ctypes.byref(s.horizon), x, address(lin.block), address(lin.ints), *map(address, solution),
+            ctypes.byref(s.horizon), self._knots, x, address(lin.block), address(lin.ints), *map(address, solution),
             pdipm.FRACTION_TO_BOUNDARY, address(block),
         )  # fmt: skip
         view, m = s.step.view, len(_STEP)
