@@ -21,6 +21,7 @@ from liftoff.ocp.formulation import Formulation, HorizonSteps, NonFiniteError
 from liftoff.problems.tasks.config import load_config, parse_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import riccati
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -81,6 +82,23 @@ def test_the_compiled_horizon_is_the_formulation_group_by_group(problem, request
     assert len(compiled) == len(steps)
     for a, b in zip(compiled, steps):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_solve_is_the_group_by_group_solve(trot):
+    """Newton iterations chained (each linearized at the iterate the last step reached, a view of
+    the step's block): the same iterates, KKT errors and step sizes as group by group."""
+    options = Options(barrier=1e-2, max_iterations=4)
+    compiled = solve(Formulation(trot, "lifted", "compiled", quiet=True), options)
+    steps = solve(group_by_group(Formulation(trot, "lifted", "compiled", quiet=True)), options)
+    assert compiled.iterations == steps.iterations == 4
+    numbers = ("kkt_error", "cost", "alpha_primal", "alpha_dual")
+    for a, b in zip(compiled.history, steps.history):
+        assert [getattr(a, n) for n in numbers] == [getattr(b, n) for n in numbers]
+    for name in ("q", "v", "lam", "tau"):
+        np.testing.assert_array_equal(getattr(compiled.iterate, name), getattr(steps.iterate, name))
+    for a, b in zip(compiled.iterate.groups, steps.iterate.groups):
+        for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b)):
+            np.testing.assert_array_equal(x, y)
 
 
 def test_the_step_made_with_the_direction_serves_only_its_own_sizes(trot):
