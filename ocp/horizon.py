@@ -30,7 +30,8 @@ from . import group, pdipm
 from .lqr import LQR
 
 _P, _I = ctypes.c_void_p, ctypes.c_int
-# the outputs of a group, in the order of group.c's desc: in the linearization's block, its pivots, in the step's block
+# the arrays of a call's block in the order of group.c's offsets (L_..., S_...); a group's (D_...): in the
+# linearization's block, then (after its pivots, in the int block) in the step's
 _GROUP_LINEAR = ("r_p", "r_c", "gc", "stationarity", "norms", "LU", "T", "t", "seconds")
 _GROUP_STEP = ("y", "dw", "beta", "ds", "dz", "steps", "u", "w", "beta_new", "s", "z")
 _LINEAR = ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "H_T", "g_T", "cost_T", "dx0", "scalars", "scratch")
@@ -61,27 +62,27 @@ class Structure:
         nx = 2 * nv + ntau
         self.calls, self.K, self.nx, self.nm = calls, K, nx, nm
         scratch = max([nx] + [c.S * c.ni for c in calls])
-        linear = [(K, nx, nx), (K, nx, nm), (K, nx), (K, nx, nx), (K, nx, nm), (K, nm, nm), (K, nx), (K, nm)]
-        linear += [(nx, nx), (nx,), (1,), (nx,), (len(_SCALARS),), (scratch,)]
-        step = [(K + 1, nq), (K + 1, nv), (K + 1, ntau), (K + 1, nx), (K + 1, nv), (2,)]
+        shapes = [(K, nx, nx), (K, nx, nm), (K, nx), (K, nx, nx), (K, nx, nm), (K, nm, nm), (K, nx), (K, nm)]
+        shapes += [(nx, nx), (nx,), (1,), (nx,), (len(_SCALARS),), (scratch,)]
+        linear = dict(zip(_LINEAR, shapes))
+        step = dict(zip(_STEP, [(K + 1, nq), (K + 1, nv), (K + 1, ntau), (K + 1, nx), (K + 1, nv), (2,)]))
         pivots, ints = [], K  # the int block: the LQR's nu, then each group's pivots
-        for c in calls:
-            nz = nx + c.nu
-            linear += [(c.S, c.ni), (c.S, c.ni), (c.S, c.ny), (c.S, c.ny), (3,), (c.S, c.nw, c.nw), (c.S, c.nw, nz)]
-            linear += [(c.S, c.nw), (1,)]
-            step += [(c.S, nz), (c.S, c.nw), (c.S, c.nw), (c.S, c.ni), (c.S, c.ni), (2,)]
-            step += [(c.S, c.nu), (c.S, c.nw), (c.S, c.nw), (c.S, c.ni), (c.S, c.ni)]
+        for i, c in enumerate(calls):
+            S, nz, nw, ni = c.S, nx + c.nu, c.nw, c.ni
+            shapes = [(S, ni), (S, ni), (S, c.ny), (S, c.ny), (3,), (S, nw, nw), (S, nw, nz), (S, nw), (1,)]
+            linear.update(((i, name), shape) for name, shape in zip(_GROUP_LINEAR, shapes))
+            shapes = [(S, nz), (S, nw), (S, nw), (S, ni), (S, ni), (2,), (S, c.nu), (S, nw), (S, nw), (S, ni), (S, ni)]
+            step.update(((i, name), shape) for name, shape in zip(_GROUP_STEP, shapes))
             pivots.append(ints)
-            ints += c.S * c.nw
+            ints += S * nw
         self.linear, self.step, self.ints, self.pivots = _Block(linear), _Block(step), ints, pivots
-        n, m = len(_LINEAR), len(_STEP)
         desc = []
         for i, c in enumerate(calls):
-            lin_at = self.linear.starts[n + 9 * i : n + 9 * i + 9]
-            step_at = self.step.starts[m + 11 * i : m + 11 * i + 11]
-            desc += [*lin_at, pivots[i], *step_at, c.ni]
+            desc += [*(self.linear.start((i, name)) for name in _GROUP_LINEAR), pivots[i]]
+            desc += [*(self.step.start((i, name)) for name in _GROUP_STEP), c.ni]
         self._desc = np.array(desc, dtype=np.intc)
-        self._at = np.array([*self.linear.starts[:n], 0, *self.step.starts[:m]], dtype=np.intc)
+        starts = [*map(self.linear.start, _LINEAR), 0, *map(self.step.start, _STEP)]  # 0: nu in the int block
+        self._at = np.array(starts, dtype=np.intc)
         self._groups = (_P * len(calls))(*(ctypes.addressof(c._group) for c in calls))
         self.terminal_x = np.zeros(kernel.n_in)
         integrate, difference, layout = manifold.compiled(model)
@@ -93,15 +94,19 @@ class Structure:
 
 
 class _Block:
-    """One allocation of arrays of ``shapes``: their ``starts`` (in doubles) and views."""
+    """One allocation of named arrays of ``shapes`` (``{name: shape}``): where each starts (in
+    doubles) and its view in a block."""
 
-    def __init__(self, shapes):
-        ends = list(itertools.accumulate(map(math.prod, shapes)))
-        self.starts = [0, *ends[:-1]]
-        self.parts, self.size = tuple(zip(self.starts, ends, shapes)), ends[-1]
+    def __init__(self, shapes: dict):
+        ends = list(itertools.accumulate(map(math.prod, shapes.values())))
+        parts = zip(shapes, [0, *ends[:-1]], ends, shapes.values())
+        self.parts, self.size = {name: (start, end, shape) for name, start, end, shape in parts}, ends[-1]
 
-    def view(self, block, j) -> np.ndarray:
-        start, end, shape = self.parts[j]
+    def start(self, name) -> int:
+        return self.parts[name][0]
+
+    def view(self, block, name) -> np.ndarray:
+        start, end, shape = self.parts[name]
         return block[start:end].reshape(shape)
 
 
@@ -145,9 +150,8 @@ class Directions(Sequence):
         return len(self.structure.calls)
 
     def __getitem__(self, i) -> tuple:
-        s = self.structure
-        first = len(_STEP) + 11 * range(len(self))[i]
-        y, *rest = (s.step.view(self.block, first + j) for j in range(5))
+        s, i = self.structure, range(len(self))[i]
+        y, *rest = (s.step.view(self.block, (i, name)) for name in _GROUP_STEP[:5])
         return (y[:, s.nx :], *rest)
 
 
@@ -189,16 +193,15 @@ class CompiledHorizon:
         if status:
             return None
         view = s.linear.view
-        lqr = LQR(*(view(block, j) for j in range(8)), ints[: s.K])
-        scalars = dict(zip(_SCALARS, view(block, 12).tolist()))
-        terminal = (view(block, 8), view(block, 9), view(block, 11))
+        lqr = LQR(*(view(block, name) for name in _LINEAR[:8]), ints[: s.K])
+        scalars = dict(zip(_SCALARS, view(block, "scalars").tolist()))
+        terminal = (view(block, "H_T"), view(block, "g_T"), view(block, "dx0"))
         return HorizonLinearization(lqr, *terminal, scalars, block, ints, (it, arrays, x))
 
     def group_outputs(self, lin: HorizonLinearization, i) -> dict:
         """The outputs of group ``i`` in ``lin``: ``r_p, r_c, gc, stationarity, LU, piv, T, t``."""
         s, c = self.structure, self.structure.calls[i]
-        first = len(_LINEAR) + 9 * i
-        out = {name: s.linear.view(lin.block, first + j) for j, name in enumerate(_GROUP_LINEAR)}
+        out = {name: s.linear.view(lin.block, (i, name)) for name in _GROUP_LINEAR}
         start = s.pivots[i]
         out["piv"] = lin.ints[start : start + c.S * c.nw].reshape(c.S, c.nw)
         return out
@@ -215,7 +218,7 @@ class CompiledHorizon:
             ctypes.byref(s.horizon), self._knots, x, address(lin.block), address(lin.ints), *map(address, solution),
             pdipm.FRACTION_TO_BOUNDARY, address(block),
         )  # fmt: skip
-        view, m = s.step.view, len(_STEP)
-        variables = tuple(tuple(view(block, m + 11 * i + j) for j in range(6, 11)) for i in range(len(s.calls)))
-        knots = (view(block, j) for j in range(4))
-        return HorizonStep(Directions(s, block), variables, *knots, tuple(view(block, 5).tolist()))
+        view = s.step.view
+        variables = tuple(tuple(view(block, (i, name)) for name in _GROUP_STEP[6:]) for i in range(len(s.calls)))
+        knots = (view(block, name) for name in _STEP[:4])
+        return HorizonStep(Directions(s, block), variables, *knots, tuple(view(block, "alpha").tolist()))
