@@ -181,7 +181,7 @@ class CompiledHorizon:
         steps are to run (a singular ``Cw``, a value not finite: they say where)."""
         s = self.structure
         self.prepare()
-        arrays, x = self._inputs(it)
+        arrays, x = self._inputs(it)  # arrays: alive through the call, and kept for the step
         block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
         status = group._library().liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
@@ -199,7 +199,9 @@ class CompiledHorizon:
         return HorizonLinearization(lqr, *terminal, scalars, block, ints, (it, arrays, x))
 
     def group_outputs(self, lin: HorizonLinearization, i) -> dict:
-        """The outputs of group ``i`` in ``lin``: ``r_p, r_c, gc, stationarity, LU, piv, T, t``."""
+        """The outputs of group ``i`` in ``lin`` (its residuals ``r_p, r_c``, condensed gradient
+        ``gc``, ``stationarity``, ``norms``, LU factors ``LU`` and pivots ``piv``, ``T, t``, the
+        kernel's ``seconds``), by name."""
         s, c = self.structure, self.structure.calls[i]
         out = {name: s.linear.view(lin.block, (i, name)) for name in _GROUP_LINEAR}
         start = s.pivots[i]
@@ -211,7 +213,7 @@ class CompiledHorizon:
         ``it``) in every group, and the step from ``it`` at the fraction-to-boundary sizes
         (:meth:`ocp.formulation.Formulation.direction`, ``max_steps`` and ``step``)."""
         s = self.structure
-        arrays, x = lin.inputs[1:] if lin.inputs[0] is it else self._inputs(it)
+        arrays, x = lin.inputs[1:] if lin.inputs[0] is it else self._inputs(it)  # arrays: alive through the call
         solution = [np.ascontiguousarray(a, dtype=float) for a in (dx, controls, lam)]
         block = np.empty(s.step.size)
         group._library().liftoff_step_horizon(
