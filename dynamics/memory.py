@@ -77,16 +77,17 @@ def bound(calls, name, arrays, make):
 def outputs(*shapes) -> tuple:
     """``(arrays, addresses)``: float arrays of ``shapes``, contiguous views of one allocation,
     and their addresses, for the outputs of a compiled call (one :func:`address` for all)."""
-    total, parts, offsets = _layout(shapes)
+    total, parts, offsets = layout(shapes)
     block = np.empty(total)
     base = address(block)
     return [block[start:end].reshape(shape) for start, end, shape in parts], [base + at for at in offsets]
 
 
 @functools.lru_cache(maxsize=1024)
-def _layout(shapes) -> tuple:
-    """:func:`outputs`' allocation for ``shapes``: its size, each array's ``(start, end, shape)``
-    in it and its offset in bytes (a compiled call's outputs have the same shapes call after call)."""
+def layout(shapes) -> tuple:
+    """The allocation of :func:`outputs` (or of another block of arrays) for ``shapes``: its size,
+    each array's ``(start, end, shape)`` in it and its offset in bytes (cached: a compiled call's
+    outputs have the same shapes call after call)."""
     ends = list(itertools.accumulate(math.prod(shape) for shape in shapes))
     starts = [0, *ends[:-1]] if ends else []
     parts = tuple(zip(starts, ends, shapes))

@@ -96,6 +96,19 @@ class GroupStep:
     condensed: condensing.Condensed
     lifted: condensing.LiftedStages | None
 
+    @classmethod
+    def of(cls, stationarity, state_equation, local, ineq, r_p, r_c, condensed, lifted) -> GroupStep:
+        """The step of a group whose KKT residual has these parts (``r_p``: ``g - s``, ``r_c``:
+        ``s z - eps``)."""
+        residual = {
+            "stationarity": stationarity,
+            "state_equation": state_equation,
+            "local": local,
+            "inequality": r_p,
+            "complementarity": r_c,
+        }
+        return cls(residual, ineq, r_p, r_c, condensed, lifted)
+
 
 @dataclass(frozen=True)
 class Linearization:
@@ -421,15 +434,8 @@ class Formulation:
         if not np.isfinite(squares):  # find where (a finite overflow goes on)
             check_finite("state equation", group, b)
             check_finite("KKT residual", group, stationarity, local, r_p, r_c)
-        residual = {
-            "stationarity": stationarity,
-            "state_equation": b,
-            "local": local,
-            "inequality": r_p,
-            "complementarity": r_c,
-        }
         terms = (squares, float(ev.cost.sum()), violation, l1)
-        return gv, GroupStep(residual, ev.ineq, r_p, r_c, condensed, stages), terms
+        return gv, GroupStep.of(stationarity, b, local, ev.ineq, r_p, r_c, condensed, stages), terms
 
     def _fused(self, group, gv, it, eps, lqr, curvature):
         """The lifted linearization of ``group`` in one compiled call
@@ -596,14 +602,7 @@ class HorizonSteps(Sequence):
         ev, nu = f.stages.evaluation(group), f.ocp.nu if group.kind == "contact" else 0
         stages = condensing.LiftedStages(f.ocp.nx, nu, ev.H, out["gc"], ev.C, ev.c, ev.A, ev.b, ev.calls)
         condensed = condensing.Condensed(out["T"], out["t"], self.lin.lqr, group.index, (out["LU"], out["piv"]))
-        residual = {
-            "stationarity": out["stationarity"],
-            "state_equation": ev.b,
-            "local": ev.c,
-            "inequality": out["r_p"],
-            "complementarity": out["r_c"],
-        }
-        return GroupStep(residual, ev.ineq, out["r_p"], out["r_c"], condensed, stages)
+        return GroupStep.of(out["stationarity"], ev.b, ev.c, ev.ineq, out["r_p"], out["r_c"], condensed, stages)
 
 
 #: A contact Jacobian whose smallest singular value is below this fraction of its largest is

@@ -16,15 +16,13 @@ pass only their arrays and knots.
 from __future__ import annotations
 
 import ctypes
-import itertools
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from liftoff.dynamics import manifold
-from liftoff.dynamics.memory import address
+from liftoff.dynamics.memory import address, layout
 
 from . import group, pdipm
 from .lqr import LQR
@@ -98,9 +96,8 @@ class _Block:
     doubles) and its view in a block."""
 
     def __init__(self, shapes: dict):
-        ends = list(itertools.accumulate(map(math.prod, shapes.values())))
-        parts = zip(shapes, [0, *ends[:-1]], ends, shapes.values())
-        self.parts, self.size = {name: (start, end, shape) for name, start, end, shape in parts}, ends[-1]
+        self.size, parts, _ = layout(tuple(shapes.values()))
+        self.parts = dict(zip(shapes, parts))
 
     def start(self, name) -> int:
         return self.parts[name][0]
