@@ -308,9 +308,7 @@ class Formulation:
         if curvature and not self.exact_hessian:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
-        for name, x in (("configuration q", it.q), ("velocity v", it.v)):
-            if not np.isfinite(x).all():
-                raise NonFiniteError(name, int(np.argmax(~np.isfinite(x).all(axis=1))), "knot")
+        _check_knots(it)
         horizon = None if curvature else self._compiled_horizon()
         if horizon is not None:
             compiled = horizon.linearize(it, eps)
@@ -350,6 +348,28 @@ class Formulation:
         )
         unchanged = all(a is b for a, b in zip(groups, it.groups))  # lifted: w is a variable, not refreshed
         return lin, it if unchanged else replace(it, groups=tuple(groups))
+
+    def newton_step(self, it: Iterate, eps, recursion) -> tuple | None:
+        """:meth:`linearize` at ``it`` for the barrier ``eps`` (Gauss-Newton's Hessian), the
+        Riccati recursion of its LQR (``recursion``: the address of a compiled function of
+        ``liftoff_riccati``'s signature, :mod:`solvers.riccati`) and the step of its
+        :meth:`direction` at the fraction-to-boundary sizes (:meth:`max_steps`, :meth:`step`), in
+        one compiled call (:meth:`ocp.horizon.CompiledHorizon.newton_step`: the same compiled
+        functions as those methods, on the same arrays, bitwise): ``(linearization, solution,
+        stepped)``, ``solution`` the recursion's arrays by name (``P, p, K, k, dx, du, lam``) and
+        ``stepped`` the iterate reached; ``(linearization, None, None)`` where the recursion finds
+        the LQR not convex. None where :meth:`linearize` goes group by group (the numpy backend,
+        the non-lifted formulation, redundant contacts, a singular ``Cw`` or a value not finite,
+        which it then finds)."""
+        _check_knots(it)
+        horizon = self._compiled_horizon()
+        out = None if horizon is None else horizon.newton_step(it, eps, recursion)
+        if out is None:
+            if horizon is not None:
+                self._horizon = False  # linearize's steps find where
+            return None
+        lin, solution, step = out
+        return self._horizon_linearization(horizon, lin, eps), solution, None if step is None else _stepped(step)
 
     def _compiled_horizon(self) -> CompiledHorizon | None:
         """This problem's :class:`ocp.horizon.CompiledHorizon` (made on first use), or None where
@@ -483,8 +503,7 @@ class Formulation:
         dx, lam, nx = np.asarray(sol.dx), np.asarray(sol.lam), self.ocp.nx
         if isinstance(lin.groups, HorizonSteps):  # expansion and step in one compiled call
             step = lin.groups.horizon.step(it, lin.groups.lin, dx, sol.controls, lam)
-            stepped = Iterate(step.q, step.v, step.lam, tuple(GroupVariables(*x) for x in step.variables), step.tau)
-            return Direction(dx, lam, step.directions, it, step.steps, stepped)
+            return Direction(dx, lam, step.directions, it, step.steps, _stepped(step))
         groups, primal, dual = [], 1.0, 1.0
         for group, gv, step in zip(self.groups, it.groups, lin.groups):
             calls = None if step.lifted is None else step.lifted.calls
@@ -625,6 +644,19 @@ def _redundant_sets(model, q, sets) -> dict:
             sigma = np.linalg.svd(Jk, compute_uv=False)
             flags[key] = bool(Jk.shape[0] > Jk.shape[1] or sigma[-1] <= RANK_RTOL * sigma[0])
     return flags
+
+
+def _check_knots(it: Iterate):
+    """Raise :class:`NonFiniteError` at the first knot of ``it`` whose configuration or velocity
+    is not finite."""
+    for name, x in (("configuration q", it.q), ("velocity v", it.v)):
+        if not np.isfinite(x).all():
+            raise NonFiniteError(name, int(np.argmax(~np.isfinite(x).all(axis=1))), "knot")
+
+
+def _stepped(step) -> Iterate:
+    """The iterate of a compiled horizon's step (:class:`ocp.horizon.HorizonStep`)."""
+    return Iterate(step.q, step.v, step.lam, tuple(GroupVariables(*x) for x in step.variables), step.tau)
 
 
 def check_finite(quantity, group, *arrays):

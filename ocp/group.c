@@ -313,3 +313,29 @@ void liftoff_step_horizon(const horizon_t *h, const int *const *knots, const dou
         }
     }
 }
+
+typedef int riccati_t(int, int, int, const int *, const double *, const double *, const double *, const double *,
+                      const double *, const double *, const double *, const double *, const double *, const double *,
+                      const double *, double *, double *, double *, double *, double *, double *, double *);
+
+/* A Newton step of the horizon in one call: liftoff_linearize_horizon into lin and ints, the
+ * Riccati recursion of the LQR it wrote (riccati: solvers/riccati.c's liftoff_riccati, by its
+ * address) into sol (its outputs P, p, K, k, dx, du, lam one after the other), and
+ * liftoff_step_horizon from that solution into out. Returns liftoff_linearize_horizon's status
+ * where it is not 0; 2 where the recursion finds the LQR not convex (the linearization made), -3
+ * where it could not allocate its workspace; else 0. */
+int liftoff_newton_horizon(const horizon_t *h, const int *const *knots, const double *const *x, double eps,
+                           double *lin, int *ints, riccati_t *riccati, double *sol, double fraction, double *out) {
+    int status = liftoff_linearize_horizon(h, knots, x, eps, lin, ints);
+    if (status) return status;
+    const int *at = h->at, K = h->K, nx = h->nx, nm = h->nm;
+    double *P = sol, *p = P + (size_t)(K + 1) * nx * nx, *gains = p + (size_t)(K + 1) * nx;
+    double *k = gains + (size_t)K * nm * nx, *dx = k + (size_t)K * nm, *du = dx + (size_t)(K + 1) * nx;
+    double *lam = du + (size_t)K * nm;
+    status = riccati(K, nx, nm, ints + at[L_NU], lin + at[L_A], lin + at[L_B], lin + at[L_BB], lin + at[L_QXX],
+                     lin + at[L_QXU], lin + at[L_QUU], lin + at[L_LX], lin + at[L_LU], lin + at[L_HT], lin + at[L_GT],
+                     lin + at[L_DX0], P, p, gains, k, dx, du, lam);
+    if (status) return status < 0 ? -3 : 2;
+    liftoff_step_horizon(h, knots, x, lin, ints, dx, du, lam, fraction, out);
+    return 0;
+}

@@ -160,6 +160,7 @@ _FUNCTIONS = {
     "liftoff_expand_group": (None, (_P,) * 4 + (_I,) + (_P,) * 10 + (ctypes.c_double,) + (_P,) * 6),
     "liftoff_linearize_horizon": (_I, (_P, _P, _P, ctypes.c_double, _P, _P)),
     "liftoff_step_horizon": (None, (_P,) * 8 + (ctypes.c_double, _P)),
+    "liftoff_newton_horizon": (_I, (_P, _P, _P, ctypes.c_double, _P, _P, _P, _P, ctypes.c_double, _P)),
 }
 
 

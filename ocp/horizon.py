@@ -1,7 +1,9 @@
 """A lifted horizon's Newton step in two compiled calls (``group.c``): every group's
 linearization, the terminal cost and the initial state's residual in one
 (:meth:`CompiledHorizon.linearize`); every group's expansion and the step at the
-fraction-to-boundary sizes in the other (:meth:`CompiledHorizon.step`).
+fraction-to-boundary sizes in the other (:meth:`CompiledHorizon.step`). Or all of it in one
+call, the Riccati recursion between them (:meth:`CompiledHorizon.newton_step`: a real-time
+iteration's update).
 
 :meth:`ocp.formulation.Formulation.linearize`, ``direction`` and ``step`` otherwise go group by
 group from Python (each group's compiled steps in one call, :mod:`ocp.group`) and make each
@@ -34,6 +36,7 @@ _GROUP_LINEAR = ("r_p", "r_c", "gc", "stationarity", "norms", "LU", "T", "t", "s
 _GROUP_STEP = ("y", "dw", "beta", "ds", "dz", "steps", "u", "w", "beta_new", "s", "z")
 _LINEAR = ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "H_T", "g_T", "cost_T", "dx0", "scalars", "scratch")
 _STEP = ("q", "v", "tau", "lam", "dq", "alpha")
+_SOLUTION = ("P", "p", "K", "k", "dx", "du", "lam")  # liftoff_riccati's outputs, in its order
 _SCALARS = ("kkt_error", "cost", "violation", "l1", "log_slacks", "seconds")
 KEPT = 1000  # the most horizon structures a formulation and its copies keep
 
@@ -74,6 +77,8 @@ class Structure:
             pivots.append(ints)
             ints += S * nw
         self.linear, self.step, self.ints, self.pivots = _Block(linear), _Block(step), ints, pivots
+        shapes = [(K + 1, nx, nx), (K + 1, nx), (K, nm, nx), (K, nm), (K + 1, nx), (K, nm), (K + 1, nx)]
+        self.solution = _Block(dict(zip(_SOLUTION, shapes)))
         desc = []
         for i, c in enumerate(calls):
             desc += [*(self.linear.start((i, name)) for name in _GROUP_LINEAR), pivots[i]]
@@ -183,17 +188,17 @@ class CompiledHorizon:
         status = group._library().liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )
-        if status == -1:
-            raise MemoryError("the group's linearization could not allocate its workspace")
-        if status == -2:
-            raise FloatingPointError("the stage kernel failed")
-        if status:
-            return None
+        return None if _failed(status) else self._linearization(block, ints, (it, arrays, x))
+
+    def _linearization(self, block, ints, inputs) -> HorizonLinearization:
+        """The :class:`HorizonLinearization` of a linearization's ``block`` and ``ints`` made
+        from ``inputs``."""
+        s = self.structure
         view = s.linear.view
         lqr = LQR(*(view(block, name) for name in _LINEAR[:8]), ints[: s.K])
         scalars = dict(zip(_SCALARS, view(block, "scalars").tolist()))
         terminal = (view(block, "H_T"), view(block, "g_T"), view(block, "dx0"))
-        return HorizonLinearization(lqr, *terminal, scalars, block, ints, (it, arrays, x))
+        return HorizonLinearization(lqr, *terminal, scalars, block, ints, inputs)
 
     def group_outputs(self, lin: HorizonLinearization, i) -> dict:
         """The outputs of group ``i`` in ``lin`` (its residuals ``r_p, r_c``, condensed gradient
@@ -217,7 +222,46 @@ class CompiledHorizon:
             ctypes.byref(s.horizon), self._knots, x, address(lin.block), address(lin.ints), *map(address, solution),
             pdipm.FRACTION_TO_BOUNDARY, address(block),
         )  # fmt: skip
+        return self._step(block)
+
+    def _step(self, block) -> HorizonStep:
+        """The :class:`HorizonStep` of a step's ``block``."""
+        s = self.structure
         view = s.step.view
         variables = tuple(tuple(view(block, (i, name)) for name in _GROUP_STEP[6:]) for i in range(len(s.calls)))
         knots = (view(block, name) for name in _STEP[:4])
         return HorizonStep(Directions(s, block), variables, *knots, tuple(view(block, "alpha").tolist()))
+
+    def newton_step(self, it, eps, recursion) -> tuple | None:
+        """:meth:`linearize` at ``it``, the Riccati recursion of its LQR (``recursion``: the
+        address of a compiled function of ``liftoff_riccati``'s signature, ``solvers/riccati.c``)
+        and :meth:`step` from its solution, in one call: ``(linearization, solution, step)``,
+        ``solution`` the recursion's outputs by name (``P, p, K, k, dx, du, lam``); ``(linearization,
+        None, None)`` where the recursion finds the LQR not convex; None as :meth:`linearize`."""
+        s = self.structure
+        self.prepare()
+        arrays, x = self._inputs(it)  # alive through the call
+        block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
+        solution, step = np.empty(s.solution.size), np.empty(s.step.size)
+        status = group._library().liftoff_newton_horizon(
+            ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints), recursion,
+            address(solution), pdipm.FRACTION_TO_BOUNDARY, address(step),
+        )  # fmt: skip
+        if status == -3:
+            raise MemoryError("the Riccati recursion could not allocate its workspace")
+        if status == 2:
+            return self._linearization(block, ints, (it, arrays, x)), None, None
+        if _failed(status):
+            return None
+        parts = {name: s.solution.view(solution, name) for name in _SOLUTION}
+        return self._linearization(block, ints, (it, arrays, x)), parts, self._step(step)
+
+
+def _failed(status) -> bool:
+    """Whether a linearization's ``status`` sends it group by group (True) or made it (False);
+    raises for the statuses that are errors."""
+    if status == -1:
+        raise MemoryError("the group's linearization could not allocate its workspace")
+    if status == -2:
+        raise FloatingPointError("the stage kernel failed")
+    return bool(status)

@@ -68,7 +68,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .riccati import RiccatiError, compile_riccati, riccati
+from .riccati import RiccatiError, compile_riccati, compiled_address, riccati, solution_of
 
 BARRIER_UPDATES = ("fixed", "monotone", "adaptive")
 HESSIANS = ("gauss-newton", "exact")
@@ -225,17 +225,13 @@ def _solve(problem, options, warm_start, callback):
     try:
         lin, iterate = problem.linearize(iterate, eps)
         for k in range(options.max_iterations + 1):
-            monotone = options.barrier_update == "monotone"
-            if monotone and eps > options.barrier_min and lin.kkt_error <= 10 * eps:
+            if _barrier_falls(options, eps, lin):
                 eps = max(options.barrier_min, options.barrier_factor * eps)
                 iterate = problem.reset_slacks(iterate, eps)
                 lin, iterate = problem.linearize(iterate, eps)
-            if lin.kkt_error > options.divergence:
-                return finish("diverged", f"KKT error {lin.kkt_error:.3e} exceeds {options.divergence:.1e}")
-            if lin.kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):
-                return finish("converged", f"KKT error {lin.kkt_error:.3e} <= {options.tol:.1e}")
-            if k == options.max_iterations:
-                return finish("max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations")
+            stop = _stop(options, eps, lin, k)
+            if stop is not None:
+                return finish(*stop)
             t0, eps_step = time.perf_counter(), eps
             try:
                 sol = riccati(lin.lqr, lin.terminal, lin.dx0, problem.backend)
@@ -282,6 +278,54 @@ def _solve(problem, options, warm_start, callback):
         return finish("diverged", str(e))
     except np.linalg.LinAlgError as e:
         return finish("diverged", f"singular linear system: {e}")
+
+
+def newton_step(problem, options: Options, iterate):
+    """:func:`solve` from ``iterate`` with no iteration (``options.max_iterations`` 0) and the
+    Newton step of its linearization: ``(result, solution, stepped)``, the Riccati solution and
+    the iterate reached at the fraction-to-boundary sizes (the problem's ``direction``,
+    ``max_steps`` and ``step``), in one compiled call where the problem has one
+    (:meth:`ocp.formulation.Formulation.newton_step`, the same equations): an MPC's real-time
+    iteration. ``(result, None, None)`` where the LQR is not convex there. None where there is
+    no such call, where the barrier would fall first (``monotone``) or where the linearization
+    fails (:func:`solve` then says why): the caller runs those steps one after the other."""
+    call = getattr(problem, "newton_step", None)
+    if options.max_iterations != 0 or call is None or problem.backend != "compiled":
+        return None
+    recursion = compiled_address()
+    if recursion is None:
+        return None
+    start, eps = time.perf_counter(), options.barrier
+    try:
+        with np.errstate(all="ignore"):
+            out = call(iterate, eps, recursion)
+    except (FloatingPointError, np.linalg.LinAlgError):
+        return None
+    if out is None:
+        return None
+    lin, solution, stepped = out
+    if _barrier_falls(options, eps, lin):
+        return None
+    summary = (lin.kkt_error, lin.cost, lin.constraint_violation, time.perf_counter() - start, eps)
+    result = Result(*_stop(options, eps, lin, 0), 0, *summary, iterate, [], lin)
+    return result, None if solution is None else solution_of(solution, lin.lqr.nu), stepped
+
+
+def _barrier_falls(options, eps, lin) -> bool:
+    """Whether the ``monotone`` barrier ``eps`` falls before a step from the system ``lin``."""
+    return options.barrier_update == "monotone" and eps > options.barrier_min and lin.kkt_error <= 10 * eps
+
+
+def _stop(options, eps, lin, k) -> tuple | None:
+    """``(status, message)`` where the interior point stops at iteration ``k`` with the system
+    ``lin`` at the barrier ``eps`` (diverged, converged, or out of iterations), or None."""
+    if lin.kkt_error > options.divergence:
+        return "diverged", f"KKT error {lin.kkt_error:.3e} exceeds {options.divergence:.1e}"
+    if lin.kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):
+        return "converged", f"KKT error {lin.kkt_error:.3e} <= {options.tol:.1e}"
+    if k == options.max_iterations:
+        return "max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations"
+    return None
 
 
 SLOW = 0.5  # a full Gauss-Newton step that divides the KKT error by less than 2 calls for the exact Hessian

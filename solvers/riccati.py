@@ -131,6 +131,20 @@ def compile_riccati() -> bool:
     return _library() is not None
 
 
+def compiled_address() -> int | None:
+    """The address of the compiled recursion (``liftoff_riccati``), for compiled code that calls
+    it (:meth:`ocp.formulation.Formulation.newton_step`); None when it cannot be compiled."""
+    library = _library()
+    return None if library is None else ctypes.cast(library.liftoff_riccati, ctypes.c_void_p).value
+
+
+def solution_of(arrays: dict, nu) -> RiccatiSolution:
+    """The :class:`RiccatiSolution` of the compiled recursion's outputs ``arrays`` (``P, p, K, k,
+    dx, du, lam`` by name) for stages of ``nu`` controls."""
+    a = arrays
+    return RiccatiSolution(a["dx"], a["lam"], a["P"], a["p"], nu, a["du"], a["K"], a["k"])
+
+
 def _library():
     from liftoff.dynamics.codegen import compiled_library
 

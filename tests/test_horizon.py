@@ -4,10 +4,13 @@ linearization (the LQR, the terminal stage, dx0, the KKT error, cost, norms and 
 each group's residuals and condensing), the direction and the step reached, to the last bit, on
 the trot (contact and impulse groups), polishing (a torque filter, its sums past numpy's
 pairwise blocks) and a copy of a problem with other data; the cases it leaves to the group by
-group path, and what that path then reports."""
+group path, and what that path then reports. A Newton step in one call (the Riccati recursion
+between the two) against the linearization, the recursion and the step one after the other,
+and what it leaves to them."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from liftoff.ocp.formulation import Formulation, HorizonSteps, NonFiniteError
 from liftoff.problems.tasks.config import load_config, parse_config
 from liftoff.problems.tasks.gaits import build_problem
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers import ipm
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import riccati
 
@@ -170,3 +174,65 @@ def test_the_horizon_is_compiled_only_where_every_group_is(trot, case, monkeypat
     lin, _ = formulation.linearize(formulation.initial_iterate(EPS), EPS)
     assert formulation._compiled_horizon() is None
     assert isinstance(lin.groups, tuple)
+
+
+def separate_calls(formulation, it, options) -> tuple:
+    """What :func:`solvers.ipm.newton_step` gives, from a solve without iterations, the Riccati
+    recursion and the step one after the other."""
+    result = solve(formulation, options, warm_start=it)
+    lin = result.linearization
+    sol = riccati(lin.lqr, lin.terminal, lin.dx0, "compiled")
+    d = formulation.direction(it, lin, sol)
+    return result, sol, formulation.step(it, d, *formulation.max_steps(it, d))
+
+
+def numbers(result, sol, stepped) -> list:
+    """The numbers of a Newton step: the result's, the Riccati solution's, the iterate reached."""
+    scalars = [result.kkt_error, result.cost, result.max_constraint_violation, result.iterations, result.barrier]
+    recursion = [sol.dx, sol.lam, sol.P, sol.p, sol.nu, sol.controls, sol.gains, sol.feedforward]
+    knots = [stepped.q, stepped.v, stepped.tau, stepped.lam]
+    variables = [x for gv in stepped.groups for x in dataclasses.astuple(gv)]
+    return [np.array(scalars), *(np.array(x) for x in recursion + knots + variables)]
+
+
+@pytest.mark.parametrize("problem", ["trot", "polishing"])
+def test_a_newton_step_in_one_call_is_the_linearization_the_recursion_and_the_step(problem, request):
+    """:func:`solvers.ipm.newton_step` (one compiled call) gives the status, the numbers and the
+    linearization of a solve without iterations, the Riccati recursion of its LQR and the iterate
+    its step reaches, bitwise; twice from one formulation, as an MPC's updates do."""
+    formulation = Formulation(request.getfixturevalue(problem), "lifted", "compiled", quiet=True)
+    options = Options(barrier=EPS, max_iterations=0)
+    for seed in (8, 9):
+        it = random_iterate(formulation, seed)
+        result, sol, stepped = ipm.newton_step(formulation, options, it)
+        assert (result.status, result.history, result.iterations) == ("max_iterations", [], 0) and result.iterate is it
+        assert result.message.startswith("KKT error") and isinstance(result.linearization.groups, HorizonSteps)
+        expected = separate_calls(formulation, it, options)
+        assert result.status == expected[0].status and result.message == expected[0].message
+        for a, b in zip(numbers(result, sol, stepped), numbers(*expected), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_newton_step_leaves_to_the_separate_calls_what_it_cannot_take(trot, monkeypatch):
+    """None (the caller then runs the calls one after the other): after iterations, without a
+    compiled horizon, on a value not finite (the solve then reports it). A recursion that finds
+    the LQR not convex leaves the linearization made, the recursion and the step to the caller."""
+    options = Options(barrier=EPS, max_iterations=0)
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    it = random_iterate(formulation, 10)
+    assert ipm.newton_step(formulation, dataclasses.replace(options, max_iterations=1), it) is None
+    assert ipm.newton_step(Formulation(trot, "lifted", "numpy", quiet=True), options, it) is None
+    assert ipm.newton_step(group_by_group(Formulation(trot, "lifted", "compiled", quiet=True)), options, it) is None
+    bad = dataclasses.replace(it, v=np.full_like(it.v, np.nan))
+    assert ipm.newton_step(formulation, options, bad) is None
+    assert solve(formulation, options, warm_start=bad).status == "diverged"
+
+    signature = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_int,) * 3, *(ctypes.c_void_p,) * 19)
+    not_convex = signature(lambda *args: 1)  # liftoff_riccati's status at stage 0
+    monkeypatch.setattr(ipm, "compiled_address", lambda: ctypes.cast(not_convex, ctypes.c_void_p).value)
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    result, sol, stepped = ipm.newton_step(formulation, options, it)
+    assert sol is None and stepped is None
+    expected = solve(formulation, options, warm_start=it)
+    assert (result.kkt_error, result.cost, result.status) == (expected.kkt_error, expected.cost, expected.status)
+    np.testing.assert_array_equal(result.linearization.lqr.Quu, expected.linearization.lqr.Quu)

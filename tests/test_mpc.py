@@ -6,6 +6,7 @@ plant that blows up, a failed update or a stop, and its hooks)."""
 from __future__ import annotations
 
 import copy
+import ctypes
 import dataclasses
 import pickle
 import time
@@ -30,6 +31,7 @@ from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
 from liftoff.problems.mpc.results import timing
 from liftoff.problems.tasks.config import MPC_SCHEMES, parse_config
 from liftoff.problems.tasks.polishing import PolishingConfig, build_ocp, make_task
+from liftoff.solvers import ipm
 from liftoff.solvers.ipm import Options, solve
 from liftoff.solvers.riccati import RiccatiError
 
@@ -282,6 +284,51 @@ def test_an_update_needs_a_start(task):
         mpc.update(0.0, task.q0, task.v0)
     with pytest.raises(ValueError, match="iterations per update"):
         MPC(lambda t, q, v: None, iterations=0)
+
+
+def test_an_rti_update_in_one_compiled_call_is_the_update_in_separate_calls(task, monkeypatch):
+    """An ``rti`` update on compiled kernels runs its linearization, the policy's Riccati
+    recursion and the step in one call (:func:`solvers.ipm.newton_step`): the same ticks,
+    policies and warm starts as those calls one after the other, to the last bit, without a
+    recursion of its own. Where the recursion in that call finds the LQR not convex, the update
+    takes the policy's recursion from the linearization made (undamped here: the LQR is convex)."""
+    recursions = []
+
+    def counted(*args):
+        recursions.append(args)
+        return riccati(*args)
+
+    riccati = controller.riccati
+    monkeypatch.setattr(controller, "riccati", counted)
+    rng = np.random.default_rng(11)
+    states = [
+        (task.q0 + 0.01 * rng.standard_normal(task.q0.shape), 0.1 * rng.standard_normal(task.v0.shape))
+        for _ in range(3)
+    ]
+
+    def updates() -> list:
+        recursions.clear()
+        mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=3, scheme="rti")
+        mpc.start(0.0, task.q0, task.v0, task.u_pressing)
+        out = []
+        for k, (q, v) in enumerate(states, start=1):
+            policy = mpc.update(0.01 * k, q, v, task.u_pressing).policy
+            tick, it = mpc.ticks[-1], mpc.result.iterate
+            out += [np.array([tick.kkt_error, tick.iterations, tick.regularization]), policy.u, policy.K, it.q, it.lam]
+            out += [x for gv in it.groups for x in dataclasses.astuple(gv)]
+        return out, len(recursions) - 1  # the start's recursion aside
+
+    fused, fused_recursions = updates()
+    signature = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_int,) * 3, *(ctypes.c_void_p,) * 19)
+    not_convex = signature(lambda *args: 1)  # liftoff_riccati's status at stage 0
+    monkeypatch.setattr(ipm, "compiled_address", lambda: ctypes.cast(not_convex, ctypes.c_void_p).value)
+    refused, refused_recursions = updates()
+    monkeypatch.setattr(controller, "newton_step", lambda *args: None)
+    separate, separate_recursions = updates()
+    assert (fused_recursions, refused_recursions, separate_recursions) == (0, 3, 3)
+    for a, b, c in zip(fused, refused, separate, strict=True):
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, c)
 
 
 def test_an_update_whose_policy_gains_do_not_exist_is_an_mpc_failure(task, monkeypatch):

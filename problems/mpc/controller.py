@@ -23,7 +23,9 @@ then a damped one, and its :class:`Tick` says ``mu``. The ``scheme`` decides whe
 - ``rti``: the real-time iteration (Diehl, Bock and Schloeder 2005; acados' ``SQP_RTI``):
   ``iterations`` linearizations and Riccati recursions, the last one's solution the policy,
   its step taken only to warm-start the next update. With one iteration, an update costs one
-  linearization and one Riccati recursion.
+  linearization and one Riccati recursion, with the step a single compiled call on compiled
+  kernels (:func:`solvers.ipm.newton_step`; its :class:`Tick`'s ``solve`` part then holds all
+  three, the ``policy`` part the policy alone).
 
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
@@ -38,7 +40,7 @@ import numpy as np
 
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation, Iterate
-from liftoff.solvers.ipm import Options, solve
+from liftoff.solvers.ipm import Options, newton_step, solve
 from liftoff.solvers.riccati import RiccatiError, riccati
 
 from .policy import Policy, PolicyKernel
@@ -153,21 +155,25 @@ class MPC:
     def _solve(self, t, stamps, start, iterations) -> Policy:
         """Solve from ``start`` and make the policy; ``stamps``: the CPU times at the update's
         start and after each of its steps so far."""
-        rti = self.scheme == "rti"
-        self.result = result = solve(self.formulation, self._options[iterations], warm_start=start)
+        rti, f, options = self.scheme == "rti", self.formulation, self._options[iterations]
+        fused = newton_step(f, options, start) if rti and start is not None else None
+        result, sol, stepped = fused or (solve(f, options, warm_start=start), None, None)
+        self.result = result
         stamps.append(time.process_time())
         self.t = t
         if result.linearization is None or not np.isfinite(result.kkt_error):
             raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
-        lin, f = result.linearization, self.formulation
-        try:
-            sol, mu = policy_recursion(lin, f.backend)
-        except RiccatiError as e:  # no gains at the last iterate, even damped
-            raise MPCError(f"the MPC update at t = {t:.3f} s failed: {e}") from None
+        lin, mu = result.linearization, 0.0
+        if sol is None:
+            try:
+                sol, mu = policy_recursion(lin, f.backend)
+            except RiccatiError as e:  # no gains at the last iterate, even damped
+                raise MPCError(f"the MPC update at t = {t:.3f} s failed: {e}") from None
         it = result.iterate
         if rti:  # the step warm-starts the next update
-            d = f.direction(it, lin, sol)
-            stepped = f.step(it, d, *f.max_steps(it, d))
+            if stepped is None:
+                d = f.direction(it, lin, sol)
+                stepped = f.step(it, d, *f.max_steps(it, d))
             self.result = replace(result, iterate=stepped, iterations=result.iterations + 1, linearization=None)
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = f.ocp.stages[0].dt
