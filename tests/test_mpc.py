@@ -292,13 +292,12 @@ def test_an_rti_update_in_one_compiled_call_is_the_update_in_separate_calls(task
     policies and warm starts as those calls one after the other, to the last bit, without a
     recursion of its own. Where the recursion in that call finds the LQR not convex, the update
     takes the policy's recursion from the linearization made (undamped here: the LQR is convex)."""
-    recursions = []
+    recursions, riccati = [], controller.riccati
 
     def counted(*args):
         recursions.append(args)
         return riccati(*args)
 
-    riccati = controller.riccati
     monkeypatch.setattr(controller, "riccati", counted)
     rng = np.random.default_rng(11)
     states = [
@@ -306,7 +305,8 @@ def test_an_rti_update_in_one_compiled_call_is_the_update_in_separate_calls(task
         for _ in range(3)
     ]
 
-    def updates() -> list:
+    def updates() -> tuple:
+        """The numbers of three updates, and the policy recursions they ran outside the one call."""
         recursions.clear()
         mpc = MPC(lambda t, q, v, tau: build_ocp(task, t, q, v, tau), first_iterations=3, scheme="rti")
         mpc.start(0.0, task.q0, task.v0, task.u_pressing)
