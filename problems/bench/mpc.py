@@ -13,8 +13,9 @@ out:
   stretch), the 95th percentile over the median within a run (the median over the runs), the
   median of each of their steps
   (:data:`problems.mpc.controller.PARTS`: building the horizon's OCP, regrouping its stages for
-  the kernels, matching the warm start, the Newton iterations, the policy's gains and, in
-  ``rti``, the step that warm-starts the next update) and the Newton steps per update;
+  the kernels, matching the warm start, the Newton iterations, the policy's gains; in ``rti``
+  on compiled kernels the solve holds the linearization, the policy's recursion and the step
+  that warm-starts the next update, one compiled call) and the Newton steps per update;
 - the policy's time per call between updates, the plant's per step;
 - the real-time factors of the whole loop (simulated time over its wall time: plant, updates,
   policy, estimator, log) and of the controller alone, against the update rate the task asks for.
