@@ -215,8 +215,9 @@ def test_a_newton_step_in_one_call_is_the_linearization_the_recursion_and_the_st
 
 def test_a_newton_step_leaves_to_the_separate_calls_what_it_cannot_take(trot, monkeypatch):
     """None (the caller then runs the calls one after the other): after iterations, without a
-    compiled horizon, on a value not finite (the solve then reports it). A recursion that finds
-    the LQR not convex leaves the linearization made, the recursion and the step to the caller."""
+    compiled horizon, on a value not finite (the solve then reports it), where a monotone barrier
+    falls before the step. A recursion that finds the LQR not convex leaves the linearization
+    made, the recursion and the step to the caller."""
     options = Options(barrier=EPS, max_iterations=0)
     formulation = Formulation(trot, "lifted", "compiled", quiet=True)
     it = random_iterate(formulation, 10)
@@ -226,6 +227,11 @@ def test_a_newton_step_leaves_to_the_separate_calls_what_it_cannot_take(trot, mo
     bad = dataclasses.replace(it, v=np.full_like(it.v, np.nan))
     assert ipm.newton_step(formulation, options, bad) is None
     assert solve(formulation, options, warm_start=bad).status == "diverged"
+    monotone = dataclasses.replace(options, barrier_update="monotone", barrier_min=EPS / 10)
+    with monkeypatch.context() as m:
+        m.setattr(ipm, "_barrier_falls", lambda options, eps, lin: options.barrier_update == "monotone")
+        assert ipm.newton_step(formulation, monotone, it) is None
+        assert ipm.newton_step(formulation, options, it) is not None
 
     signature = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_int,) * 3, *(ctypes.c_void_p,) * 19)
     not_convex = signature(lambda *args: 1)  # liftoff_riccati's status at stage 0
