@@ -177,14 +177,19 @@ class CompiledHorizon:
             arrays += [np.ascontiguousarray(x, dtype=float) for x in (gv.u, gv.w, gv.beta, gv.s, gv.z)]
         return arrays, (_P * len(arrays))(*map(address, arrays))
 
+    def _start(self, it) -> tuple:
+        """Before a linearization at ``it``: its constant inputs written; the arrays of ``it`` it
+        reads and their addresses' array (:meth:`_inputs`), and its blocks ``(block, ints)``."""
+        s = self.structure
+        self.prepare()
+        return (*self._inputs(it), np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc))
+
     def linearize(self, it, eps) -> HorizonLinearization | None:
         """Every group's linearization at ``it`` for the barrier ``eps``, the terminal cost and
         ``dx0`` (:meth:`ocp.formulation.Formulation.linearize`), or None where that method's
         steps are to run (a singular ``Cw``, a value not finite: they say where)."""
         s = self.structure
-        self.prepare()
-        arrays, x = self._inputs(it)  # arrays: alive through the call, and kept for the step
-        block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
+        arrays, x, block, ints = self._start(it)  # arrays: alive through the call, and kept for the step
         status = group._library().liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )
@@ -239,9 +244,7 @@ class CompiledHorizon:
         ``solution`` the recursion's outputs by name (``P, p, K, k, dx, du, lam``); ``(linearization,
         None, None)`` where the recursion finds the LQR not convex; None as :meth:`linearize`."""
         s = self.structure
-        self.prepare()
-        arrays, x = self._inputs(it)  # alive through the call
-        block, ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
+        arrays, x, block, ints = self._start(it)  # arrays: alive through the call
         solution, step = np.empty(s.solution.size), np.empty(s.step.size)
         status = group._library().liftoff_newton_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints), recursion,

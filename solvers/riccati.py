@@ -123,6 +123,7 @@ def _cho_solve(L, X):
 
 
 _SOURCE = Path(__file__).with_name("riccati.c")
+OUTPUTS = ("P", "p", "K", "k", "dx", "du", "lam")  # liftoff_riccati's outputs, in its order
 _FUNCTIONS = {"liftoff_riccati": (ctypes.c_int, (ctypes.c_int,) * 3 + (ctypes.c_void_p,) * 19)}
 
 
@@ -139,8 +140,8 @@ def compiled_address() -> int | None:
 
 
 def solution_of(arrays: dict, nu) -> RiccatiSolution:
-    """The :class:`RiccatiSolution` of the compiled recursion's outputs ``arrays`` (``P, p, K, k,
-    dx, du, lam`` by name) for stages of ``nu`` controls."""
+    """The :class:`RiccatiSolution` of the compiled recursion's outputs ``arrays`` (by their
+    names, :data:`OUTPUTS`) for stages of ``nu`` controls."""
     a = arrays
     return RiccatiSolution(a["dx"], a["lam"], a["P"], a["p"], nu, a["du"], a["K"], a["k"])
 
@@ -162,10 +163,10 @@ def _compiled(library, lqr: LQR, terminal, dx0) -> RiccatiSolution:
     terminal_inputs = [c(x, dtype=float) for x in (terminal.Qxx, terminal.lx, dx0)]
     nu = c(lqr.nu, dtype=np.intc)
     shapes = ((N + 1, nx, nx), (N + 1, nx), (N, nm, nx), (N, nm), (N + 1, nx), (N, nm), (N + 1, nx))
-    (P, p, K, k, dx, du, lam), addresses = outputs(*shapes)
+    arrays, addresses = outputs(*shapes)
     status = library.liftoff_riccati(N, nx, nm, address(nu), *stages, *map(address, terminal_inputs), *addresses)
     if status < 0:
         raise MemoryError("the Riccati recursion could not allocate its workspace")
     if status > 0:
         raise RiccatiError(f"stage {status - 1}: Quu + B^T P B is not positive definite")
-    return RiccatiSolution(dx, lam, P, p, lqr.nu, du, K, k)
+    return solution_of(dict(zip(OUTPUTS, arrays)), lqr.nu)
