@@ -258,7 +258,8 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
             memcpy(Ts + i * nz, X + (size_t)i * ld, sizeof(double) * nz);
             ts[i] = X[(size_t)i * ld + nz];
         }
-        /* Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T; l = g_z + H_zw t + T^T (g_w + H_ww t) */
+        /* Q = H_zz + H_zw T + (H_zw T)^T + T^T H_ww T; l = g_z + H_zw t + T^T (g_w + H_ww t). Qs gets
+           2 H_zw T, by rows: the symmetrization below takes half of it and half of its transpose */
         for (int i = 0; i < nz; ++i) {
             memcpy(Qs + i * nz, Hs + i * ny, sizeof(double) * nz);
             ls[i] = gs[i];
@@ -268,11 +269,9 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
             for (int a = 0; a < nzw; ++a) {
                 const double h = Hs[i * ny + nz + zw[a]];
                 if (h == 0.0) continue;
-                const double *Tr = X + zw[a] * ld;
-                for (int j = 0; j < nz; ++j) {
-                    Qs[i * nz + j] += h * Tr[j];
-                    Qs[j * nz + i] += h * Tr[j];
-                }
+                const double *Tr = X + zw[a] * ld, twice = 2.0 * h;
+                double *Qi = Qs + i * nz;
+                for (int j = 0; j < nz; ++j) Qi[j] += twice * Tr[j];
                 ls[i] += h * Tr[nz];
             }
         /* the rows of ww whose entries of H_ww are not all zero at this stage (H_ww is symmetric:
