@@ -174,6 +174,7 @@ class Formulation:
         self._flags = self._redundant_groups()
         self._structures = {}  # the compiled horizons' structures met (shared with for_problem's copies)
         self._horizon = None  # this problem's CompiledHorizon, False without one, None until decided
+        self._exact = None  # the same for the exact Hessian with the kept curvature (:meth:`_exact_horizon`)
 
     def for_problem(self, ocp) -> Formulation:
         """This formulation of ``ocp``: an OCP of the same model, torque state, cones and limits
@@ -194,7 +195,7 @@ class Formulation:
         new.ocp, new.groups = ocp, groups
         new.stages = self.stages.for_problem(ocp, groups)
         new._flags = new._redundant_groups()
-        new._horizon = None
+        new._horizon = new._exact = None
         return new
 
     # ------------------------------------------------------------------ sizes and start
@@ -309,12 +310,12 @@ class Formulation:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
         _check_knots(it)
-        horizon = None if curvature else self._compiled_horizon()
+        horizon = self._compiled_horizon() if not curvature else None if fresh else self._exact_horizon()
         if horizon is not None:
-            compiled = horizon.linearize(it, eps)
+            compiled = horizon.linearize(it, eps, self.stages.terminal_curvature if curvature else None)
             if compiled is not None:
-                return self._horizon_linearization(horizon, compiled, eps), it
-            self._horizon = False  # the steps below find where, or mark a group redundant
+                return self._horizon_linearization(horizon, compiled, eps, curvature), it
+            self._horizon = self._exact = False  # the steps below find where, or mark a group redundant
         nx, nm = self.ocp.nx, self.ocp.nu
         lqr, steps, groups = LQR.for_stages(K, nx, nm), [], []
         squares = cost = violation = l1 = log_slacks = 0.0
@@ -379,14 +380,27 @@ class Formulation:
             self._horizon = self._make_horizon() or False
         return self._horizon or None
 
-    def _make_horizon(self) -> CompiledHorizon | None:
+    def _exact_horizon(self) -> CompiledHorizon | None:
+        """The :class:`ocp.horizon.CompiledHorizon` of this problem's exact linearizations that add
+        the kept curvature (not ``fresh``: :meth:`linearize`), or None where they go group by
+        group: as :meth:`_compiled_horizon`, and where a group's workspace or the terminal cost
+        keeps no curvature for this problem (a fresh linearization computes it)."""
+        if self._compiled_horizon() is None or self.stages.terminal_curvature is None:
+            return None
+        if not all(self.stages.group_linearization(g, exact=True) for g in self.groups):
+            return None
+        if self._exact is None:
+            self._exact = self._make_horizon(exact=True) or False
+        return self._exact or None
+
+    def _make_horizon(self, exact=False) -> CompiledHorizon | None:
         stages, model = self.stages, self.model
         if self.name != "lifted" or not hasattr(stages, "group_linearization") or not manifold.compiled(model):
             return None
         kernel, constants = stages.terminal_inputs
         if getattr(kernel, "_batch", None) is None:
             return None
-        calls = [None if self.redundant(g) else stages.group_linearization(g) for g in self.groups]
+        calls = [None if self.redundant(g) else stages.group_linearization(g, exact) for g in self.groups]
         if any(call is None for call in calls):
             return None
         key = (self.ocp.K, *map(id, calls))  # the groups' workspaces, in order (the calls keep them alive)
@@ -403,14 +417,15 @@ class Formulation:
 
         return CompiledHorizon(structure, self.ocp, [g.index for g in groups], constants, prepare)
 
-    def _horizon_linearization(self, horizon, lin, eps) -> Linearization:
-        """The :class:`Linearization` of a compiled horizon's ``lin`` at the barrier ``eps``."""
+    def _horizon_linearization(self, horizon, lin, eps, exact=False) -> Linearization:
+        """The :class:`Linearization` of a compiled horizon's ``lin`` at the barrier ``eps``
+        (``exact``: with the exact Hessian)."""
         scalars = lin.scalars
         self.stages.kernel_seconds += scalars["seconds"]
         cost, barrier_cost = scalars["cost"], scalars["cost"] - eps * scalars["log_slacks"]
         terminal = TerminalLQR(lin.H_T, lin.g_T)
         numbers = (scalars["kkt_error"], cost, scalars["violation"], scalars["l1"], barrier_cost)
-        return Linearization(lin.lqr, terminal, lin.dx0, *numbers, HorizonSteps(self, horizon, lin))
+        return Linearization(lin.lqr, terminal, lin.dx0, *numbers, HorizonSteps(self, horizon, lin, exact))
 
     def _linearize_group(self, group, gv, it, eps, lqr, curvature=False, fresh=True):
         """One group's condensed blocks, written into ``lqr``; its variables (the non-lifted
@@ -605,11 +620,11 @@ class Formulation:
 
 class HorizonSteps(Sequence):
     """:attr:`Linearization.groups` of a compiled horizon's linearization ``lin``
-    (:class:`ocp.horizon.CompiledHorizon`) of ``formulation``: each group's :class:`GroupStep`,
-    made when read."""
+    (:class:`ocp.horizon.CompiledHorizon`) of ``formulation`` (``exact``: with the exact Hessian):
+    each group's :class:`GroupStep`, made when read."""
 
-    def __init__(self, formulation, horizon, lin):
-        self.formulation, self.horizon, self.lin = formulation, horizon, lin
+    def __init__(self, formulation, horizon, lin, exact=False):
+        self.formulation, self.horizon, self.lin, self.exact = formulation, horizon, lin, exact
 
     def __len__(self) -> int:
         return len(self.formulation.groups)
@@ -618,7 +633,7 @@ class HorizonSteps(Sequence):
         f = self.formulation
         i = range(len(self))[i]
         group, out = f.groups[i], self.horizon.group_outputs(self.lin, i)
-        ev, nu = f.stages.evaluation(group), f.ocp.nu if group.kind == "contact" else 0
+        ev, nu = f.stages.evaluation(group, self.exact), f.ocp.nu if group.kind == "contact" else 0
         stages = condensing.LiftedStages(f.ocp.nx, nu, ev.H, out["gc"], ev.C, ev.c, ev.A, ev.b, ev.calls)
         condensed = condensing.Condensed(out["T"], out["t"], self.lin.lqr, group.index, (out["LU"], out["piv"]))
         return GroupStep.of(out["stationarity"], ev.b, ev.c, ev.ineq, out["r_p"], out["r_c"], condensed, stages)

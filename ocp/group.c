@@ -10,6 +10,10 @@
  * interior-point terms (liftoff_interior, ocp/interior.c) and the condensing into the LQR
  * (liftoff_condense, ocp/condensing.c) run on them, each called by its address.
  *
+ * With a curvature (an exact Hessian's, kept from an earlier evaluation: ocp/kernels.py's
+ * CompiledStages.curvature), the steps after the scatter read H = H_kernel + curvature, H_kernel
+ * the block the scatter writes.
+ *
  * Returns 0; -1 when a step could not allocate its workspace; -2 when the kernel failed; s + 1
  * when the local equalities are singular (Cw) at stage s, the interior-point terms made.
  * seconds: the kernel's wall time.
@@ -63,6 +67,7 @@ typedef struct {
     const int *zw, *ww, *ar, *ac;
     expand_t *expand;
     interior_expand_t *interior_expand;
+    const double *curvature, *H_kernel; /* or NULL: an exact Hessian's, H = H_kernel + curvature */
 } group_t;
 
 static void gather(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
@@ -101,6 +106,8 @@ int liftoff_linearize_group(const group_t *g, const int *knots, const double *q,
     *seconds = (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
     if (failed) return -2;
     g->scatter(g->S, g->blocks, g->nnz, g->size, g->count, g->src, g->dst, g->src_index, g->dst_index);
+    if (g->curvature)
+        for (long i = 0, n = (long)g->S * g->ny * g->ny; i < n; ++i) g->H[i] = g->H_kernel[i] + g->curvature[i];
     if (g->interior(g->S, g->ny, g->nx, g->nw, g->ng, g->nb, g->bcol, g->bsign, g->nc, g->cols, g->g, g->G, s, z,
                     eps, g->gy, g->c, g->C, beta, g->b, g->A, g->lam, g->lam_next, g->H, r_p, r_c, gc, st, norms) < 0)
         return -1;
@@ -160,6 +167,7 @@ typedef struct {
     double *terminal_x;
     manifold_t *integrate, *difference;
     const int *layout;
+    const double *terminal_curvature; /* or NULL: added to the terminal cost's H (an exact Hessian's) */
 } horizon_t;
 
 /* numpy's sum of n contiguous doubles: pairwise, eight accumulators over blocks of up to 128 */
@@ -234,6 +242,8 @@ int liftoff_linearize_horizon(const horizon_t *h, const int *const *knots_of, co
     clock_gettime(CLOCK_MONOTONIC, &end);
     seconds += (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
     if (failed) return -2;
+    if (h->terminal_curvature)
+        for (int j = 0; j < nx * nx; ++j) terminal[2][j] += h->terminal_curvature[j];
     cost += terminal[0][0];
     h->difference(1, nq, nv, h->layout, q, x[4], dx0);
     for (int j = 0; j < nv; ++j) dx0[nv + j] = x[5][j] - v[j];

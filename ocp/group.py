@@ -40,7 +40,7 @@ class _Group(ctypes.Structure):
         *((name, _P) for name in ("bcol", "cols", "bsign", "g", "G", "gy", "c", "C", "b", "A", "H", "lam", "lam_next")),
         ("condense", _P),
         *((name, _I) for name in ("nzw", "nww", "nar", "nac")),
-        *((name, _P) for name in ("zw", "ww", "ar", "ac", "expand", "interior_expand")),
+        *((name, _P) for name in ("zw", "ww", "ar", "ac", "expand", "interior_expand", "curvature", "H_kernel")),
     ]
 
 
@@ -50,10 +50,16 @@ class GroupLinearization:
     group's ``blocks`` (cost, gradient, ``H``, ``c``, ``C``, ``b``, ``A``) and the :class:`Blocks`
     map ``scatter`` between them, its inequalities ``ineq`` (on the blocks' arrays) and the
     condensing's ``supports``; ``nu`` controls (0 at impulse stages), ``nx`` the state's tangent.
-    None (:func:`bind`) without a compiled kernel or library."""
+    ``exact``: None, or ``(curvature, H)`` for the exact Hessian with a kept curvature
+    (:meth:`ocp.kernels.CompiledStages.curvature`): its dense ``curvature (S, ny, ny)``, added to
+    the kernel's ``H`` block into ``H``, which the later steps read (``supports`` then those of
+    both). None (:func:`bind`) without a compiled kernel or library."""
 
-    def __init__(self, library, functions, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu):
-        _, gy, H, c, C, b, A = blocks[:7]
+    def __init__(
+        self, library, functions, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu, exact=None
+    ):
+        _, gy, H_kernel, c, C, b, A = blocks[:7]
+        curvature, H = (None, H_kernel) if exact is None else exact
         S, ny, nw = len(x), gy.shape[1], c.shape[1]
         self.S, self.nx, self.nu, self.nw, self.ny, self.ni = S, nx, nu, nw, ny, ineq.g.shape[1]
         self.H, self.function = H, library.liftoff_linearize_group
@@ -65,7 +71,7 @@ class GroupLinearization:
         src = (_P * len(blocks))(*map(address, outputs[: len(blocks)]))
         dst = (_P * len(blocks))(*map(address, blocks))
         out = (_P * len(outputs))(*map(address, outputs))
-        self._alive = (bcol, bsign, cols, g, G, f, lam, lam_next, src, dst, out, scatter, supports, blocks, x)
+        self._alive = (bcol, bsign, cols, g, G, f, lam, lam_next, src, dst, out, scatter, supports, blocks, x, exact)
         sizes = {name: (at.start, at.stop - at.start) for name, at in columns.items() if name != "static"}
         zw, ww, ar, ac = supports
         batch, scatter_function, interior_function, condense_function, *expansions = functions
@@ -81,6 +87,7 @@ class GroupLinearization:
             *map(address, (g, G, gy, c, C, b, A, H, lam, lam_next)),
             condense_function,
             len(zw), len(ww), len(ar), len(ac), *map(address, supports), *expansions,
+            None if exact is None else address(curvature), None if exact is None else address(H_kernel),
         )  # fmt: skip
         self.expand_function = library.liftoff_expand_group
 
@@ -130,7 +137,7 @@ class GroupLinearization:
         return y[:, nx:], dw, beta, ds, dz, tuple(steps.tolist())
 
 
-def bind(kernel, scatter_library, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu):
+def bind(kernel, scatter_library, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu, exact=None):
     """The :class:`GroupLinearization` of a workspace (its arguments; ``scatter_library``: that of
     ``scatter.c``), or None when the kernel is interpreted or a library is not compiled (the
     steps then run one by one)."""
@@ -147,7 +154,7 @@ def bind(kernel, scatter_library, x, columns, f_columns, outputs, blocks, scatte
         _function(interior_library, "liftoff_interior_expand"),
     )
     arrays = (x, columns, f_columns, outputs, blocks, scatter, ineq, supports)
-    return GroupLinearization(library, functions, *arrays, nx, nu)
+    return GroupLinearization(library, functions, *arrays, nx, nu, exact)
 
 
 def _function(library, name) -> int:

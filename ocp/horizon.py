@@ -3,7 +3,10 @@ linearization, the terminal cost and the initial state's residual in one
 (:meth:`CompiledHorizon.linearize`); every group's expansion and the step at the
 fraction-to-boundary sizes in the other (:meth:`CompiledHorizon.step`). Or all of it in one
 call, the Riccati recursion between them (:meth:`CompiledHorizon.newton_step`: a real-time
-iteration's update).
+iteration's update). An exact Hessian's linearization that reuses a kept curvature (not fresh)
+is one call too, on the groups' calls bound to the curvature their workspaces keep
+(:mod:`ocp.group`), with the terminal cost's kept curvature; a fresh one, which computes the
+curvature, goes group by group.
 
 :meth:`ocp.formulation.Formulation.linearize`, ``direction`` and ``step`` otherwise go group by
 group from Python (each group's compiled steps in one call, :mod:`ocp.group`) and make each
@@ -48,7 +51,7 @@ class _Horizon(ctypes.Structure):
         *((name, _I) for name in ("G", "K", "nq", "nv", "ntau", "nx", "nm")),
         *((name, _P) for name in ("groups", "desc", "at", "terminal")),
         ("terminal_n", _I),
-        *((name, _P) for name in ("terminal_x", "integrate", "difference", "layout")),
+        *((name, _P) for name in ("terminal_x", "integrate", "difference", "layout", "terminal_curvature")),
     ]
 
 
@@ -177,19 +180,23 @@ class CompiledHorizon:
             arrays += [np.ascontiguousarray(x, dtype=float) for x in (gv.u, gv.w, gv.beta, gv.s, gv.z)]
         return arrays, (_P * len(arrays))(*map(address, arrays))
 
-    def _start(self, it) -> tuple:
-        """Before a linearization at ``it``: its constant inputs written; the arrays of ``it`` it
-        reads and their addresses' array (:meth:`_inputs`), and its blocks ``(block, ints)``."""
+    def _start(self, it, terminal_curvature=None) -> tuple:
+        """Before a linearization at ``it`` (adding ``terminal_curvature`` to the terminal cost's
+        Hessian, if given): its constant inputs written; the arrays of ``it`` it reads and their
+        addresses' array (:meth:`_inputs`), and its blocks ``(block, ints)``."""
         s = self.structure
         self.prepare()
+        s.horizon.terminal_curvature = None if terminal_curvature is None else address(terminal_curvature)
         return (*self._inputs(it), np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc))
 
-    def linearize(self, it, eps) -> HorizonLinearization | None:
+    def linearize(self, it, eps, terminal_curvature=None) -> HorizonLinearization | None:
         """Every group's linearization at ``it`` for the barrier ``eps``, the terminal cost and
         ``dx0`` (:meth:`ocp.formulation.Formulation.linearize`), or None where that method's
-        steps are to run (a singular ``Cw``, a value not finite: they say where)."""
+        steps are to run (a singular ``Cw``, a value not finite: they say where). An exact
+        Hessian's (the groups' calls bound with their kept curvature, :mod:`ocp.group`) adds
+        ``terminal_curvature (nx, nx)`` to the terminal cost's."""
         s = self.structure
-        arrays, x, block, ints = self._start(it)  # arrays: alive through the call, and kept for the step
+        arrays, x, block, ints = self._start(it, terminal_curvature)  # arrays: alive through the call and the step
         status = group._library().liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )

@@ -560,30 +560,54 @@ class CompiledStages:
         self.kernel_seconds += seconds
         return _evaluation(gm, group.kind), terms, condensed
 
-    def group_linearization(self, group):
+    def group_linearization(self, group, exact=False):
         """The :class:`ocp.group.GroupLinearization` of ``group``'s workspace (bound on first
-        use), or None where its steps run one by one (:meth:`linearize_group`)."""
+        use), or None where its steps run one by one (:meth:`linearize_group`). ``exact``: that of
+        the exact Hessian with the curvature the workspace keeps for this problem (:meth:`curvature`,
+        not ``fresh``), or None where it keeps none."""
         gm = self.maps[int(group.index[0])]
         ws = gm.workspace
         if gm.scatter is not None:
             return None
         if ws.linearize is None:
-            ev, nu = _evaluation(gm, group.kind), self.layout.nu if group.kind == "contact" else 0
-            columns, nx = self._columns[group.kind], 2 * self.model.nv + self.layout.ntau
-            ws.calls["group"] = grouped.bind(
-                self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
-                ws.blocks, gm.blocks, ev.ineq, gm.supports, nx, nu,
-            ) or False  # fmt: skip
-        return ws.linearize or None
+            ws.calls["group"] = self._bind_group(group, gm, gm.supports) or False
+        if not exact or not ws.linearize:
+            return ws.linearize or None
+        kept = ws.exact
+        if kept is None or kept.problem is not self.ocp:
+            return None
+        if "group" not in kept.calls:
+            supports = self._exact(_evaluation(gm, group.kind), gm, group.kind).supports
+            kept.calls["group"] = self._bind_group(group, gm, supports, (kept.curvature, kept.H)) or False
+        return kept.calls["group"] or None
+
+    def _bind_group(self, group, gm, supports, exact=None):
+        """:func:`ocp.group.bind` on ``group``'s workspace (its map ``gm``) with the condensing's
+        ``supports`` (and ``exact``: see :class:`ocp.group.GroupLinearization`)."""
+        ev, nu = _evaluation(gm, group.kind), self.layout.nu if group.kind == "contact" else 0
+        columns, nx, ws = self._columns[group.kind], 2 * self.model.nv + self.layout.ntau, gm.workspace
+        return grouped.bind(
+            self.kernels[group.kind], _library(), ws.x, columns, columns["f"].start + gm.f_cols, ws.outputs,
+            ws.blocks, gm.blocks, ev.ineq, supports, nx, nu, exact,
+        )  # fmt: skip
+
+    @property
+    def terminal_curvature(self):
+        """The terminal cost's curvature of the last fresh :meth:`terminal` call (None before one),
+        which the calls that are not fresh add."""
+        return self._terminal_curvature
 
     def write_constants(self, group):
         """``group``'s constant inputs into its workspace's kernel input, unless it holds them
         (before a compiled call evaluates the group's kernel)."""
         _write_constants(self.maps[int(group.index[0])], self._columns[group.kind])
 
-    def evaluation(self, group) -> StageEval:
-        """The :class:`ocp.stages.StageEval` of ``group``'s latest evaluation (its workspace's blocks)."""
-        return _evaluation(self.maps[int(group.index[0])], group.kind)
+    def evaluation(self, group, exact=False) -> StageEval:
+        """The :class:`ocp.stages.StageEval` of ``group``'s latest evaluation (its workspace's
+        blocks); ``exact``: with the exact Hessian's ``H`` (:meth:`curvature`), its supports and calls."""
+        gm = self.maps[int(group.index[0])]
+        ev = _evaluation(gm, group.kind)
+        return self._exact(ev, gm, group.kind) if exact else ev
 
     @property
     def terminal_inputs(self) -> tuple:
@@ -623,7 +647,13 @@ class CompiledStages:
             exact.curvature.reshape(S, -1)[:, dst] = exact.out[:, src]
             exact.problem = self.ocp
         np.add(ev.H, exact.curvature, out=exact.H)
-        return replace(ev, H=exact.H, supports=supports, calls=exact.calls)
+        return self._exact(ev, gm, group.kind)
+
+    def _exact(self, ev, gm, kind) -> StageEval:
+        """``ev`` of a group of ``kind`` (its map ``gm``) with its workspace's exact ``H``
+        (:meth:`curvature`), the supports of both kernels and the calls bound to that ``H``."""
+        kept, supports = gm.workspace.exact, self._curvature_structure(kind, gm, self._curvature_kernel(kind))[2]
+        return replace(ev, H=kept.H, supports=supports, calls=kept.calls)
 
     def _curvature_structure(self, kind, gm, kernel):
         """``(src, dst, supports)`` of a group of ``kind`` (its :class:`GroupMap` ``gm``): where

@@ -3,10 +3,10 @@ formulation group by group (ocp/formulation.py's steps, each group in one compil
 linearization (the LQR, the terminal stage, dx0, the KKT error, cost, norms and barrier cost,
 each group's residuals and condensing), the direction and the step reached, to the last bit, on
 the trot (contact and impulse groups), polishing (a torque filter, its sums past numpy's
-pairwise blocks) and a copy of a problem with other data; the cases it leaves to the group by
-group path, and what that path then reports. A Newton step in one call (the Riccati recursion
-between the two) against the linearization, the recursion and the step one after the other,
-and what it leaves to them."""
+pairwise blocks), a copy of a problem with other data and the exact Hessian with a kept
+curvature; the cases it leaves to the group by group path, and what that path then reports. A
+Newton step in one call (the Riccati recursion between the two) against the linearization, the
+recursion and the step one after the other, and what it leaves to them."""
 
 from __future__ import annotations
 
@@ -42,10 +42,11 @@ def polishing():
     return build_ocp(make_task(parse_config({"task": "polishing", "mpc": {"horizon": 40}}, schema=PolishingConfig)))
 
 
-def newton_step(formulation, it) -> list:
-    """The numbers of a linearization at ``it``, of the Newton direction from it and of the
-    iterate its step reaches, copied (the workspaces' blocks are the next linearization's)."""
-    lin, _ = formulation.linearize(it, EPS)
+def newton_step(formulation, it, exact=False) -> list:
+    """The numbers of a linearization at ``it`` (``exact``: the exact Hessian with the curvature
+    kept, not fresh), of the Newton direction from it and of the iterate its step reaches,
+    copied (the workspaces' blocks are the next linearization's)."""
+    lin, _ = formulation.linearize(it, EPS, curvature=exact, fresh=not exact)
     lqr = [np.array(getattr(lin.lqr, name)) for name in ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "nu")]
     terminal = [np.array(x) for x in (lin.terminal.Qxx, lin.terminal.lx, lin.dx0)]
     scalars = [lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility, lin.barrier_cost]
@@ -86,6 +87,31 @@ def test_the_compiled_horizon_is_the_formulation_group_by_group(problem, request
     assert len(compiled) == len(steps)
     for a, b in zip(compiled, steps):
         np.testing.assert_array_equal(a, b)
+
+
+def test_an_exact_linearization_with_the_kept_curvature_is_the_formulation_group_by_group(trot):
+    """The exact Hessian: a fresh linearization goes group by group (it computes the curvature);
+    the next ones, which add the curvature kept, take the compiled horizon (its groups' calls
+    bound to the kept curvature) and give the numbers of the group by group path, bitwise. A copy
+    for another problem has no curvature of its own until its first fresh linearization."""
+    formulations = [Formulation(trot, "lifted", "compiled", quiet=True) for _ in range(2)]
+    compiled, steps = formulations[0], group_by_group(formulations[1])
+    for formulation in formulations:
+        formulation.stages.compile = False  # the curvature's kernels interpreted: no compile for them
+    first, later = (solve(compiled, Options(barrier=EPS, max_iterations=n)).iterate for n in (2, 3))
+    assert compiled._exact_horizon() is None
+    for formulation in formulations:
+        assert isinstance(formulation.linearize(first, EPS, curvature=True)[0].groups, tuple)
+    assert isinstance(compiled.linearize(later, EPS, curvature=True, fresh=False)[0].groups, HorizonSteps)
+    assert isinstance(compiled.linearize(later, EPS)[0].groups, HorizonSteps)  # Gauss-Newton's: its own calls
+    exact, gauss_newton = newton_step(compiled, later, exact=True), newton_step(compiled, later)
+    assert not np.array_equal(exact[4], gauss_newton[4])  # Qxx: the curvature is in
+    for a, b in zip(exact, newton_step(steps, later, exact=True), strict=True):
+        np.testing.assert_array_equal(a, b)
+    copy = compiled.for_problem(dataclasses.replace(trot, v0=trot.v0 + 0.1))
+    assert copy._exact_horizon() is None
+    copy.linearize(first, EPS, curvature=True)
+    assert copy._exact_horizon() is not None and compiled._exact_horizon() is None
 
 
 def test_a_solve_is_the_group_by_group_solve(trot):
