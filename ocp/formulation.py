@@ -310,10 +310,13 @@ class Formulation:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
         _check_knots(it)
-        horizon = self._compiled_horizon() if not curvature else None if fresh else self._exact_horizon()
+        horizon = self._exact_horizon(fresh) if curvature else self._compiled_horizon()
         if horizon is not None:
-            compiled = horizon.linearize(it, eps, self.stages.terminal_curvature if curvature else None)
+            terminal = self.stages.terminal_curvature(it.q[K], it.v[K], self._taus(it, K), fresh) if curvature else None
+            compiled = horizon.linearize(it, eps, terminal, curvature and fresh)
             if compiled is not None:
+                for group in self.groups if curvature and fresh else ():
+                    self.stages.keep_curvature(group)
                 return self._horizon_linearization(horizon, compiled, eps, curvature), it
             self._horizon = self._exact = False  # the steps below find where, or mark a group redundant
         nx, nm = self.ocp.nx, self.ocp.nu
@@ -380,18 +383,20 @@ class Formulation:
             self._horizon = self._make_horizon() or False
         return self._horizon or None
 
-    def _exact_horizon(self) -> CompiledHorizon | None:
-        """The :class:`ocp.horizon.CompiledHorizon` of this problem's exact linearizations that add
-        the kept curvature (not ``fresh``: :meth:`linearize`), or None where they go group by
-        group: as :meth:`_compiled_horizon`, and where a group's workspace or the terminal cost
-        keeps no curvature for this problem (a fresh linearization computes it)."""
-        if self._compiled_horizon() is None or self.stages.terminal_curvature is None:
-            return None
-        if not all(self.stages.group_linearization(g, exact=True) for g in self.groups):
+    def _exact_horizon(self, fresh) -> CompiledHorizon | None:
+        """The :class:`ocp.horizon.CompiledHorizon` of this problem's exact linearizations
+        (:meth:`linearize` with ``curvature``), or None where they go group by group: as
+        :meth:`_compiled_horizon`; ``fresh``, where a group's curvature kernel is not compiled;
+        not ``fresh``, where a group's workspace keeps no curvature of this problem."""
+        if self._compiled_horizon() is None:
             return None
         if self._exact is None:
             self._exact = self._make_horizon(exact=True) or False
-        return self._exact or None
+        if not self._exact:
+            return None
+        if fresh:
+            return self._exact if all(call.fresh for call in self._exact.structure.calls) else None
+        return self._exact if all(self.stages.keeps_curvature(g) for g in self.groups) else None
 
     def _make_horizon(self, exact=False) -> CompiledHorizon | None:
         stages, model = self.stages, self.model

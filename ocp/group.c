@@ -10,13 +10,14 @@
  * interior-point terms (liftoff_interior, ocp/interior.c) and the condensing into the LQR
  * (liftoff_condense, ocp/condensing.c) run on them, each called by its address.
  *
- * With a curvature (an exact Hessian's, kept from an earlier evaluation: ocp/kernels.py's
- * CompiledStages.curvature), the steps after the scatter read H = H_kernel + curvature, H_kernel
- * the block the scatter writes.
+ * With a curvature (an exact Hessian's: ocp/kernels.py's CompiledStages.curvature), the steps
+ * after the scatter read H = H_kernel + curvature, H_kernel the block the scatter writes; the
+ * curvature is the one kept from an earlier call, or, fresh, computed first by its kernel at the
+ * gathered row, beta and the next costate.
  *
- * Returns 0; -1 when a step could not allocate its workspace; -2 when the kernel failed; s + 1
+ * Returns 0; -1 when a step could not allocate its workspace; -2 when a kernel failed; s + 1
  * when the local equalities are singular (Cw) at stage s, the interior-point terms made.
- * seconds: the kernel's wall time.
+ * seconds: the kernels' wall time.
  *
  * The expansion gathers the stages' rows y = (dx, du) of the Riccati recursion's solution (dx
  * of knot k, the first nu of the nm controls of stage k) and its costates of knots k + 1, then
@@ -67,7 +68,13 @@ typedef struct {
     const int *zw, *ww, *ar, *ac;
     expand_t *expand;
     interior_expand_t *interior_expand;
-    const double *curvature, *H_kernel; /* or NULL: an exact Hessian's, H = H_kernel + curvature */
+    double *curvature;       /* or NULL: an exact Hessian's (S, ny, ny), H = H_kernel + curvature */
+    const double *H_kernel;
+    batch_t *curvature_kernel; /* or NULL: the kernel of a fresh curvature, its input rows and output */
+    int curvature_n;
+    double *curvature_x, **curvature_out;
+    int curvature_nnz, curvature_width; /* the output's entries that are the curvature's, its row size */
+    const int *curvature_src, *curvature_dst, *curvature_f; /* where they go; each force's input column */
 } group_t;
 
 static void gather(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
@@ -93,19 +100,52 @@ static void gather(const group_t *g, const int *knots, const double *q, const do
     }
 }
 
+/* The wall time of kernel(S, x, outputs) added to *seconds; its status. */
+static int timed(batch_t *kernel, int S, const double *x, double **outputs, double *seconds) {
+    struct timespec begin, end;
+    clock_gettime(CLOCK_MONOTONIC, &begin);
+    const int failed = kernel(S, x, outputs);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    *seconds += (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
+    return failed;
+}
+
+/* A fresh curvature (ocp/kernels.py's CompiledStages.curvature): the curvature kernel's input rows
+   (the stage kernel's, the multipliers beta of the local equalities, each force's in its slot's
+   column and the other slots' zero, the velocity rows of the next costate), the kernel, and its
+   nonzeros written into the dense curvature. Its status. */
+static int fresh_curvature(const group_t *g, const double *beta, double *seconds) {
+    const int S = g->S, n = g->n_in, nv = g->nv, nw = g->nv + g->m, nc = g->curvature_n;
+    for (int r = 0; r < S; ++r) {
+        double *row = g->curvature_x + (size_t)r * nc;
+        const double *br = beta + (size_t)r * nw;
+        memcpy(row, g->x + (size_t)r * n, sizeof(double) * n);
+        memcpy(row + n, br, sizeof(double) * nv);
+        memset(row + n + nv, 0, sizeof(double) * (nc - n - 2 * nv));
+        for (int j = 0; j < g->m; ++j) row[g->curvature_f[j]] = br[nv + j];
+        memcpy(row + nc - nv, g->lam_next + (size_t)r * g->nx, sizeof(double) * nv);
+    }
+    if (timed(g->curvature_kernel, S, g->curvature_x, g->curvature_out, seconds)) return 1;
+    const size_t block = (size_t)g->ny * g->ny;
+    memset(g->curvature, 0, sizeof(double) * S * block);
+    for (int r = 0; r < S; ++r) {
+        const double *out = g->curvature_out[0] + (size_t)r * g->curvature_width;
+        double *c = g->curvature + r * block;
+        for (int e = 0; e < g->curvature_nnz; ++e) c[g->curvature_dst[e]] = out[g->curvature_src[e]];
+    }
+    return 0;
+}
+
 int liftoff_linearize_group(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
                             const double *u, const double *w, const double *s, const double *z, double eps,
                             const double *beta, const double *lam, double *r_p, double *r_c, double *gc, double *st,
                             double *norms, double *LU, int *piv, double *T, double *t, const int *rows, int nm,
-                            double *const *lqr, double *seconds) {
-    struct timespec begin, end;
+                            double *const *lqr, int fresh, double *seconds) {
     gather(g, knots, q, v, tau, u, w, lam);
-    clock_gettime(CLOCK_MONOTONIC, &begin);
-    const int failed = g->kernel(g->S, g->x, g->outputs);
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    *seconds = (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
-    if (failed) return -2;
+    *seconds = 0.0;
+    if (timed(g->kernel, g->S, g->x, g->outputs, seconds)) return -2;
     g->scatter(g->S, g->blocks, g->nnz, g->size, g->count, g->src, g->dst, g->src_index, g->dst_index);
+    if (fresh && fresh_curvature(g, beta, seconds)) return -2;
     if (g->curvature)
         for (long i = 0, n = (long)g->S * g->ny * g->ny; i < n; ++i) g->H[i] = g->H_kernel[i] + g->curvature[i];
     if (g->interior(g->S, g->ny, g->nx, g->nw, g->ng, g->nb, g->bcol, g->bsign, g->nc, g->cols, g->g, g->G, s, z,
@@ -168,6 +208,7 @@ typedef struct {
     manifold_t *integrate, *difference;
     const int *layout;
     const double *terminal_curvature; /* or NULL: added to the terminal cost's H (an exact Hessian's) */
+    int fresh;                        /* the groups' curvatures computed (an exact Hessian's, fresh) */
 } horizon_t;
 
 /* numpy's sum of n contiguous doubles: pairwise, eight accumulators over blocks of up to 128 */
@@ -217,7 +258,7 @@ int liftoff_linearize_horizon(const horizon_t *h, const int *const *knots_of, co
         const int status = liftoff_linearize_group(
             g, knots, q, v, tau, gv[0], gv[1], gv[3], gv[4], eps, gv[2], lam, out + d[D_RP], out + d[D_RC],
             out + d[D_GC], out + d[D_ST], out + d[D_NORMS], out + d[D_LU], ints + d[D_PIV], out + d[D_T],
-            out + d[D_TT], knots, nm, lqr, out + d[D_SECONDS]);
+            out + d[D_TT], knots, nm, lqr, h->fresh, out + d[D_SECONDS]);
         if (status) return status < 0 ? status : 1;
         for (int r = 0; r < g->S; ++r) nu[knots[r]] = g->nu;
         const double *norms = out + d[D_NORMS];
@@ -236,12 +277,7 @@ int liftoff_linearize_horizon(const horizon_t *h, const int *const *knots_of, co
     memcpy(tx + nq + nv, tau + (size_t)K * ntau, sizeof(double) * ntau);
     memcpy(tx + nq + nv + ntau, x[7], sizeof(double) * (h->terminal_n - nq - nv - ntau));
     double *terminal[3] = {out + at[L_COSTT], out + at[L_GT], out + at[L_HT]};
-    struct timespec begin, end;
-    clock_gettime(CLOCK_MONOTONIC, &begin);
-    const int failed = h->terminal(1, tx, terminal);
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    seconds += (double)(end.tv_sec - begin.tv_sec) + 1e-9 * (double)(end.tv_nsec - begin.tv_nsec);
-    if (failed) return -2;
+    if (timed(h->terminal, 1, tx, terminal, &seconds)) return -2;
     if (h->terminal_curvature)
         for (int j = 0; j < nx * nx; ++j) terminal[2][j] += h->terminal_curvature[j];
     cost += terminal[0][0];

@@ -41,7 +41,36 @@ class _Group(ctypes.Structure):
         ("condense", _P),
         *((name, _I) for name in ("nzw", "nww", "nar", "nac")),
         *((name, _P) for name in ("zw", "ww", "ar", "ac", "expand", "interior_expand", "curvature", "H_kernel")),
+        ("curvature_kernel", _P),
+        ("curvature_n", _I),
+        *((name, _P) for name in ("curvature_x", "curvature_out")),
+        *((name, _I) for name in ("curvature_nnz", "curvature_width")),
+        *((name, _P) for name in ("curvature_src", "curvature_dst", "curvature_f")),
     ]
+
+
+class Exact:
+    """What a group's call for the exact Hessian binds (a workspace's
+    :class:`ocp.kernels.Curvature`): ``H``, the kernel's ``H`` block with the dense ``curvature
+    (S, ny, ny)`` added, which the later steps read; for a fresh curvature, the address of its
+    compiled ``kernel``'s batch function (None: the curvature is only reused), its input rows ``x``
+    and output ``out``, the output's entries ``src`` written into the curvature's ``dst`` (per
+    stage) and the input column ``f`` of each force's multiplier."""
+
+    def __init__(self, H, curvature, kernel, x, out, src, dst, f):
+        self.H, self.curvature, self.kernel, self.x, self.out = H, curvature, kernel, x, out
+        self.src, self.dst, self.f = (np.ascontiguousarray(a, dtype=np.intc) for a in (src, dst, f))
+        self._out = (_P * 1)(address(out))
+
+    def fields(self, H_kernel) -> tuple:
+        """The values of ``group_t``'s curvature fields, ``H_kernel`` the kernel's ``H`` block."""
+        return (
+            address(self.curvature), address(H_kernel), self.kernel, self.x.shape[1], address(self.x),
+            ctypes.addressof(self._out), len(self.src), self.out.shape[1], *map(address, (self.src, self.dst, self.f)),
+        )  # fmt: skip
+
+
+_NO_CURVATURE = (None, None, None, 0, None, None, 0, 0, None, None, None)  # group_t's curvature fields, Gauss-Newton's
 
 
 class GroupLinearization:
@@ -50,16 +79,16 @@ class GroupLinearization:
     group's ``blocks`` (cost, gradient, ``H``, ``c``, ``C``, ``b``, ``A``) and the :class:`Blocks`
     map ``scatter`` between them, its inequalities ``ineq`` (on the blocks' arrays) and the
     condensing's ``supports``; ``nu`` controls (0 at impulse stages), ``nx`` the state's tangent.
-    ``exact``: None, or ``(curvature, H)`` for the exact Hessian with a kept curvature
-    (:meth:`ocp.kernels.CompiledStages.curvature`): its dense ``curvature (S, ny, ny)``, added to
-    the kernel's ``H`` block into ``H``, which the later steps read (``supports`` then those of
-    both). None (:func:`bind`) without a compiled kernel or library."""
+    ``exact``: None, or an :class:`Exact` for the exact Hessian (:meth:`ocp.kernels.CompiledStages.curvature`):
+    its dense curvature added to the kernel's ``H`` block into another ``H``, which the later
+    steps read (``supports`` then those of both). None (:func:`bind`) without a compiled kernel
+    or library."""
 
     def __init__(
         self, library, functions, x, columns, f_columns, outputs, blocks, scatter, ineq, supports, nx, nu, exact=None
     ):
         _, gy, H_kernel, c, C, b, A = blocks[:7]
-        curvature, H = (None, H_kernel) if exact is None else exact
+        H = H_kernel if exact is None else exact.H
         S, ny, nw = len(x), gy.shape[1], c.shape[1]
         self.S, self.nx, self.nu, self.nw, self.ny, self.ni = S, nx, nu, nw, ny, ineq.g.shape[1]
         self.H, self.function = H, library.liftoff_linearize_group
@@ -87,8 +116,9 @@ class GroupLinearization:
             *map(address, (g, G, gy, c, C, b, A, H, lam, lam_next)),
             condense_function,
             len(zw), len(ww), len(ar), len(ac), *map(address, supports), *expansions,
-            None if exact is None else address(curvature), None if exact is None else address(H_kernel),
+            *(_NO_CURVATURE if exact is None else exact.fields(H_kernel)),
         )  # fmt: skip
+        self.fresh = exact is not None and exact.kernel is not None  # whether it can compute its curvature
         self.expand_function = library.liftoff_expand_group
 
     def __call__(self, index, q, v, tau, u, w, s, z, eps, beta, lam, lqr) -> tuple:
@@ -107,7 +137,7 @@ class GroupLinearization:
         at_rows = address(rows)
         status = self.function(
             ctypes.byref(self._group), at_rows, *map(address, variables), float(eps), address(beta), address(lam),
-            *at[:6], address(piv), *at[6:8], at_rows, lqr.B.shape[2], (_P * 8)(*lqr.addresses), at[8],
+            *at[:6], address(piv), *at[6:8], at_rows, lqr.B.shape[2], (_P * 8)(*lqr.addresses), 0, at[8],
         )  # fmt: skip
         if status == -1:
             raise MemoryError("the group's linearization could not allocate its workspace")
@@ -163,7 +193,7 @@ def _function(library, name) -> int:
 
 _SOURCE = Path(__file__).with_name("group.c")
 _FUNCTIONS = {
-    "liftoff_linearize_group": (_I, (_P,) * 9 + (ctypes.c_double,) + (_P,) * 12 + (_I, _P, _P)),
+    "liftoff_linearize_group": (_I, (_P,) * 9 + (ctypes.c_double,) + (_P,) * 12 + (_I, _P, _I, _P)),
     "liftoff_expand_group": (None, (_P,) * 4 + (_I,) + (_P,) * 10 + (ctypes.c_double,) + (_P,) * 6),
     "liftoff_linearize_horizon": (_I, (_P, _P, _P, ctypes.c_double, _P, _P)),
     "liftoff_step_horizon": (None, (_P,) * 8 + (ctypes.c_double, _P)),

@@ -3,10 +3,9 @@ linearization, the terminal cost and the initial state's residual in one
 (:meth:`CompiledHorizon.linearize`); every group's expansion and the step at the
 fraction-to-boundary sizes in the other (:meth:`CompiledHorizon.step`). Or all of it in one
 call, the Riccati recursion between them (:meth:`CompiledHorizon.newton_step`: a real-time
-iteration's update). An exact Hessian's linearization that reuses a kept curvature (not fresh)
-is one call too, on the groups' calls bound to the curvature their workspaces keep
-(:mod:`ocp.group`), with the terminal cost's kept curvature; a fresh one, which computes the
-curvature, goes group by group.
+iteration's update). An exact Hessian's linearization is one call too, on the groups' calls
+bound to the curvature their workspaces keep (:mod:`ocp.group`), which a fresh one computes
+first with the compiled curvature kernels, with the terminal cost's curvature.
 
 :meth:`ocp.formulation.Formulation.linearize`, ``direction`` and ``step`` otherwise go group by
 group from Python (each group's compiled steps in one call, :mod:`ocp.group`) and make each
@@ -52,6 +51,7 @@ class _Horizon(ctypes.Structure):
         *((name, _P) for name in ("groups", "desc", "at", "terminal")),
         ("terminal_n", _I),
         *((name, _P) for name in ("terminal_x", "integrate", "difference", "layout", "terminal_curvature")),
+        ("fresh", _I),
     ]
 
 
@@ -180,23 +180,26 @@ class CompiledHorizon:
             arrays += [np.ascontiguousarray(x, dtype=float) for x in (gv.u, gv.w, gv.beta, gv.s, gv.z)]
         return arrays, (_P * len(arrays))(*map(address, arrays))
 
-    def _start(self, it, terminal_curvature=None) -> tuple:
+    def _start(self, it, terminal_curvature=None, fresh=False) -> tuple:
         """Before a linearization at ``it`` (adding ``terminal_curvature`` to the terminal cost's
-        Hessian, if given): its constant inputs written; the arrays of ``it`` it reads and their
-        addresses' array (:meth:`_inputs`), and its blocks ``(block, ints)``."""
+        Hessian, if given; ``fresh``: the groups' curvatures computed): its constant inputs
+        written; the arrays of ``it`` it reads and their addresses' array (:meth:`_inputs`), and
+        its blocks ``(block, ints)``."""
         s = self.structure
         self.prepare()
         s.horizon.terminal_curvature = None if terminal_curvature is None else address(terminal_curvature)
+        s.horizon.fresh = fresh
         return (*self._inputs(it), np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc))
 
-    def linearize(self, it, eps, terminal_curvature=None) -> HorizonLinearization | None:
+    def linearize(self, it, eps, terminal_curvature=None, fresh=False) -> HorizonLinearization | None:
         """Every group's linearization at ``it`` for the barrier ``eps``, the terminal cost and
         ``dx0`` (:meth:`ocp.formulation.Formulation.linearize`), or None where that method's
         steps are to run (a singular ``Cw``, a value not finite: they say where). An exact
-        Hessian's (the groups' calls bound with their kept curvature, :mod:`ocp.group`) adds
-        ``terminal_curvature (nx, nx)`` to the terminal cost's."""
+        Hessian's (the groups' calls bound to their curvature, :mod:`ocp.group`) adds
+        ``terminal_curvature (nx, nx)`` to the terminal cost's, and the groups' curvatures kept
+        or, ``fresh``, computed at ``it``."""
         s = self.structure
-        arrays, x, block, ints = self._start(it, terminal_curvature)  # arrays: alive through the call and the step
+        arrays, x, block, ints = self._start(it, terminal_curvature, fresh)  # arrays: alive through the call and step
         status = group._library().liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )

@@ -563,8 +563,8 @@ class CompiledStages:
     def group_linearization(self, group, exact=False):
         """The :class:`ocp.group.GroupLinearization` of ``group``'s workspace (bound on first
         use), or None where its steps run one by one (:meth:`linearize_group`). ``exact``: that of
-        the exact Hessian with the curvature the workspace keeps for this problem (:meth:`curvature`,
-        not ``fresh``), or None where it keeps none."""
+        the exact Hessian (:meth:`curvature`), which adds the curvature its workspace keeps or,
+        fresh, computes it (with a compiled curvature kernel: its ``fresh``)."""
         gm = self.maps[int(group.index[0])]
         ws = gm.workspace
         if gm.scatter is not None:
@@ -573,12 +573,17 @@ class CompiledStages:
             ws.calls["group"] = self._bind_group(group, gm, gm.supports) or False
         if not exact or not ws.linearize:
             return ws.linearize or None
-        kept = ws.exact
-        if kept is None or kept.problem is not self.ocp:
-            return None
+        kernel, S = self._curvature_kernel(group.kind), group.size
+        kept = self._kept_curvature(ws, kernel, S)
         if "group" not in kept.calls:
-            supports = self._exact(_evaluation(gm, group.kind), gm, group.kind).supports
-            kept.calls["group"] = self._bind_group(group, gm, supports, (kept.curvature, kept.H)) or False
+            src, dst, supports = self._curvature_structure(group.kind, gm, kernel)
+            n, nv = ws.x.shape[1], self.model.nv
+            batch = getattr(kernel, "_batch", None)
+            exact = grouped.Exact(
+                kept.H, kept.curvature, None if batch is None else ctypes.cast(batch, ctypes.c_void_p).value,
+                kept.x, kept.out, src, dst, n + nv + gm.f_cols,
+            )  # fmt: skip
+            kept.calls["group"] = self._bind_group(group, gm, supports, exact) or False
         return kept.calls["group"] or None
 
     def _bind_group(self, group, gm, supports, exact=None):
@@ -591,11 +596,16 @@ class CompiledStages:
             ws.blocks, gm.blocks, ev.ineq, supports, nx, nu, exact,
         )  # fmt: skip
 
-    @property
-    def terminal_curvature(self):
-        """The terminal cost's curvature of the last fresh :meth:`terminal` call (None before one),
-        which the calls that are not fresh add."""
-        return self._terminal_curvature
+    def keeps_curvature(self, group) -> bool:
+        """Whether ``group``'s workspace keeps a curvature of this problem (made by a fresh
+        :meth:`curvature`, or by a fresh compiled linearization marked by :meth:`keep_curvature`)."""
+        kept = self.maps[int(group.index[0])].workspace.exact
+        return kept is not None and kept.problem is self.ocp
+
+    def keep_curvature(self, group):
+        """Mark the curvature in ``group``'s workspace as this problem's (a fresh compiled
+        linearization computed it)."""
+        self.maps[int(group.index[0])].workspace.exact.problem = self.ocp
 
     def write_constants(self, group):
         """``group``'s constant inputs into its workspace's kernel input, unless it holds them
@@ -625,11 +635,8 @@ class CompiledStages:
         docstring), with the supports of both kernels. The kernels are built on first use."""
         gm, nv, S = self.maps[int(group.index[0])], self.model.nv, group.size
         kernel, ws = self._curvature_kernel(group.kind), gm.workspace
-        if ws.exact is None:
-            x, out = np.empty((S, kernel.n_in)), np.empty((S, kernel.sizes[0]))
-            ws.exact = Curvature(x, out, kernel.bind(x, [out]), np.empty_like(ev.H), np.empty_like(ev.H), {})
-        exact = ws.exact
-        src, dst, supports = self._curvature_structure(group.kind, gm, kernel)
+        exact = self._kept_curvature(ws, kernel, S)
+        src, dst, _ = self._curvature_structure(group.kind, gm, kernel)
         if fresh or exact.problem is not self.ocp:
             x, n = exact.x, ws.x.shape[1]
             x[:, :n], x[:, n : n + nv] = ws.x, beta[:, :nv]
@@ -648,6 +655,15 @@ class CompiledStages:
             exact.problem = self.ocp
         np.add(ev.H, exact.curvature, out=exact.H)
         return self._exact(ev, gm, group.kind)
+
+    @staticmethod
+    def _kept_curvature(ws, kernel, S) -> Curvature:
+        """The :class:`Curvature` of the workspace ``ws`` of ``S`` stages (made on first use)."""
+        if ws.exact is None:
+            x, out = np.empty((S, kernel.n_in)), np.empty((S, kernel.sizes[0]))
+            H = ws.blocks[2]
+            ws.exact = Curvature(x, out, kernel.bind(x, [out]), np.empty_like(H), np.empty_like(H), {})
+        return ws.exact
 
     def _exact(self, ev, gm, kind) -> StageEval:
         """``ev`` of a group of ``kind`` (its map ``gm``) with its workspace's exact ``H``
@@ -722,13 +738,21 @@ class CompiledStages:
         cost, g, H = self._call("terminal", x)
         H = H[0].reshape(nx, nx)
         if curvature:
-            if fresh or self._terminal_curvature is None:
-                kernel = self._curvature_kernel("terminal")
-                values = np.zeros(kernel.numel[0])
-                values[kernel.patterns[0]] = kernel(x)[0][0]
-                self._terminal_curvature = values.reshape(nx, nx)
-            H = H + self._terminal_curvature
+            H = H + self.terminal_curvature(q, v, tau, fresh)
         return float(cost[0, 0]), H, g[0]
+
+    def terminal_curvature(self, q, v, tau=None, fresh=True) -> np.ndarray:
+        """``(nx, nx)``: the curvature of the terminal cost's residuals at ``x_K``
+        (:func:`ocp.symbolic_stages.terminal_curvature_function`), which :meth:`terminal` adds;
+        not ``fresh``: that of the last fresh call (computed if there is none)."""
+        if fresh or self._terminal_curvature is None:
+            nx = 2 * self.model.nv + self.layout.ntau
+            x = np.concatenate((q, v, np.zeros(0) if tau is None else tau, self._terminal_static[0]))[None]
+            kernel = self._curvature_kernel("terminal")
+            values = np.zeros(kernel.numel[0])
+            values[kernel.patterns[0]] = kernel(x)[0][0]
+            self._terminal_curvature = values.reshape(nx, nx)
+        return self._terminal_curvature
 
 
 def _write_constants(gm: GroupMap, columns):

@@ -42,11 +42,11 @@ def polishing():
     return build_ocp(make_task(parse_config({"task": "polishing", "mpc": {"horizon": 40}}, schema=PolishingConfig)))
 
 
-def newton_step(formulation, it, exact=False) -> list:
-    """The numbers of a linearization at ``it`` (``exact``: the exact Hessian with the curvature
-    kept, not fresh), of the Newton direction from it and of the iterate its step reaches,
-    copied (the workspaces' blocks are the next linearization's)."""
-    lin, _ = formulation.linearize(it, EPS, curvature=exact, fresh=not exact)
+def newton_step(formulation, it, curvature=False, fresh=True) -> list:
+    """The numbers of a linearization at ``it`` (with the exact Hessian's ``curvature``, ``fresh``
+    or kept), of the Newton direction from it and of the iterate its step reaches, copied (the
+    workspaces' blocks are the next linearization's)."""
+    lin, _ = formulation.linearize(it, EPS, curvature=curvature, fresh=fresh)
     lqr = [np.array(getattr(lin.lqr, name)) for name in ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "nu")]
     terminal = [np.array(x) for x in (lin.terminal.Qxx, lin.terminal.lx, lin.dx0)]
     scalars = [lin.kkt_error, lin.cost, lin.constraint_violation, lin.infeasibility, lin.barrier_cost]
@@ -89,29 +89,52 @@ def test_the_compiled_horizon_is_the_formulation_group_by_group(problem, request
         np.testing.assert_array_equal(a, b)
 
 
-def test_an_exact_linearization_with_the_kept_curvature_is_the_formulation_group_by_group(trot):
-    """The exact Hessian: a fresh linearization goes group by group (it computes the curvature);
-    the next ones, which add the curvature kept, take the compiled horizon (its groups' calls
-    bound to the kept curvature) and give the numbers of the group by group path, bitwise. A copy
-    for another problem has no curvature of its own until its first fresh linearization."""
-    formulations = [Formulation(trot, "lifted", "compiled", quiet=True) for _ in range(2)]
-    compiled, steps = formulations[0], group_by_group(formulations[1])
+def compiled_batch(kernel):
+    """A C function of a compiled kernel's batch signature (``batch_t`` of ``group.c``) that runs
+    the interpreted ``kernel``: what the address of a compiled kernel's stands for, without
+    compiling it."""
+
+    def batch(S, x, outputs):
+        rows = np.ctypeslib.as_array(ctypes.cast(x, ctypes.POINTER(ctypes.c_double)), (S, kernel.n_in))
+        out = np.ctypeslib.as_array(ctypes.cast(outputs[0], ctypes.POINTER(ctypes.c_double)), (S, kernel.sizes[0]))
+        out[...] = kernel(rows)[0]
+        return 0
+
+    signature = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_long, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))
+    return signature(batch)
+
+
+def test_an_exact_linearization_is_the_formulation_group_by_group(trot):
+    """The exact Hessian: the linearizations that compute the curvature (fresh: with compiled
+    curvature kernels, here the interpreted ones behind C functions) and those that add the
+    curvature kept take the compiled horizon, and give the numbers of the group by group path,
+    bitwise. With interpreted curvature kernels a fresh one goes group by group; a copy for
+    another problem adds no curvature before its own first fresh linearization."""
+    formulations = [Formulation(trot, "lifted", "compiled", quiet=True) for _ in range(3)]
+    interpreted, compiled, steps = formulations[0], formulations[1], group_by_group(formulations[2])
     for formulation in formulations:
         formulation.stages.compile = False  # the curvature's kernels interpreted: no compile for them
-    first, later = (solve(compiled, Options(barrier=EPS, max_iterations=n)).iterate for n in (2, 3))
-    assert compiled._exact_horizon() is None
-    for formulation in formulations:
-        assert isinstance(formulation.linearize(first, EPS, curvature=True)[0].groups, tuple)
-    assert isinstance(compiled.linearize(later, EPS, curvature=True, fresh=False)[0].groups, HorizonSteps)
+    first, later = (solve(interpreted, Options(barrier=EPS, max_iterations=n)).iterate for n in (2, 3))
+    batches = [compiled_batch(compiled.stages._curvature_kernel(kind)) for kind in ("contact", "impulse")]
+    for kind, batch in zip(("contact", "impulse"), batches):
+        compiled.stages._curvature_kernel(kind)._batch = batch
+    assert interpreted._exact_horizon(fresh=False) is None
+    assert isinstance(interpreted.linearize(first, EPS, curvature=True)[0].groups, tuple)
+    assert isinstance(interpreted.linearize(later, EPS, curvature=True, fresh=False)[0].groups, HorizonSteps)
+    assert isinstance(compiled.linearize(first, EPS, curvature=True)[0].groups, HorizonSteps)
     assert isinstance(compiled.linearize(later, EPS)[0].groups, HorizonSteps)  # Gauss-Newton's: its own calls
-    exact, gauss_newton = newton_step(compiled, later, exact=True), newton_step(compiled, later)
-    assert not np.array_equal(exact[4], gauss_newton[4])  # Qxx: the curvature is in
-    for a, b in zip(exact, newton_step(steps, later, exact=True), strict=True):
-        np.testing.assert_array_equal(a, b)
-    copy = compiled.for_problem(dataclasses.replace(trot, v0=trot.v0 + 0.1))
-    assert copy._exact_horizon() is None
+    steps.linearize(first, EPS, curvature=True)
+    # the curvature kept from first, computed at later, kept from later
+    cases = [(interpreted, later, False), (compiled, later, True), (compiled, first, False)]
+    for formulation, it, fresh in cases:
+        exact = newton_step(formulation, it, curvature=True, fresh=fresh)
+        for a, b in zip(exact, newton_step(steps, it, curvature=True, fresh=fresh), strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(exact[4], newton_step(compiled, first)[4])  # Qxx: the curvature is in
+    copy = interpreted.for_problem(dataclasses.replace(trot, v0=trot.v0 + 0.1))
+    assert copy._exact_horizon(fresh=False) is None
     copy.linearize(first, EPS, curvature=True)
-    assert copy._exact_horizon() is not None and compiled._exact_horizon() is None
+    assert copy._exact_horizon(fresh=False) is not None and interpreted._exact_horizon(fresh=False) is None
 
 
 def test_a_solve_is_the_group_by_group_solve(trot):
