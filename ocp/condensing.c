@@ -275,12 +275,14 @@ int liftoff_condense(int S, int nx, int nu, int nw, const double *H, const doubl
                 ls[i] += h * Tr[nz];
             }
         /* the rows of ww whose entries of H_ww are not all zero at this stage (H_ww is symmetric:
-           their columns too), e.g. the accelerations' where their cost weighs nothing */
+           their columns too), e.g. the accelerations' where their cost weighs nothing; the whole
+           row of H_ww is read (its columns beyond ww are zero), a comparison per entry without a
+           branch */
         int na = 0;
         for (int a = 0; a < nww; ++a) {
             const double *h = Hs + (nz + ww[a]) * ny + nz;
             int used = 0;
-            for (int e = 0; e < nww && !used; ++e) used = h[ww[e]] != 0.0;
+            for (int e = 0; e < nw; ++e) used |= h[e] != 0.0;
             if (used) rows[na++] = ww[a];
         }
         if (na > 0) { /* Tw = [T t][rows], HT = H_ww[rows, rows] Tw (skipping its zeros): Q += Tw^T HT,
