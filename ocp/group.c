@@ -145,7 +145,7 @@ int liftoff_linearize_group(const group_t *g, const int *knots, const double *q,
     *seconds = 0.0;
     if (timed(g->kernel, g->S, g->x, g->outputs, seconds)) return -2;
     g->scatter(g->S, g->blocks, g->nnz, g->size, g->count, g->src, g->dst, g->src_index, g->dst_index);
-    if (fresh && fresh_curvature(g, beta, seconds)) return -2;
+    if (fresh && g->curvature_kernel && fresh_curvature(g, beta, seconds)) return -2;
     if (g->curvature)
         for (long i = 0, n = (long)g->S * g->ny * g->ny; i < n; ++i) g->H[i] = g->H_kernel[i] + g->curvature[i];
     if (g->interior(g->S, g->ny, g->nx, g->nw, g->ng, g->nb, g->bcol, g->bsign, g->nc, g->cols, g->g, g->G, s, z,

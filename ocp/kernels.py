@@ -579,11 +579,11 @@ class CompiledStages:
             src, dst, supports = self._curvature_structure(group.kind, gm, kernel)
             n, nv = ws.x.shape[1], self.model.nv
             batch = getattr(kernel, "_batch", None)
-            exact = grouped.Exact(
+            binding = grouped.Exact(
                 kept.H, kept.curvature, None if batch is None else ctypes.cast(batch, ctypes.c_void_p).value,
                 kept.x, kept.out, src, dst, n + nv + gm.f_cols,
             )  # fmt: skip
-            kept.calls["group"] = self._bind_group(group, gm, supports, exact) or False
+            kept.calls["group"] = self._bind_group(group, gm, supports, binding) or False
         return kept.calls["group"] or None
 
     def _bind_group(self, group, gm, supports, exact=None):
@@ -617,7 +617,7 @@ class CompiledStages:
         blocks); ``exact``: with the exact Hessian's ``H`` (:meth:`curvature`), its supports and calls."""
         gm = self.maps[int(group.index[0])]
         ev = _evaluation(gm, group.kind)
-        return self._exact(ev, gm, group.kind) if exact else ev
+        return self._with_curvature(ev, gm, group.kind) if exact else ev
 
     @property
     def terminal_inputs(self) -> tuple:
@@ -654,7 +654,7 @@ class CompiledStages:
             exact.curvature.reshape(S, -1)[:, dst] = exact.out[:, src]
             exact.problem = self.ocp
         np.add(ev.H, exact.curvature, out=exact.H)
-        return self._exact(ev, gm, group.kind)
+        return self._with_curvature(ev, gm, group.kind)
 
     @staticmethod
     def _kept_curvature(ws, kernel, S) -> Curvature:
@@ -665,7 +665,7 @@ class CompiledStages:
             ws.exact = Curvature(x, out, kernel.bind(x, [out]), np.empty_like(H), np.empty_like(H), {})
         return ws.exact
 
-    def _exact(self, ev, gm, kind) -> StageEval:
+    def _with_curvature(self, ev, gm, kind) -> StageEval:
         """``ev`` of a group of ``kind`` (its map ``gm``) with its workspace's exact ``H``
         (:meth:`curvature`), the supports of both kernels and the calls bound to that ``H``."""
         kept, supports = gm.workspace.exact, self._curvature_structure(kind, gm, self._curvature_kernel(kind))[2]
