@@ -63,8 +63,8 @@ class PolicyKernel:
     states (0 without a torque filter); ``quiet``: no message while compiling. Raises
     :class:`dynamics.codegen.CompileError` without a compiler.
 
-    The kernel's input is ``(s, q, v, tau, q_0, q_1 (-) q_0, v_plan, tau_plan, u, K)``, ``K``
-    row by row; its output the control."""
+    The kernel's input is ``(s, q, v, tau, q_plan, v_plan, tau_plan, u, K)``, the plan's knots
+    and ``K`` row by row; its output the control."""
 
     def __init__(self, model, nu: int, ntau: int, quiet=False):
         self.model, self.nu, self.ntau = model, nu, ntau
@@ -78,10 +78,10 @@ class PolicyKernel:
 
     def _function(self) -> ca.Function:
         m, nt, nu, nx = self.model, self.ntau, self.nu, self.nx
-        sizes = (1, m.nq, m.nv, nt, m.nq, m.nv, 2 * m.nv, 2 * nt, nu, nu * nx)
+        sizes = (1, m.nq, m.nv, nt, m.nq, m.nq, 2 * m.nv, 2 * nt, nu, nu * nx)
         x = ca.SX.sym("x", sum(sizes))
-        s, q, v, tau, q0, dq, v_plan, tau_plan, u, K = ca.vertsplit(x, list(np.cumsum((0,) + sizes)))
-        q_ref = sx.integrate(m, q0, s * dq)
+        s, q, v, tau, q0, q1, v_plan, tau_plan, u, K = ca.vertsplit(x, list(np.cumsum((0,) + sizes)))
+        q_ref = sx.integrate(m, q0, s * sx.difference(m, q0, q1))
         v_ref = (1 - s) * v_plan[: m.nv] + s * v_plan[m.nv :]
         tau_ref = (1 - s) * tau_plan[:nt] + s * tau_plan[nt:]
         dx = ca.vertcat(sx.difference(m, q_ref, q), v - v_ref, tau - tau_ref)
@@ -100,10 +100,9 @@ class CompiledPolicy:
         if policy.model is not m or policy.K.shape != (kernel.nu, kernel.nx):
             raise ValueError("the policy's model or gains are not the kernel's")
         self.policy = policy
-        q0, q1 = policy.q_plan
         x = np.zeros((1, kernel.kernel.n_in))
-        plan = (q0, dynamics.difference(m, q0, q1), policy.v_plan.ravel(), policy.tau_plan.ravel(), policy.u)
-        x[0, 1 + m.nq + m.nv + nt :] = np.concatenate(plan + (policy.K.ravel(),))
+        plan = (policy.q_plan, policy.v_plan, policy.tau_plan, policy.u, policy.K)
+        np.concatenate([np.ravel(a) for a in plan], out=x[0, 1 + m.nq + m.nv + nt :])
         self._x, self._u = x[0], np.zeros((1, kernel.nu))
         self._q, self._v, self._tau = (
             slice(1, 1 + m.nq),
