@@ -49,7 +49,7 @@ The stage Hessians (``hessian``) are
   dual, and that step was exact, or a Gauss-Newton step that followed a full one and divided
   the KKT error by less than 2 (:data:`SLOW`). The first exact iteration of such a run computes
   the curvature (its kernels are 1.7 times the size of the stage kernels on ANYmal: the
-  iteration costs about 1.7 Gauss-Newton ones on the bound); the next ones add that same
+  iteration costs about 1.7 to 1.8 Gauss-Newton ones on the bound); the next ones add that same
   curvature to their Gauss-Newton Hessians (a simplified Newton method: near a solution the
   curvature hardly moves), about 1.15 Gauss-Newton iterations each (the curvature's addition and
   the condensing of the denser blocks; both kinds run in the compiled horizon), until
