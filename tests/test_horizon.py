@@ -104,19 +104,23 @@ def compiled_batch(kernel):
     return signature(batch)
 
 
-def test_an_exact_linearization_is_the_formulation_group_by_group(trot):
+@pytest.mark.parametrize("problem", ["trot", "polishing"])
+def test_an_exact_linearization_is_the_formulation_group_by_group(problem, request):
     """The exact Hessian: the linearizations that compute the curvature (fresh: with compiled
     curvature kernels, here the interpreted ones behind C functions) and those that add the
     curvature kept take the compiled horizon, and give the numbers of the group by group path,
-    bitwise. With interpreted curvature kernels a fresh one goes group by group; a copy for
-    another problem adds no curvature before its own first fresh linearization."""
-    formulations = [Formulation(trot, "lifted", "compiled", quiet=True) for _ in range(3)]
+    bitwise, on the trot (contact and impulse groups) and polishing (a torque filter). With
+    interpreted curvature kernels a fresh one goes group by group; a copy for another problem
+    adds no curvature before its own first fresh linearization."""
+    ocp = request.getfixturevalue(problem)
+    formulations = [Formulation(ocp, "lifted", "compiled", quiet=True) for _ in range(3)]
     interpreted, compiled, steps = formulations[0], formulations[1], group_by_group(formulations[2])
     for formulation in formulations:
         formulation.stages.compile = False  # the curvature's kernels interpreted: no compile for them
     first, later = (solve(interpreted, Options(barrier=EPS, max_iterations=n)).iterate for n in (2, 3))
-    batches = [compiled_batch(compiled.stages._curvature_kernel(kind)) for kind in ("contact", "impulse")]
-    for kind, batch in zip(("contact", "impulse"), batches):
+    kinds = sorted({group.kind for group in compiled.groups})
+    batches = [compiled_batch(compiled.stages._curvature_kernel(kind)) for kind in kinds]
+    for kind, batch in zip(kinds, batches):
         compiled.stages._curvature_kernel(kind)._batch = batch
     assert interpreted._exact_horizon(fresh=False) is None
     assert isinstance(interpreted.linearize(first, EPS, curvature=True)[0].groups, tuple)
@@ -131,7 +135,7 @@ def test_an_exact_linearization_is_the_formulation_group_by_group(trot):
         for a, b in zip(exact, newton_step(steps, it, curvature=True, fresh=fresh), strict=True):
             np.testing.assert_array_equal(a, b)
     assert not np.array_equal(exact[4], newton_step(compiled, first)[4])  # Qxx: the curvature is in
-    copy = interpreted.for_problem(dataclasses.replace(trot, v0=trot.v0 + 0.1))
+    copy = interpreted.for_problem(dataclasses.replace(ocp, v0=ocp.v0 + 0.1))
     assert copy._exact_horizon(fresh=False) is None
     copy.linearize(first, EPS, curvature=True)
     assert copy._exact_horizon(fresh=False) is not None and interpreted._exact_horizon(fresh=False) is None
