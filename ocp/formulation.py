@@ -315,8 +315,8 @@ class Formulation:
             terminal = self.stages.terminal_curvature(it.q[K], it.v[K], self._taus(it, K), fresh) if curvature else None
             compiled = horizon.linearize(it, eps, terminal, curvature and fresh)
             if compiled is not None:
-                for group in self.groups if curvature and fresh else ():
-                    self.stages.keep_curvature(group)
+                if curvature and fresh:
+                    self.stages.keep_curvature(self.groups)
                 return self._horizon_linearization(horizon, compiled, eps, curvature), it
             self._horizon = self._exact = False  # the steps below find where, or mark a group redundant
         nx, nm = self.ocp.nx, self.ocp.nu

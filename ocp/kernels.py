@@ -602,10 +602,11 @@ class CompiledStages:
         kept = self.maps[int(group.index[0])].workspace.exact
         return kept is not None and kept.problem is self.ocp
 
-    def keep_curvature(self, group):
-        """Mark the curvature in ``group``'s workspace as this problem's (a fresh compiled
-        linearization computed it)."""
-        self.maps[int(group.index[0])].workspace.exact.problem = self.ocp
+    def keep_curvature(self, groups):
+        """Mark the curvatures in the workspaces of ``groups`` as this problem's (a fresh compiled
+        linearization computed them)."""
+        for group in groups:
+            self.maps[int(group.index[0])].workspace.exact.problem = self.ocp
 
     def write_constants(self, group):
         """``group``'s constant inputs into its workspace's kernel input, unless it holds them
