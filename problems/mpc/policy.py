@@ -21,6 +21,7 @@ control's copy.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -110,8 +111,7 @@ class CompiledPolicy:
             slice(1 + m.nq + m.nv, 1 + m.nq + m.nv + nt),
         )
         self._t0, self._rate = policy.t0, 1.0 / policy.dt
-        self._call = kernel.kernel.bind(x, [self._u])
-        self._address = kernel.address
+        self._kernel, self._address = kernel.kernel, kernel.address
 
     def native(self) -> tuple | None:
         """The policy as compiled code evaluates it (``mujoco_steps.c``'s ``policy_t``): the
@@ -122,6 +122,12 @@ class CompiledPolicy:
             return None
         starts = (self._q.start, self._v.start, self._tau.start)
         return (self._address, address(self._x), address(self._u), *starts, self._t0, self._rate)
+
+    @functools.cached_property
+    def _call(self):
+        """The kernel bound to the input and output rows, made on the first call from Python (a
+        plant that runs the policy in compiled code, :meth:`native`, never makes it)."""
+        return self._kernel.bind(self._x[None], [self._u])
 
     def __call__(self, t, q, v, tau=None) -> np.ndarray:
         x, s = self._x, (t - self._t0) * self._rate
