@@ -136,7 +136,12 @@ def compiled_address() -> int | None:
     """The address of the compiled recursion (``liftoff_riccati``), for compiled code that calls
     it (:meth:`ocp.formulation.Formulation.newton_step`); None when it cannot be compiled."""
     library = _library()
-    return None if library is None else ctypes.cast(library.liftoff_riccati, ctypes.c_void_p).value
+    return None if library is None else _entry_point(library)
+
+
+@functools.cache
+def _entry_point(library) -> int:
+    return ctypes.cast(library.liftoff_riccati, ctypes.c_void_p).value
 
 
 def solution_of(arrays: dict, nu) -> RiccatiSolution:
