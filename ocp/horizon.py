@@ -90,6 +90,7 @@ class Structure:
         starts = [*map(self.linear.start, _LINEAR), 0, *map(self.step.start, _STEP)]  # 0: nu in the int block
         self._at = np.array(starts, dtype=np.intc)
         self._groups = (_P * len(calls))(*(ctypes.addressof(c._group) for c in calls))
+        self.library = group._library()  # the calls' library: the groups' calls exist, so it is compiled
         self.terminal_x = np.zeros(kernel.n_in)
         integrate, difference, layout = manifold.compiled(model)
         self.horizon = _Horizon(
@@ -97,6 +98,21 @@ class Structure:
             address(self._at), ctypes.cast(kernel._batch, _P).value, kernel.n_in, address(self.terminal_x),
             integrate, difference, layout,
         )  # fmt: skip
+        self._knots: dict = {}  # knots(): the groups' knot arrays met, by value
+
+    def knots(self, indices) -> tuple:
+        """The groups' knot ``indices`` (index arrays, in the calls' order) as ``int`` arrays and
+        the array of their addresses, kept by value: an MPC's horizons of one structure repeat
+        them. The calls fix each group's number of stages, so the indices' bytes one after the
+        other tell them apart."""
+        key = b"".join(k.tobytes() for k in indices)
+        kept = self._knots.get(key)
+        if kept is None:
+            if len(self._knots) >= KEPT:  # knots that do not recur: start over
+                self._knots.clear()
+            arrays = [np.ascontiguousarray(k, dtype=np.intc) for k in indices]
+            kept = self._knots[key] = (arrays, (_P * len(arrays))(*map(address, arrays)))
+        return kept
 
 
 class _Block:
@@ -167,8 +183,7 @@ class CompiledHorizon:
 
     def __init__(self, structure: Structure, ocp, knots, constants, prepare):
         self.structure, self.ocp, self.prepare = structure, ocp, prepare
-        self._knot_arrays = [np.ascontiguousarray(k, dtype=np.intc) for k in knots]
-        self._knots = (_P * len(knots))(*map(address, self._knot_arrays))
+        self._knot_arrays, self._knots = structure.knots(knots)  # the arrays kept alive with their addresses
         self._constants = np.ascontiguousarray(constants, dtype=float)
         self._state0 = [np.ascontiguousarray(x, dtype=float) for x in (ocp.q0, ocp.v0, ocp.tau0)]
 
@@ -200,7 +215,7 @@ class CompiledHorizon:
         or, ``fresh``, computed at ``it``."""
         s = self.structure
         arrays, x, block, ints = self._start(it, terminal_curvature, fresh)  # arrays: alive through the call and step
-        status = group._library().liftoff_linearize_horizon(
+        status = s.library.liftoff_linearize_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints)
         )
         return None if _failed(status) else self._linearization(block, ints, (it, arrays, x))
@@ -233,7 +248,7 @@ class CompiledHorizon:
         arrays, x = lin.inputs[1:] if lin.inputs[0] is it else self._inputs(it)  # arrays: alive through the call
         solution = [np.ascontiguousarray(a, dtype=float) for a in (dx, controls, lam)]
         block = np.empty(s.step.size)
-        group._library().liftoff_step_horizon(
+        s.library.liftoff_step_horizon(
             ctypes.byref(s.horizon), self._knots, x, address(lin.block), address(lin.ints), *map(address, solution),
             pdipm.FRACTION_TO_BOUNDARY, address(block),
         )  # fmt: skip
@@ -256,7 +271,7 @@ class CompiledHorizon:
         s = self.structure
         arrays, x, block, ints = self._start(it)  # arrays: alive through the call
         solution, step = np.empty(s.solution.size), np.empty(s.step.size)
-        status = group._library().liftoff_newton_horizon(
+        status = s.library.liftoff_newton_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints), recursion,
             address(solution), pdipm.FRACTION_TO_BOUNDARY, address(step),
         )  # fmt: skip
