@@ -174,6 +174,7 @@ class Formulation:
         self._flags = self._redundant_groups()
         self._structures = {}  # the compiled horizons' structures met (shared with for_problem's copies)
         self._horizon = None  # this problem's CompiledHorizon, False without one, None until decided
+        self._compiled = None  # whether a problem of these kernels can have one (_compilable), until decided
         self._exact = None  # the same for the exact Hessian with the kept curvature (:meth:`_exact_horizon`)
 
     def for_problem(self, ocp) -> Formulation:
@@ -400,11 +401,9 @@ class Formulation:
 
     def _make_horizon(self, exact=False) -> CompiledHorizon | None:
         stages, model = self.stages, self.model
-        if self.name != "lifted" or not hasattr(stages, "group_linearization") or not manifold.compiled(model):
+        if not self._compilable():
             return None
         kernel, constants = stages.terminal_inputs
-        if getattr(kernel, "_batch", None) is None:
-            return None
         calls = [None if self.redundant(g) else stages.group_linearization(g, exact) for g in self.groups]
         if any(call is None for call in calls):
             return None
@@ -421,6 +420,20 @@ class Formulation:
                 stages.write_constants(group)
 
         return CompiledHorizon(structure, self.ocp, [g.index for g in groups], constants, prepare)
+
+    def _compilable(self) -> bool:
+        """Whether this formulation's problems can have a :class:`ocp.horizon.CompiledHorizon`:
+        lifted, its stages, terminal kernel and manifold functions compiled (decided once for
+        :meth:`for_problem`'s copies, which share the kernels)."""
+        if self._compiled is None:
+            stages = self.stages
+            self._compiled = (
+                self.name == "lifted"
+                and hasattr(stages, "group_linearization")
+                and manifold.compiled(self.model) is not None
+                and getattr(stages.terminal_inputs[0], "_batch", None) is not None
+            )
+        return self._compiled
 
     def _horizon_linearization(self, horizon, lin, eps, exact=False) -> Linearization:
         """The :class:`Linearization` of a compiled horizon's ``lin`` at the barrier ``eps``

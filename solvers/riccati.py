@@ -135,13 +135,13 @@ def compile_riccati() -> bool:
 def compiled_address() -> int | None:
     """The address of the compiled recursion (``liftoff_riccati``), for compiled code that calls
     it (:meth:`ocp.formulation.Formulation.newton_step`); None when it cannot be compiled."""
-    library = _library()
-    return None if library is None else _entry_point(library)
+    if not _ADDRESS:  # looked up once: an MPC asks at every update
+        library = _library()
+        _ADDRESS.append(None if library is None else ctypes.cast(library.liftoff_riccati, ctypes.c_void_p).value)
+    return _ADDRESS[0]
 
 
-@functools.cache
-def _entry_point(library) -> int:
-    return ctypes.cast(library.liftoff_riccati, ctypes.c_void_p).value
+_ADDRESS: list = []  # compiled_address(), once known
 
 
 def solution_of(arrays: dict, nu) -> RiccatiSolution:
