@@ -60,7 +60,7 @@ def _jacobian(z: StageVariables, name, d_dname):
 def checked_weights(w) -> np.ndarray:
     """Cost weights as a float array; ``ValueError`` for weights that are negative or not finite."""
     w = np.asarray(w, dtype=float)
-    if not np.all(np.isfinite(w) & (w >= 0)):
+    if not (np.isfinite(w) & (w >= 0)).all():
         raise ValueError(f"cost weights must be finite and >= 0, got {w}")
     return w
 

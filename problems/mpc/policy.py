@@ -103,7 +103,7 @@ class CompiledPolicy:
         self.policy = policy
         x = np.zeros((1, kernel.kernel.n_in))
         plan = (policy.q_plan, policy.v_plan, policy.tau_plan, policy.u, policy.K)
-        np.concatenate([np.ravel(a) for a in plan], out=x[0, 1 + m.nq + m.nv + nt :])
+        np.concatenate([a.ravel() for a in plan], out=x[0, 1 + m.nq + m.nv + nt :])
         self._x, self._u = x[0], np.zeros((1, kernel.nu))
         self._q, self._v, self._tau = (
             slice(1, 1 + m.nq),
