@@ -226,7 +226,7 @@ class GaitController:
         cmd = self.config.mpc.command_at(self.t)
         self.yaw_ref += cmd.yaw_rate * (t - self.t)
         lead = _wrap(self.yaw_ref - _yaw(q))
-        self.yaw_ref -= lead - np.clip(lead, -YAW_LEAD, YAW_LEAD)
+        self.yaw_ref -= lead - min(max(lead, -YAW_LEAD), YAW_LEAD)
         self.t = t
         touching = [self.last_contact[f] >= t - TOUCH_S for f in self.feet]
         clock = self.clock + period
@@ -271,7 +271,7 @@ class GaitController:
         times = self._when(self.knot + np.arange(N + self.schedule.cycle + 1), t)
         times[0] = t
         commands = self.commands[self.config.mpc.command_index(times)]
-        xy, yaw = self._base_path(q, commands, np.diff(times))
+        xy, yaw = self._base_path(q, commands, times[1:] - times[:-1])
         velocity = (_base_rotation(q) @ v[:3])[:2]  # world axes
         error = velocity - _rotation(yaw[0]) @ commands[0, :2]
         stance, footholds = np.zeros((N, nf), dtype=bool), np.zeros((N, nf, 3))
@@ -289,17 +289,18 @@ class GaitController:
             feet, firsts, ends, where = zip(*swings)
             counts = np.subtract(ends, firsts)
             stages = np.concatenate([np.arange(a, b) for a, b in zip(firsts, ends)])
-            feet = np.repeat(feet, counts)
-            p_lift, p_land, lift, land = (np.repeat(np.array(x), counts, axis=0) for x in zip(*where))
+            feet = np.array(feet).repeat(counts)
+            p_lift, p_land, lift, land = (np.array(x).repeat(counts, axis=0) for x in zip(*where))
             swing[stages, feet] = self._swing(p_lift, p_land, lift, land, times[stages])
-        q_ref = np.tile(self.q0, (N + 1, 1))
+        q_ref = self.q0[None].repeat(N + 1, axis=0)
         q_ref[:, :2] = xy[: N + 1]
         q_ref[:, 3:5] = 0.0
         q_ref[:, 5], q_ref[:, 6] = np.sin(0.5 * yaw[: N + 1]), np.cos(0.5 * yaw[: N + 1])
         v_ref = np.zeros((N + 1, self.model.nv))
         v_ref[:, [0, 1, 5]] = commands[: N + 1]
-        com = np.column_stack((com_now[:2] + xy[:N] - xy[0], np.full(N, self.com_height)))
-        return Horizon(np.diff(times[: N + 1]), stance, footholds, swing, landing, com, q_ref, v_ref)
+        com = np.empty((N, 3))
+        com[:, :2], com[:, 2] = com_now[:2] + xy[:N] - xy[0], self.com_height
+        return Horizon(times[1 : N + 1] - times[:N], stance, footholds, swing, landing, com, q_ref, v_ref)
 
     def _segments(self, i, st, N, t, times, xy, yaw, commands, error):
         """Foot ``i`` (its state ``st``) over the ``N`` stages of the horizon, as runs of stages
@@ -360,7 +361,7 @@ class GaitController:
         at ``lift`` to ``p_land`` at ``land``: ``(3,)``; or ``(n, 3)`` at ``n`` times, of one
         swing or of ``n`` swings (their arguments stacked: ``(n, 3)`` and ``(n,)``)."""
         fh = self.config.mpc.footholds
-        s = np.clip((np.asarray(t) - lift) / np.maximum(np.subtract(land, lift), 1e-9), 0.0, 1.0)
+        s = ((np.asarray(t) - lift) / np.maximum(np.subtract(land, lift), 1e-9)).clip(0.0, 1.0)
         b = 0.5 * (1.0 - np.cos(np.pi * np.minimum(s / (1.0 - fh.vertical_landing), 1.0)))
         depth, height = fh.touchdown_depth, self.config.gait.step_height
         out = p_lift + b[..., None] * (p_land - p_lift)

@@ -126,7 +126,7 @@ class GaitMPCSettings:
     def command_index(self, times) -> np.ndarray:
         """The index in ``command`` of the command in force at each of ``times`` (:meth:`command_at`)."""
         starts = np.array([c.t for c in self.command])
-        return np.searchsorted(starts, np.asarray(times) + 1e-9, side="right") - 1
+        return starts.searchsorted(np.asarray(times) + 1e-9, side="right") - 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,14 +238,14 @@ def _contact_runs(parts: StageParts, held, footholds) -> list:
     of footholds, the stances repeating over the horizon."""
     N = len(held)
     where = np.where(held[..., None], footholds, 0.0).reshape(N, -1)
-    new = np.ones(N, dtype=bool)
-    new[1:] = (held[1:] != held[:-1]).any(axis=1) | (where[1:] != where[:-1]).any(axis=1)
+    new = np.empty(N, dtype=bool)
+    new[0], new[1:] = True, (held[1:] != held[:-1]).any(axis=1) | (where[1:] != where[:-1]).any(axis=1)
     by_value, out = {}, []
     for j in range(N):
         if new[j]:
             key = (held[j].tobytes(), where[j].tobytes())
             if key not in by_value:
-                feet = np.flatnonzero(held[j]).tolist()
+                feet = held[j].nonzero()[0].tolist()
                 by_value[key] = parts.contacts({parts.names[i]: footholds[j, i] for i in feet})
             run = by_value[key]
         out.append(run)
@@ -332,7 +332,8 @@ class StageParts:
             VariableCost("u", self._rows("zero_u", S), scaled("control"), "control"),
         ]
         if mpc.approach > 0:
-            before = np.append(h.landing[1:].any(axis=1), False)  # a landing at the next stage's start
+            before = np.zeros(len(h.landing), dtype=bool)  # a landing at the next stage's start
+            before[:-1] = h.landing[1:].any(axis=1)
             w = before[js].astype(float)[:, None] * mpc.approach
             terms.append(VariableCost("a", self._rows("zero_a", S), w, "approach"))
         if mpc.tangential_force > 0 and stance:

@@ -391,7 +391,7 @@ class Polishing:
     def _angles(self, t) -> tuple:
         """``(sin, cos)`` ``(len(t), 1)`` of the circle's angle at times ``t``."""
         c = self.config.circle
-        angle = c.start_angle + c.angular_velocity * np.atleast_1d(np.asarray(t, dtype=float))[:, None]
+        angle = c.start_angle + c.angular_velocity * np.asarray(t, dtype=float).reshape(-1, 1)
         return np.sin(angle), np.cos(angle)
 
     def _on_circle(self, sin, cos) -> np.ndarray:
