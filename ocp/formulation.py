@@ -171,6 +171,7 @@ class Formulation:
         )
         self.backend = self.stages.name
         self._redundant = {}  # contact set -> redundant (shared with for_problem's copies)
+        self._slots = {}  # id(group key) -> its contacts' slot keys (shared likewise; the keys live on)
         self._flags = self._redundant_groups()
         self._structures = {}  # the compiled horizons' structures met (shared with for_problem's copies)
         self._horizon = None  # this problem's CompiledHorizon, False without one, None until decided
@@ -513,11 +514,19 @@ class Formulation:
         """``{id(group): redundant}`` for ``groups`` (default: the formulation's), the contact
         sets not met before checked together (one Jacobian of their contacts at ``q0``)."""
         groups = self.groups if groups is None else groups
-        keys = {id(g): tuple(slot_key(c) for c in g.contact_set) for g in groups}
+        keys = {id(g): self._slot_keys(g) for g in groups}
         new = {key: g.contact_set for g in groups for key in [keys[id(g)]] if key not in self._redundant}
         if new:
             self._redundant.update(_redundant_sets(self.model, self.ocp.q0, new))
         return {i: self._redundant[key] for i, key in keys.items()}
+
+    def _slot_keys(self, group) -> tuple:
+        """The slot keys of ``group``'s contacts, kept by its key (interned: equal keys are one
+        object, :func:`ocp.problem._stage_key`), which fixes them."""
+        keys = self._slots.get(id(group.key))
+        if keys is None:
+            keys = self._slots[id(group.key)] = tuple(slot_key(c) for c in group.contact_set)
+        return keys
 
     def _condense(self, group, stages, supports, lqr):
         lifted, into = self.name == "lifted", (lqr, group.index)
@@ -525,7 +534,7 @@ class Formulation:
             try:
                 return condensing.condense(stages, self.backend, supports, into=into)
             except np.linalg.LinAlgError:  # Cw singular: redundant at this configuration
-                self._redundant[tuple(slot_key(c) for c in group.contact_set)] = True
+                self._redundant[self._slot_keys(group)] = True
                 self._flags[id(group)] = True
         return condensing.condense(stages, self.backend, supports, redundant=True, lifted=lifted, into=into)
 
