@@ -176,15 +176,24 @@ def test_the_step_made_with_the_direction_serves_only_its_own_sizes(trot):
 
 def test_a_copy_for_other_data_shares_the_structure_and_has_its_own_numbers(polishing):
     """An MPC's next horizon: the same groups, another initial state and torques. Its compiled
-    horizon is the first one's structure with its own arrays, and its numbers are its own,
-    those of its group by group path."""
+    horizon is the first one's structure, and its knot arrays (kept by value) with its own other
+    arrays, and its numbers are its own, those of its group by group path."""
     formulation = Formulation(polishing, "lifted", "compiled", quiet=True)
     it = random_iterate(formulation, 5)
     formulation.linearize(it, EPS)
     rng = np.random.default_rng(6)
     moved = dataclasses.replace(polishing, v0=polishing.v0 + 0.1 * rng.standard_normal(polishing.v0.shape))
     copy = formulation.for_problem(moved)
-    assert copy._compiled_horizon().structure is formulation._compiled_horizon().structure
+    structure = formulation._compiled_horizon().structure
+    assert copy._compiled_horizon().structure is structure
+    assert copy._compiled_horizon()._knots is formulation._compiled_horizon()._knots  # the same knots, kept
+    shifted = [g.index + 1 for g in polishing.groups()]  # other knots: their own arrays
+    arrays, pointers = structure.knots(shifted)
+    assert pointers is not formulation._compiled_horizon()._knots
+    assert [a.dtype for a in arrays] == [np.intc] * len(shifted)
+    for a, b in zip(arrays, shifted, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert structure.knots([s.copy() for s in shifted])[1] is pointers  # kept by value
     compiled = newton_step(copy, it)
     assert not np.array_equal(compiled[1 + 9 + 2], newton_step(formulation, it)[1 + 9 + 2])  # dx0 differs
     steps = newton_step(group_by_group(copy), it)
