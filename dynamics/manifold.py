@@ -14,7 +14,6 @@ compiled on first use (:func:`dynamics.codegen.compiled_library`), or as their n
 from __future__ import annotations
 
 import ctypes
-import functools
 import weakref
 from pathlib import Path
 from typing import NamedTuple
@@ -184,13 +183,8 @@ def compiled(model):
     library = _library()
     if library is None:
         return None
-    return (*_entry_points(library), _layout(model).address)
-
-
-@functools.cache
-def _entry_points(library) -> tuple:
-    """The addresses of ``library``'s ``liftoff_integrate`` and ``liftoff_difference``."""
-    return tuple(ctypes.cast(f, _P).value for f in (library.liftoff_integrate, library.liftoff_difference))
+    at = (ctypes.cast(f, _P).value for f in (library.liftoff_integrate, library.liftoff_difference))
+    return (*at, _layout(model).address)
 
 
 def _library():
