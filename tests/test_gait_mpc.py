@@ -26,7 +26,7 @@ from liftoff.problems.cli import main
 from liftoff.problems.mpc.feet import FeetKinematics
 from liftoff.problems.mpc.gait_run import command_tracking, fallen, measures, run, tilt_degrees
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
-from liftoff.problems.mpc.plants import ContactReading, Measurement
+from liftoff.problems.mpc.plants import ContactReading, Measurement, Steps
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
 from liftoff.problems.tasks.gaits import foot_contacts, state_weights
@@ -55,7 +55,7 @@ def feel(controller, t, touching) -> None:
     """Report one plant step at ``t`` to ``controller`` with the feet ``touching`` on the ground."""
     contacts = {f: ContactReading(f in touching, np.zeros(3), np.zeros(3)) for f in FEET}
     measurement = Measurement(controller.q0, np.zeros(controller.model.nv), None, contacts)
-    controller.observe([t], [measurement], [None], [measurement])
+    controller.observe(Steps.one(measurement, t, np.zeros(12), measurement, (0.0, 0.0), FEET))
 
 
 def step_to(controller, t_end, touching=FEET, q=None, period=0.005):

@@ -633,9 +633,9 @@ def test_a_failed_update_or_a_stop_ends_the_run_with_its_status(task):
 def test_the_observe_hook_sees_every_step_a_period_at_a_time_and_progress_every_update(task):
     seen, calls, updates = [], [], []
 
-    def observe(times, befores, commands, afters):
+    def observe(steps):
         calls.append(len(updates))  # the updates before this call
-        seen.extend(zip(times, befores, commands, afters))
+        seen.extend((steps.t[j], steps.q[j], steps.u[j], steps.after(j)) for j in range(steps.size))
 
     log = closed_loop(
         StubMPC(),
@@ -652,19 +652,19 @@ def test_the_observe_hook_sees_every_step_a_period_at_a_time_and_progress_every_
     assert len(seen) == len(a["t"]) == 30 and calls == [0, 1, 2]  # once per period, before its update
     np.testing.assert_allclose([t for t, *_ in seen], a["t"], atol=1e-15)
     for k, (t, before, command, after) in enumerate(seen):
-        np.testing.assert_array_equal(before.q, a["q"][k])  # the measurement the policy read
+        np.testing.assert_array_equal(before, a["q"][k])  # the state the policy read
         np.testing.assert_array_equal(command, a["u"][k])
         np.testing.assert_allclose(command, np.floor(t / 0.01 + 1e-9) * 0.01)  # the policy of the last update
         assert after.contacts["pad"].force[2] == k + 1
         if k + 1 < len(seen):
-            assert seen[k + 1][1] is after  # the next step starts from this one's measurement
+            np.testing.assert_array_equal(seen[k + 1][1], after.q)  # the next step starts from this one's state
     assert updates == pytest.approx([0.01, 0.02, 0.03])
 
 
 def test_the_loops_time_counts_the_estimator_with_the_controller_and_everything_in_the_loop(task):
     """An estimator that takes 2 ms a step is the controller's time; the loop's wall time holds
     the plant's, the controller's and the rest."""
-    observe = lambda times, *steps: time.sleep(2e-3 * len(times))  # noqa: E731
+    observe = lambda steps: time.sleep(2e-3 * steps.size)  # noqa: E731
     log = closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.02, 0.01, observe=observe)
     assert log.control_seconds >= 20 * 2e-3
     assert log.loop_seconds >= log.control_seconds + log.plant_seconds

@@ -16,8 +16,8 @@ from liftoff import dynamics
 from liftoff.dynamics.robots import named_configuration
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import Divergence, closed_loop
+from liftoff.problems.mpc.plants import ROW, mujoco_readings
 from liftoff.problems.mpc.plants import mujoco_model as mm
-from liftoff.problems.mpc.plants import mujoco_readings
 from liftoff.problems.mpc.plants.mujoco_plant import MujocoPlant
 from liftoff.problems.mpc.policy import Policy, PolicyKernel
 
@@ -242,14 +242,16 @@ def test_compiled_steps_are_the_plant_s_steps_one_at_a_time(filtered):
     disturbances = Disturbances(torque_noise=0.5, torque_bias=np.linspace(-1.0, 1.0, 12), seed=4)
     model, up, (compiled, stepped), (start, measurement), policy = landing_plants(filtered, disturbances)
     divergence = Divergence(model)
-    rows = compiled.run(0, 120, policy, start, divergence.lower, divergence.upper)
-    assert len(rows) == 120 and all(row[-1] for row in rows)
+    steps = compiled.run(0, 120, policy, start, divergence.lower, divergence.upper)
+    assert steps.size == 120 and steps.checked and not steps.diverged
+    np.testing.assert_array_equal(steps.q[0], start.q)
     touching = set()
-    for j, (t, u, after, policy_seconds, plant_seconds, _) in enumerate(rows):
-        assert t == j * compiled.dt and policy_seconds > 0 and plant_seconds > 0
+    for j in range(steps.size):
+        t, after = steps.t[j], steps.after(j)
+        assert t == j * compiled.dt and np.all(steps.seconds[j] > 0)  # the policy's and the plant's
         command = policy(t, measurement.q, measurement.v, measurement.tau)
         measurement = stepped.step(t, command)
-        np.testing.assert_array_equal(u, command)
+        np.testing.assert_array_equal(steps.u[j], command)
         for got, expected in ((after.q, measurement.q), (after.v, measurement.v), (after.tau, measurement.tau)):
             np.testing.assert_array_equal(got, expected)
         for name, reading in measurement.contacts.items():
@@ -262,9 +264,9 @@ def test_compiled_steps_are_the_plant_s_steps_one_at_a_time(filtered):
     lower = divergence.lower.copy()
     lower[2] = up[2] - 0.01  # the base falls below it within the period
     _, _, (plant,), (start,), _ = landing_plants(filtered, disturbances, 1)
-    rows = plant.run(0, 200, policy, start, lower, divergence.upper)
-    assert 0 < len(rows) < 200 and not rows[-1][-1] and all(row[-1] for row in rows[:-1])
-    assert rows[-1][2].q[2] < lower[2] <= rows[-2][2].q[2]
+    steps = plant.run(0, 200, policy, start, lower, divergence.upper)
+    assert 0 < steps.size < 200 and steps.checked and steps.diverged
+    assert steps.q[-1, 2] < lower[2] <= steps.q[-2, 2]
 
 
 def test_compiled_steps_of_a_fixed_base_arm_without_contacts_are_its_steps():
@@ -280,12 +282,13 @@ def test_compiled_steps_of_a_fixed_base_arm_without_contacts_are_its_steps():
     plan = (np.stack([q0, q0]), np.zeros((2, model.nv)), np.stack([tau0, tau0]))
     policy = PolicyKernel(model, model.nv, model.nv, quiet=True).bind(Policy(model, 0.0, 0.01, *plan, tau0, K))
     divergence = Divergence(model)
-    rows = compiled.run(0, 50, policy, start, divergence.lower, divergence.upper)
-    assert len(rows) == 50
-    for t, u, after, _, _, checked in rows:
+    steps = compiled.run(0, 50, policy, start, divergence.lower, divergence.upper)
+    assert steps.size == 50 and steps.checked and not steps.diverged and steps.readings.shape == (50, 0, ROW)
+    for j, t in enumerate(steps.t):
         command = policy(t, measurement.q, measurement.v, measurement.tau)
         measurement = stepped.step(t, command)
-        assert checked and not after.contacts and np.array_equal(u, command)
+        after = steps.after(j)
+        assert not after.contacts and np.array_equal(steps.u[j], command)
         for got, expected in ((after.q, measurement.q), (after.v, measurement.v), (after.tau, measurement.tau)):
             np.testing.assert_array_equal(got, expected)
     assert np.max(np.abs(after.q - q0)) > 1e-3  # it moved
@@ -317,7 +320,7 @@ def test_a_closed_loop_on_compiled_steps_is_the_loop_one_step_at_a_time(height):
         stop = None if height is None else (lambda m: "fell" if m.q[2] < up[2] - height else None)
         log = closed_loop(
             HeldPolicy(policy), plant, model, start.q, start.v, 0.15, 0.01, tau0=start.tau, stop=stop,
-            observe=lambda *steps, seen=seen: seen.append(steps),
+            observe=seen.append,
         )  # fmt: skip
         runs.append((log, seen))
     (compiled, seen), (stepped, seen_stepped) = runs
@@ -327,11 +330,11 @@ def test_a_closed_loop_on_compiled_steps_is_the_loop_one_step_at_a_time(height):
     for name, array in compiled.arrays().items():
         np.testing.assert_array_equal(array, stepped.arrays()[name])
     assert len(seen) == len(seen_stepped) == -(-len(compiled.t) // 10)  # a call per period, either way
-    steps = [[step for call in calls for step in zip(*call)] for calls in (seen, seen_stepped)]
-    assert len(steps[0]) == len(steps[1]) == len(compiled.t)
-    for (t, before, command, after), (t_, before_, command_, after_) in zip(*steps):
-        assert t == t_ and np.array_equal(before.q, before_.q) and np.array_equal(command, command_)
-        assert np.array_equal(after.v, after_.v) and np.array_equal(after.tau, after_.tau)
+    for steps, steps_ in zip(seen, seen_stepped):
+        assert steps.index == steps_.index
+        for name in ("t", "u", "q", "v", "tau", "readings"):
+            np.testing.assert_array_equal(getattr(steps, name), getattr(steps_, name))
+    assert sum(steps.size for steps in seen) == len(compiled.t)
 
 
 def test_steps_with_a_push_or_a_policy_in_numpy_are_left_to_the_loop():
@@ -340,7 +343,7 @@ def test_steps_with_a_push_or_a_policy_in_numpy_are_left_to_the_loop():
     limits = Divergence(model).lower, Divergence(model).upper
     assert plant.run(10, 5, policy.policy, start, *limits) is None  # the numpy policy
     assert plant.run(10, 5, policy, start, *limits) is None  # the push starts within
-    assert len(plant.run(0, 12, policy, start, *limits)) == 12  # it starts after
+    assert plant.run(0, 12, policy, start, *limits).size == 12  # it starts after
 
 
 def test_without_mujocos_headers_the_readings_run_in_python(tmp_path, capsys):

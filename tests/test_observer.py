@@ -13,7 +13,7 @@ from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
 from liftoff.problems.mpc.observer import DisturbanceObserver
-from liftoff.problems.mpc.plants import ContactReading, ContactReadings, Measurement, reading_row
+from liftoff.problems.mpc.plants import ROW, ContactReading, ContactReadings, Measurement, Steps, reading_row
 from liftoff.problems.mpc.polishing_run import pad_forces
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, make_task
@@ -83,20 +83,42 @@ def test_the_estimate_follows_a_constant_torque_error_through_its_filter(case, r
     model, pmodel, frames, compiled = case
     q, v, _, tau, points, forces = _step(model, pmodel, frames, rng)
     bias = rng.standard_normal(len(tau))
-    v_next = _next_velocity(model, pmodel, q, v, tau + bias, zip(frames, points, forces))
-    before, after = Measurement(q, v, tau), Measurement(q, v_next, tau)
+    first = _steps(model, pmodel, frames, (q, v), tau + bias, tau, (points, forces), 5)
+    second = _steps(model, pmodel, frames, (first.q[-1], first.v[-1]), tau + bias, tau, (points, forces), 5)
     numpy = DisturbanceObserver(model, DT, 0.02, WIDTH, _constant(points, forces), frames, "numpy")
     compiled.contact_forces, compiled.estimate = _constant(points, forces), np.zeros(model.nv)
     for observer in (numpy, compiled):
-        for k in range(0, 10, 5):  # the steps of a period together
-            observer.observe([(k + i) * DT for i in range(5)], [before] * 5, [None] * 5, [after] * 5)
+        for steps in (first, second):  # the steps of a period together
+            observer.observe(steps)
         expected = (1 - (1 - observer.gain) ** 10) * (observer.S @ bias)
-        np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-8 * np.max(np.abs(expected)))
+        np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-9 * _scale(model, first, second))
+
+
+def _scale(model, *blocks) -> float:
+    """The largest inverse-dynamics torque of the steps of ``blocks`` (the residuals' round-off is relative to it)."""
+    return max(
+        float(np.max(np.abs(dynamics.rnea(model, b.q[j], b.v[j], (b.v[j + 1] - b.v[j]) / DT))))
+        for b in blocks
+        for j in range(b.size)
+    )
+
+
+def _steps(model, pmodel, frames, start, applied, measured, loads, n) -> Steps:
+    """``n`` consecutive plant steps (Pinocchio's dynamics, :func:`_next_velocity`) from the state
+    ``start`` under the joint torques ``applied``, the torques ``measured`` (a torque filter's
+    state), and the point ``forces`` at ``points`` (``loads``) at ``frames``: :class:`Steps`."""
+    qs, vs = [start[0]], [start[1]]
+    for _ in range(n):
+        vs.append(_next_velocity(model, pmodel, qs[-1], vs[-1], applied, zip(frames, *loads)))
+        qs.append(dynamics.integrate(model, qs[-1], DT * vs[-1]))
+    taus = np.tile(measured, (n + 1, 1))
+    return Steps(DT * np.arange(n), taus[:-1], np.array(qs), np.array(vs), taus, np.zeros((n, 0, ROW)),
+                 np.zeros((n, 2)), {})  # fmt: skip
 
 
 def _constant(points, forces):
     """A ``contact_forces`` that gives the point ``forces`` at ``points`` at every step."""
-    return lambda times, measurements: (np.array([points] * len(times)), np.array([forces] * len(times)))
+    return lambda steps: (np.array([points] * steps.size), np.array([forces] * steps.size))
 
 
 def test_forces_at_more_or_fewer_frames_than_the_kernels_are_refused(case, rng):
@@ -126,17 +148,20 @@ def test_the_polishing_task_models_the_pads_normal_force_and_its_sliding_frictio
 
 
 def test_the_observer_reads_the_pads_forces_from_either_kind_of_readings():
-    """``pad_forces`` reads the pad's force and point from a plant's readings, a dict of
-    :class:`ContactReading` or :class:`ContactReadings` rows with other contacts, alike."""
+    """``pad_forces`` reads the pad's force and point from a plant's steps, their readings made
+    from a dict of :class:`ContactReading` or from :class:`ContactReadings` rows with other
+    contacts, alike."""
     task = _polishing("polishing_horizontal.yaml")
     pad = [ContactReading(True, np.array([0.0, 0.0, f]), np.array([0.1, 0.2, 0.3 + f])) for f in (25.0, 10.0)]
     idle = reading_row(ContactReading(False, np.zeros(3), np.zeros(3)))
-    dicts = [Measurement(task.q0, task.v0, None, {"tool": r}) for r in pad]
     rows = [ContactReadings({"other": 0, "tool": 1}, np.array([idle, reading_row(r)])) for r in pad]
     tangents = np.array([[-np.sin(t), np.cos(t), 0.0] for t in (0.4, 1.0)])  # the circle at 1 rad/s from angle 0
     expected = np.array([[0.0, 0.0, 25.0], [0.0, 0.0, 10.0]]) - 0.3 * np.array([25.0, 10.0])[:, None] * tangents
-    for measurements in (dicts, [Measurement(task.q0, task.v0, None, r) for r in rows]):
-        points, forces = pad_forces(task)([0.4, 1.0], measurements)
+    state, u = Measurement(task.q0, task.v0), np.zeros(task.model.nv)
+    for names, contacts in ((("tool",), [{"tool": r} for r in pad]), (("other", "tool"), rows)):
+        afters = [Measurement(task.q0, task.v0, None, c) for c in contacts]
+        steps = Steps.joined([Steps.one(state, t, u, a, (0.0, 0.0), names) for t, a in zip((0.4, 1.0), afters)])
+        points, forces = pad_forces(task)(steps)
         np.testing.assert_array_equal(points[:, 0], [r.position for r in pad])
         np.testing.assert_allclose(forces[:, 0], expected, atol=1e-12)
 
@@ -168,6 +193,6 @@ def test_an_observer_without_a_compiler_runs_in_numpy_with_one_warning(case, rng
     err = capsys.readouterr().err
     assert observer.kernel is None and err.count("\n") == 1
     assert "no C compiler; the disturbance observer runs in numpy" in err
-    observer.observe([0.0], [Measurement(q, v, tau)], [None], [Measurement(q, v_next, tau)])
+    observer.observe(Steps.one(Measurement(q, v, tau), 0.0, tau, Measurement(q, v_next, tau), (0.0, 0.0), ()))
     expected = observer.gain * observer.reference_residual(q, v, v_next, tau, points, forces)
     np.testing.assert_allclose(observer.estimate, expected, rtol=0, atol=1e-12)

@@ -68,6 +68,7 @@ from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, StageParts, 
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
 
 from .feet import FeetKinematics
+from .plants import TOUCHING
 
 GRAVITY = 9.81
 TOUCH_S = 0.005  # a foot whose contact the plant reported this recently touches
@@ -170,18 +171,18 @@ class GaitController:
 
     # ------------------------------------------------------------------ the plant's side
 
-    def observe(self, times, befores, commands, afters) -> None:
-        """Read the contacts of the plant's steps from ``times`` (:func:`.loop.closed_loop`'s
-        hook): a contact during a step is dated its time."""
-        for t, after in zip(times, afters):
-            for f, st in zip(self.feet, self.feet_state):
-                if not after.contacts[f].active:
-                    continue
-                self.last_contact[f] = t
-                if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
-                    st.touched = t
-                    self.touchdowns.append(Touchdown(f, st.planned, t))
-                    self.floor = float(dynamics.frame_placement(self.model, after.q, f)[1][2])
+    def observe(self, steps) -> None:
+        """Read the contacts of the plant's ``steps`` (:class:`.plants.Steps`;
+        :func:`.loop.closed_loop`'s hook): a contact during a step is dated its time."""
+        touching = steps.readings[:, [steps.index[f] for f in self.feet], TOUCHING] != 0
+        times = steps.t.tolist()
+        for j, i in zip(*touching.nonzero()):  # by step, then by foot
+            f, st, t = self.feet[i], self.feet_state[i], times[j]
+            self.last_contact[f] = t
+            if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
+                st.touched = t
+                self.touchdowns.append(Touchdown(f, st.planned, t))
+                self.floor = float(dynamics.frame_placement(self.model, steps.q[j + 1], f)[1][2])
 
     def holds(self, t) -> set:
         """The feet the controller expects on the ground at time ``t``: those in stance and those

@@ -11,7 +11,8 @@ break down (a singular contact system), or when an MPC update fails; or the stat
 
 A plant that can (:meth:`.plants.mujoco_plant.MujocoPlant.run`) runs a period's steps in one
 compiled call, the policy included; the loop then logs them and tests them as it would one at a
-time. The estimator sees a period's steps together in either case.
+time. The log and the estimator take steps as arrays (:class:`.plants.Steps`), the estimator a
+period's steps together in either case.
 """
 
 from __future__ import annotations
@@ -24,33 +25,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .controller import MPCError
-from .plants import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, ContactReadings, reading_row
+from .plants import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, Steps
 
 LIMIT_MARGIN = 0.5  # rad (m for prismatic joints): a joint this far beyond its limits has diverged
 
 
 @dataclass
 class Log:
-    """A closed-loop run at the plant's rate: per step ``t``, the state ``q, v`` and the
-    actuators' torques ``tau`` at its start (``tau`` empty without a filter), the command ``u``,
-    and each named contact's reading during the step (``contact_active (n, k)``,
-    ``contact_force, contact_position, contact_velocity (n, k, 3)``, ``contact_depth (n, k)``, contacts in
-    ``contact_names`` order). ``ticks`` are the MPC's updates; ``control_seconds`` the wall time
-    of the controller (updates, policy evaluations and the estimator's ``observe``),
-    ``policy_seconds`` that of each policy evaluation, ``plant_seconds`` that of the plant,
-    ``loop_seconds`` that of the whole loop after the MPC's start (the plant, the controller,
-    the log and the divergence test); ``status``
-    ``completed``, ``diverged`` or a stop's status, at ``end_time`` [s], with a ``message``."""
+    """A closed-loop run at the plant's rate: its steps (:class:`.plants.Steps`, in order) as
+    :meth:`arrays`: per step ``t``, the state ``q, v`` and the actuators' torques ``tau`` at its
+    start (``tau`` empty without a filter), the command ``u``, and each named contact's reading
+    during the step (``contact_active (n, k)``, ``contact_force, contact_position,
+    contact_velocity (n, k, 3)``, ``contact_depth (n, k)``, contacts in ``contact_names`` order).
+    ``ticks`` are the MPC's updates; ``control_seconds`` the wall time of the controller
+    (updates, policy evaluations and the estimator's ``observe``), :attr:`policy_seconds` that
+    of each policy evaluation, ``plant_seconds`` that of the plant, ``loop_seconds`` that of the
+    whole loop after the MPC's start (the plant, the controller, the log and the divergence
+    test); ``status`` ``completed``, ``diverged`` or a stop's status, at ``end_time`` [s], with a
+    ``message``."""
 
     contact_names: tuple = ()
-    t: list = field(default_factory=list)
-    q: list = field(default_factory=list)
-    v: list = field(default_factory=list)
-    tau: list = field(default_factory=list)
-    u: list = field(default_factory=list)
-    readings: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
     ticks: list = field(default_factory=list)
-    policy_seconds: list = field(default_factory=list)
     control_seconds: float = 0.0
     plant_seconds: float = 0.0
     loop_seconds: float = 0.0
@@ -58,24 +54,42 @@ class Log:
     end_time: float = 0.0
     message: str = ""
 
-    def record(self, t, measurement, u, readings):
-        self.t.append(t)
-        self.q.append(measurement.q)
-        self.v.append(measurement.v)
-        self.tau.append(np.zeros(0) if measurement.tau is None else measurement.tau)
-        self.u.append(np.asarray(u, dtype=float))
-        if isinstance(readings, ContactReadings) and tuple(readings.index) == self.contact_names:
-            self.readings.append(readings.rows)
-        else:
-            self.readings.append([reading_row(readings[name]) for name in self.contact_names])
+    def record(self, steps: Steps):
+        """Log ``steps``, their policy's seconds the controller's."""
+        self.steps.append(steps)
+        policy, plant = steps.seconds.sum(axis=0).tolist()
+        self.control_seconds += policy
+        self.plant_seconds += plant
+
+    @property
+    def t(self) -> np.ndarray:
+        """The steps' times."""
+        return np.concatenate([s.t for s in self.steps] + [np.zeros(0)])
+
+    @property
+    def policy_seconds(self) -> np.ndarray:
+        """The seconds of each step's policy evaluation."""
+        return np.concatenate([s.seconds[:, 0] for s in self.steps] + [np.zeros(0)])
 
     def arrays(self) -> dict:
-        out = {k: np.asarray(getattr(self, k)) for k in ("t", "q", "v", "tau", "u")}
-        rows = np.array(self.readings, dtype=float).reshape(len(self.t), len(self.contact_names), ROW)
-        out["contact_active"] = rows[:, :, TOUCHING] > 0
-        out["contact_force"], out["contact_position"] = rows[:, :, FORCE], rows[:, :, POSITION]
-        out["contact_depth"], out["contact_velocity"] = rows[:, :, DEPTH], rows[:, :, VELOCITY]
-        return out
+        if not self.steps:
+            return {k: np.zeros(0) for k in ("t", "q", "v", "tau", "u")} | _reading_arrays(
+                np.zeros((0, len(self.contact_names), ROW))
+            )
+        out = {k: np.concatenate([getattr(s, k) for s in self.steps]) for k in ("t", "u")}
+        out |= {k: np.concatenate([getattr(s, k)[:-1] for s in self.steps]) for k in ("q", "v", "tau")}
+        return out | _reading_arrays(np.concatenate([s.readings for s in self.steps]))
+
+
+def _reading_arrays(rows) -> dict:
+    """The log's contact arrays (:class:`Log`) of the readings' ``rows (n, k, ROW)``."""
+    return {
+        "contact_active": rows[:, :, TOUCHING] > 0,
+        "contact_force": rows[:, :, FORCE],
+        "contact_position": rows[:, :, POSITION],
+        "contact_depth": rows[:, :, DEPTH],
+        "contact_velocity": rows[:, :, VELOCITY],
+    }
 
 
 class Divergence:
@@ -104,9 +118,8 @@ def closed_loop(mpc, plant, model, q0, v0, duration, period, progress=None, tau0
     torques ``tau0`` with a torque filter) for ``duration`` seconds (module docstring):
     ``model`` is the controller's (for the divergence test), ``period`` the time between MPC
     updates (a multiple of the plant's step), ``progress(t)`` called after each update,
-    ``stop(measurement)`` a status that ends the run, or None; ``observe(times, befores,
-    commands, afters)`` sees every step (a controller's estimator): lists of the steps' times,
-    the measurements before and after each and its command, a period's steps at once, after
+    ``stop(measurement)`` a status that ends the run, or None; ``observe(steps)`` sees every
+    step (a controller's estimator): a period's steps at once (:class:`.plants.Steps`), after
     the last of them (its estimate serves the next update)."""
     steps = int(round(period / plant.dt))
     if steps < 1 or abs(steps * plant.dt - period) > 1e-9 * period:
@@ -128,25 +141,20 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     updates = int(round(duration / period))
     diverged = Divergence(model)
     for k in range(updates):
-        steps_seen = []  # the period's steps: (measurement before, row)
+        seen = []  # the period's steps, in blocks
         try:
-            for rows in _blocks(plant, policy, measurement, k * steps, steps, diverged):
-                status, message, rows = _until_the_end(rows, diverged, stop)
-                befores = [measurement] + [row[2] for row in rows[:-1]]
-                for before, (t, u, after, policy_seconds, plant_seconds, _) in zip(befores, rows):
-                    log.plant_seconds += plant_seconds
-                    log.control_seconds += policy_seconds
-                    log.policy_seconds.append(policy_seconds)
-                    log.record(t, before, u, after.contacts)
-                measurement = rows[-1][2]
-                steps_seen += zip(befores, rows)
+            for block in _blocks(plant, policy, measurement, k * steps, steps, diverged):
+                status, message, block = _until_the_end(block, diverged, stop)
+                log.record(block)
+                seen.append(block)
+                measurement = block.after(block.size - 1)
                 if status is not None:
-                    _observe(observe, steps_seen, log)
-                    return _ended(log, mpc, status, rows[-1][0] + plant.dt, message)
+                    _observe(observe, seen, log)
+                    return _ended(log, mpc, status, float(block.t[-1]) + plant.dt, message)
         except PlantFailure as e:
-            _observe(observe, steps_seen, log)
+            _observe(observe, seen, log)
             return _ended(log, mpc, "diverged", e.t, str(e))
-        _observe(observe, steps_seen, log)
+        _observe(observe, seen, log)
         t = (k + 1) * period
         if k + 1 < updates:  # no update after the last period
             begin = time.perf_counter()
@@ -160,26 +168,24 @@ def _run(log, mpc, policy, plant, model, measurement, duration, period, progress
     return _ended(log, mpc, "completed", updates * period, "")
 
 
-def _observe(observe, steps, log):
-    """Show the ``steps`` (``(measurement before, row)``, rows as :func:`_blocks`'s) to the
-    estimator ``observe`` (or None) in one call, counted in the controller's time."""
-    if observe is not None and steps:
+def _observe(observe, blocks, log):
+    """Show the steps of ``blocks`` to the estimator ``observe`` (or None) in one call, counted in
+    the controller's time."""
+    if observe is not None and blocks:
         begin = time.perf_counter()
-        befores, rows = zip(*steps)
-        observe([row[0] for row in rows], list(befores), [row[1] for row in rows], [row[2] for row in rows])
+        observe(Steps.joined(blocks))
         log.control_seconds += time.perf_counter() - begin
 
 
 def _blocks(plant, policy, measurement, first, n, diverged):
     """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``,
-    as lists of rows ``(t, command, measurement after the step, policy seconds, plant seconds,
-    checked)``, ``checked`` when the plant found that the state after it has not diverged
-    (``diverged``'s test): one list of them all where the plant runs them in one call (the
-    MuJoCo plant's compiled steps), else a list per step, each stepped when the loop asks for it."""
+    as :class:`.plants.Steps`: one block of them all where the plant runs them in one call (the
+    MuJoCo plant's compiled steps, checked), else a block per step, each stepped when the loop
+    asks for it."""
     run = getattr(plant, "run", None)
-    rows = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
-    if rows is not None:
-        yield rows
+    block = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
+    if block is not None:
+        yield block
         return
     for j in range(n):
         t = (first + j) * plant.dt
@@ -187,22 +193,28 @@ def _blocks(plant, policy, measurement, first, n, diverged):
         u = policy(t, measurement.q, measurement.v, measurement.tau)
         middle = time.perf_counter()
         try:
-            measurement = plant.step(t, u)
+            after = plant.step(t, u)
         except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
             raise PlantFailure(t, f"the plant failed at t = {t:.3f} s: {e}") from None
-        yield [(t, u, measurement, middle - begin, time.perf_counter() - middle, False)]
+        seconds = (middle - begin, time.perf_counter() - middle)
+        yield Steps.one(measurement, t, u, after, seconds, plant.contact_names)
+        measurement = after
 
 
-def _until_the_end(rows, diverged, stop) -> tuple:
-    """``(status, message, rows)``: the first of ``rows`` whose state diverged (``diverged``'s
-    test, unless checked) or that ``stop`` ends, its status and why, and the rows up to it; or
-    ``(None, "", rows)``."""
-    for i, (_, _, after, _, _, checked) in enumerate(rows):
+def _until_the_end(steps: Steps, diverged, stop) -> tuple:
+    """``(status, message, steps)``: the first of ``steps`` whose state diverged (``diverged``'s
+    test, unless checked) or that ``stop`` ends, its status and why, and the steps up to it; or
+    ``(None, "", steps)``."""
+    if steps.checked and not steps.diverged and stop is None:
+        return None, "", steps
+    for j in range(steps.size):
+        after = steps.after(j)
+        checked = steps.checked and not (steps.diverged and j == steps.size - 1)
         why = None if checked else diverged(after)
         status = "diverged" if why else None if stop is None else stop(after)
         if status is not None:
-            return status, why or "", rows[: i + 1]
-    return None, "", rows
+            return status, why or "", steps.head(j + 1)
+    return None, "", steps
 
 
 class PlantFailure(RuntimeError):

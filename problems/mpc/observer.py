@@ -8,8 +8,8 @@ model's equation of motion leaves the residual
     d_k = M(q_k) a_k + h(q_k, v_k) - S tau_k - tau_p(v_k) - sum J_p(q_k)^T F_k,    a_k = (v_{k+1} - v_k) / dt
 
 (``tau_p`` the model's joint damping and friction), ``F_k`` the contact forces the controller's
-own contact model gives for what the plant measured (``contact_forces(times, measurements)``: a
-polishing pad's measured normal force, with the sliding friction the OCP models at that force),
+own contact model gives for what the plant measured (``contact_forces(steps)``: a polishing
+pad's measured normal force, with the sliding friction the OCP models at that force),
 ``J_p`` the Jacobian of each force's point, moving with its frame. So ``d_k`` is what the model
 gets wrong: the joints' unmodelled friction (stiction), a heavier link, a push, the friction the
 contact model misses. Its estimate follows ``d_k`` through a first-order filter of time constant
@@ -41,9 +41,9 @@ from liftoff.ocp.lifted import actuation
 class DisturbanceObserver:
     """The estimate (module docstring) for ``model``, plant step ``dt``, filter time constant
     ``time_constant`` [s], the joints' Coulomb friction smoothed over ``width``, and
-    ``contact_forces(times, measurements) -> (points, forces)``, the point forces during steps
-    at ``times`` that end in ``measurements``: world points and forces ``(len(times), k, 3)``,
-    one at each of the ``k`` ``frames`` in that order. The residual runs in the ``backend``
+    ``contact_forces(steps) -> (points, forces)``, the point forces during the plant's ``steps``
+    (:class:`.plants.Steps`): world points and forces ``(steps.size, k, 3)``, one at each of the
+    ``k`` ``frames`` in that order. The residual runs in the ``backend``
     ``compiled`` or ``numpy`` (``quiet``: no message while compiling)."""
 
     def __init__(self, model, dt, time_constant, width, contact_forces, frames=(), backend="compiled", quiet=False):
@@ -59,12 +59,12 @@ class DisturbanceObserver:
             except codegen.CompileError as e:
                 print(f"liftoff: warning: {e}; the disturbance observer runs in numpy", file=sys.stderr)
 
-    def observe(self, times, befores, commands, afters) -> None:
-        """The plant steps at ``times``: the measurements before and after each, and its command
-        (:func:`problems.mpc.loop.closed_loop`'s hook), in order."""
-        taus = [b.tau if b.tau is not None else c for b, c in zip(befores, commands)]
-        points, forces = self.contact_forces(times, afters)  # the forces during the steps
-        states = ([b.q for b in befores], [b.v for b in befores], [a.v for a in afters], taus, points, forces)
+    def observe(self, steps) -> None:
+        """The plant's ``steps`` (:class:`.plants.Steps`; :func:`problems.mpc.loop.closed_loop`'s
+        hook), in order."""
+        taus = steps.tau[:-1] if steps.tau.shape[1] else steps.u  # the measured torques, else the commands
+        points, forces = self.contact_forces(steps)  # the forces during the steps
+        states = (steps.q[:-1], steps.v[:-1], steps.v[1:], taus, points, forces)
         if self.kernel is None:
             residuals = [self.reference_residual(*step) for step in zip(*states)]
         else:
@@ -122,8 +122,8 @@ class ResidualKernel:
         return ca.Function("observer", [x], [residual])
 
     def __call__(self, q, v, v_next, tau, points, forces) -> np.ndarray:
-        """The residuals ``(S, nv)`` of ``S`` steps: their ``q, v, v_next, tau``, one per step
-        (sequences or arrays of rows), and the world ``points`` and ``forces`` ``(S, k, 3)``, one
+        """The residuals ``(S, nv)`` of ``S`` steps: their ``q, v, v_next, tau``, one row per step
+        (arrays, or sequences of rows), and the world ``points`` and ``forces`` ``(S, k, 3)``, one
         at each of this kernel's ``k`` frames in their order (``ValueError`` for other shapes);
         one C call."""
         S, k = len(q), len(self.frames)

@@ -44,7 +44,7 @@ from .controller import MPC
 from .disturbances import check_frames, describe, disturbances_of, scaled_model
 from .loop import closed_loop
 from .observer import DisturbanceObserver
-from .plants import FORCE, POSITION, reading_rows
+from .plants import FORCE, POSITION
 from .plants.ideal import IdealPlant
 from .plants.simulated import SimulatorPlant, contact_solver
 from .results import outcome, timing
@@ -160,10 +160,9 @@ def pad_forces(task):
     """The observer's ``contact_forces`` (:class:`.observer.DisturbanceObserver`): ``task``'s
     modelled forces for the pad's readings."""
 
-    def contact_forces(times, measurements):
-        rows = reading_rows(measurements, "tool")
-        q, v = [m.q for m in measurements], [m.v for m in measurements]
-        return task.modelled_forces(np.asarray(times, dtype=float), rows[:, FORCE], rows[:, POSITION], q, v)
+    def contact_forces(steps):
+        rows = steps.readings[:, steps.index["tool"]]
+        return task.modelled_forces(steps.t, rows[:, FORCE], rows[:, POSITION], steps.q[1:], steps.v[1:])
 
     return contact_forces
 

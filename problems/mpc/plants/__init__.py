@@ -17,7 +17,9 @@ return a :class:`Measurement`: the state, the actuators' torques, and each named
 :class:`ContactReading` (whether it touches, the force, where, how deep; a plant may hold them
 as rows of numbers, :class:`ContactReadings`). The closed loop and the measures read only these.
 A plant may also run the steps between two MPC updates in one call, the policy included
-(:meth:`.mujoco_plant.MujocoPlant.run`; the closed loop uses it where a plant has it).
+(:meth:`.mujoco_plant.MujocoPlant.run`; the closed loop uses it where a plant has it). The closed
+loop hands on consecutive steps as arrays, one row per step (:class:`Steps`): to its log and to
+a controller's estimator, a period's steps at once.
 
 Imports :mod:`liftoff.problems.mpc.disturbances` and the layers below.
 """
@@ -61,15 +63,14 @@ def reading_row(reading: ContactReading) -> np.ndarray:
     return np.concatenate(([float(r.active)], r.force, r.position, [r.depth], r.velocity))
 
 
-def reading_rows(measurements, name) -> np.ndarray:
-    """The readings of the contact ``name`` in ``measurements`` as rows ``(len(measurements), ROW)``."""
-    return np.array([_reading_row(m.contacts, name) for m in measurements])
-
-
-def _reading_row(contacts, name) -> np.ndarray:
+def reading_rows(contacts, names) -> np.ndarray:
+    """The readings of the contacts ``names`` (a tuple) in ``contacts`` (a dict of
+    :class:`ContactReading`, or :class:`ContactReadings`) as rows ``(len(names), ROW)``."""
     if isinstance(contacts, ContactReadings):
-        return contacts.rows[contacts.index[name]]
-    return reading_row(contacts[name])
+        if tuple(contacts.index) == names:
+            return contacts.rows
+        return contacts.rows[[contacts.index[name] for name in names]].reshape(len(names), ROW)
+    return np.array([reading_row(contacts[name]) for name in names]).reshape(len(names), ROW)
 
 
 class ContactReadings(Mapping):
@@ -103,6 +104,68 @@ class Measurement:
     v: np.ndarray
     tau: np.ndarray | None = None
     contacts: dict = field(default_factory=dict)
+
+
+class Steps(NamedTuple):
+    """Consecutive plant steps, one row each: their times ``t (n,)`` and commands ``u (n, nu)``;
+    the state ``q (n + 1, nq)``, ``v (n + 1, nv)`` and the actuators' torques ``tau (n + 1,
+    ntau)`` (``ntau`` 0 without a torque filter) at the first step's start (row 0) and after each
+    step; the named contacts' readings during each step, ``readings (n, k, ROW)`` (:data:`ROW`),
+    the column of each name in ``index`` (a dict name -> column, in the columns' order); the
+    seconds each step took in the policy and in the plant, ``seconds (n, 2)``. ``checked``: the
+    plant tested the state after each step for divergence (:class:`problems.mpc.loop.Divergence`)
+    and stopped after the first that diverged, the last, if ``diverged``."""
+
+    t: np.ndarray
+    u: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    readings: np.ndarray
+    seconds: np.ndarray
+    index: dict
+    checked: bool = False
+    diverged: bool = False
+
+    @classmethod
+    def one(cls, before: Measurement, t, u, after: Measurement, seconds, names) -> Steps:
+        """The step at time ``t`` under the command ``u`` from the measurement ``before`` to
+        ``after`` (its readings those of the contacts ``names``, a tuple), which took ``seconds``
+        ``(policy, plant)``; not checked."""
+        q, v = np.array([before.q, after.q]), np.array([before.v, after.v])
+        tau = np.array([np.zeros(0) if m.tau is None else m.tau for m in (before, after)])
+        readings = reading_rows(after.contacts, names)[None]
+        index = {name: k for k, name in enumerate(names)}
+        return cls(np.array([t]), np.array([u], dtype=float), q, v, tau, readings, np.array([seconds]), index)
+
+    @classmethod
+    def joined(cls, blocks) -> Steps:
+        """The steps of ``blocks``, one after the other (each starting where the one before ended)."""
+        if len(blocks) == 1:
+            return blocks[0]
+        rows = {name: np.concatenate([getattr(b, name) for b in blocks]) for name in _STEP_ROWS}
+        for name in _KNOT_ROWS:  # the first block's start, then every block's steps
+            rows[name] = np.concatenate([getattr(blocks[0], name)[:1]] + [getattr(b, name)[1:] for b in blocks])
+        last = blocks[-1]
+        return cls(**rows, index=last.index, checked=all(b.checked for b in blocks), diverged=last.diverged)
+
+    @property
+    def size(self) -> int:
+        return len(self.t)
+
+    def after(self, j) -> Measurement:
+        """The measurement after step ``j``."""
+        tau = self.tau[j + 1] if self.tau.shape[1] else None
+        return Measurement(self.q[j + 1], self.v[j + 1], tau, ContactReadings(self.index, self.readings[j]))
+
+    def head(self, n) -> Steps:
+        """The first ``n`` steps."""
+        rows = {name: getattr(self, name)[:n] for name in _STEP_ROWS}
+        knots = {name: getattr(self, name)[: n + 1] for name in _KNOT_ROWS}
+        return self._replace(**rows, **knots, diverged=self.diverged and n == self.size)
+
+
+_STEP_ROWS, _KNOT_ROWS = ("t", "u", "readings", "seconds"), ("q", "v", "tau")  # Steps' arrays of n and n + 1 rows
 
 
 class Plant(Protocol):

@@ -26,7 +26,7 @@ import numpy as np
 from liftoff import dynamics
 from liftoff.problems.mpc.disturbances import Disturbances
 
-from . import ContactReadings, Measurement
+from . import ContactReadings, Measurement, Steps
 from .mujoco_model import MujocoRobot, frame_body, import_mujoco
 from .mujoco_readings import Readings
 from .mujoco_steps import compiled_steps
@@ -49,7 +49,7 @@ class MujocoPlant:
         self.dt = float(self.mj.opt.timestep)
         self.contacts = {name: (frame, frozenset(geoms)) for name, (frame, geoms) in contacts.items()}
         self.contact_names = tuple(self.contacts)
-        self._index = {name: k for k, name in enumerate(self.contact_names)}  # the rows of the readings
+        self.index = {name: k for k, name in enumerate(self.contact_names)}  # the rows of the readings
         self.disturbances = disturbances
         self.surfaces = frozenset(robot.surfaces.values())
         self._push_bodies = {push.frame: self._body_of(push.frame) for push in disturbances.pushes}  # before compiling
@@ -100,40 +100,26 @@ class MujocoPlant:
         self.mujoco.mj_step(m, d)  # its contacts and forces: those of the step, found at its start
         return self._measure()
 
-    def run(self, first, steps, policy, measurement, lower, upper):
+    def run(self, first, steps, policy, measurement, lower, upper) -> Steps | None:
         """The ``steps`` steps from step index ``first`` (time ``first * dt``) from
         ``measurement`` under ``policy``, in one compiled call (:mod:`.mujoco_steps`), stopping
-        after one whose state is beyond ``lower, upper (nq,)`` or not finite: per step ``(t,
-        command, measurement after it, policy seconds, plant seconds, checked)``, ``checked``
-        when its state has not diverged. None when they cannot run so: a policy that is not
-        compiled, a push during them, or the steps not compiled; the closed loop then calls
-        :meth:`step` at each."""
+        after one whose state is beyond ``lower, upper (nq,)`` or not finite: the :class:`Steps`
+        done, checked. None when they cannot run so: a policy that is not compiled, a push during
+        them, or the steps not compiled; the closed loop then calls :meth:`step` at each."""
         native = getattr(policy, "native", lambda: None)()
         if native is None or self._steps is None:
             return None
-        if any(self.disturbances.active_pushes((first + j) * self.dt) for j in range(steps)):
+        pushes = self.disturbances.pushes
+        if pushes and any(self.disturbances.active_pushes((first + j) * self.dt) for j in range(steps)):
             return None
         if self._pushed:  # the wrenches of the last step's pushes are taken off
             self.data.xfrc_applied[:] = 0.0
             self._pushed = False
         noise = self.disturbances.noise(self._rng, (steps, len(self.robot.actuators)))
-        q, v, tau, u, readings, seconds, diverged = self._steps(
-            first, steps, native, measurement, self._bias, noise, lower, upper
-        )
-        last, dt, filtered = len(q) - 1, self.dt, self.robot.filtered
-        return [
-            (
-                (first + j) * dt,
-                u[j],
-                Measurement(q[j], v[j], tau[j] if filtered else None, ContactReadings(self._index, readings[j])),
-                *seconds[j].tolist(),
-                not (diverged and j == last),
-            )
-            for j in range(len(q))
-        ]
+        return self._steps(first, steps, native, measurement, self._bias, noise, lower, upper)
 
     def _measure(self) -> Measurement:
         m, d = self.mj, self.data
         q, v = self.robot.from_mujoco(d.qpos, d.qvel)
         tau = np.array(d.act[m.actuator_actadr[self.robot.actuators]]) if self.robot.filtered else None
-        return Measurement(q, v, tau, ContactReadings(self._index, self.readings(d)))
+        return Measurement(q, v, tau, ContactReadings(self.index, self.readings(d)))

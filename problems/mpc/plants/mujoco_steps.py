@@ -24,7 +24,7 @@ import numpy as np
 
 from liftoff.dynamics.memory import address
 
-from . import ROW
+from . import ROW, Steps
 from .mujoco_readings import engine_library
 
 _SOURCE = Path(__file__).with_name("mujoco_steps.c")
@@ -80,16 +80,18 @@ class CompiledSteps:
         self._readings = _Readings(call, *tail)
         self._head = (mj._address, plant.data._address, ctypes.addressof(self._robot), ctypes.addressof(self._readings))
 
-    def __call__(self, first, steps, policy, measurement, bias, noise, lower, upper) -> tuple:
+    def __call__(self, first, steps, policy, measurement, bias, noise, lower, upper) -> Steps:
         """The ``steps`` plant steps from step index ``first`` (time ``first * dt``) under
         ``policy`` (:meth:`problems.mpc.policy.CompiledPolicy.native`) from ``measurement``,
         with the actuators' ``bias (nu,)`` and ``noise (steps, nu)`` (or None), stopping after a
-        step whose state is beyond ``lower, upper (nq,)`` or not finite: ``(q, v, tau, u,
-        readings (., n, ROW), seconds (., 2), diverged)``, the rows of the steps done (of the
-        policy and of the plant, the seconds), ``diverged`` whether the last one diverged."""
+        step whose state is beyond ``lower, upper (nq,)`` or not finite: the :class:`Steps` done,
+        checked."""
         nq, nv, nt, nu, n = self.nq, self.nv, self.ntau, self.nu, self.plant.readings.n
-        out = [np.empty((steps, k)) for k in (nq, nv, nt, nu)] + [np.empty((steps, n, ROW)), np.empty((steps, 2))]
         tau = np.zeros(0) if measurement.tau is None else measurement.tau
+        knots = [np.empty((steps + 1, k)) for k in (nq, nv, nt)]
+        for x, start in zip(knots, (measurement.q, measurement.v, tau)):
+            x[0] = start
+        out = [x[1:] for x in knots] + [np.empty((steps, nu)), np.empty((steps, n, ROW)), np.empty((steps, 2))]
         inputs = [np.ascontiguousarray(x, dtype=float) for x in (measurement.q, measurement.v, tau, bias)]
         limits = [np.ascontiguousarray(x, dtype=float) for x in (lower, upper)]
         noise = None if noise is None else np.ascontiguousarray(noise, dtype=float)
@@ -107,4 +109,7 @@ class CompiledSteps:
         )
         if done < 0:
             raise FloatingPointError("kernel policy failed")
-        return (*(a[:done] for a in out), bool(diverged.value))
+        t = (first + np.arange(done)) * self.plant.dt
+        q, v, tau = (x[: done + 1] for x in knots)
+        u, readings, seconds = (x[:done] for x in out[3:])
+        return Steps(t, u, q, v, tau, readings, seconds, self.plant.index, True, bool(diverged.value))
