@@ -11,6 +11,7 @@ work on all joints at once instead of looping over them.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -187,10 +188,21 @@ class Model:
 
     def frame_id(self, name: str) -> int:
         """Index of the frame called ``name`` (the first one, if several share it)."""
-        return _lookup(name, self.frame_names, "frame", self.name)
+        index = self._frame_index.get(name) if type(name) is str else None
+        return _lookup(name, self.frame_names, "frame", self.name) if index is None else index
 
     def joint_id(self, name: str) -> int:
-        return _lookup(name, self.joint_names, "joint", self.name)
+        index = self._joint_index.get(name) if type(name) is str else None
+        return _lookup(name, self.joint_names, "joint", self.name) if index is None else index
+
+    @functools.cached_property
+    def _frame_index(self) -> dict:
+        """The index of each frame name (its first frame): :meth:`frame_id` in one lookup."""
+        return _first_indices(self.frame_names)
+
+    @functools.cached_property
+    def _joint_index(self) -> dict:
+        return _first_indices(self.joint_names)
 
     def __repr__(self):
         return f"Model({self.name!r}, nq={self.nq}, nv={self.nv}, njoints={self.njoints}, nframes={self.nframes})"
@@ -218,6 +230,14 @@ def add_frame(model: Model, name: str, parent: str, rotation=None, translation=N
         frame_rotation=_frozen(np.concatenate((model.frame_rotation, (Rf @ R)[None]))),
         frame_translation=_frozen(np.concatenate((model.frame_translation, (Rf @ p + pf)[None]))),
     )
+
+
+def _first_indices(names) -> dict:
+    """``{name: index}`` of the first of ``names`` of each name."""
+    out: dict = {}
+    for i, name in enumerate(names):
+        out.setdefault(name, i)
+    return out
 
 
 def _lookup(name, names, what, model_name) -> int:

@@ -92,6 +92,20 @@ def test_frame_kinematics_equal_pinocchio(name, frame, reference, rng):
             np.testing.assert_allclose(ours, ref, rtol=0, atol=atol(ref), err_msg=key)
 
 
+def test_frame_and_joint_ids_are_pinocchios():
+    """Every frame name's index is Pinocchio's (``getFrameId``), every joint name's Pinocchio's
+    but for its universe joint; a frame added to a model is found in the new model, the old one
+    keeps its frames."""
+    for name in ROBOTS:
+        model, pmodel = load_pair(name)
+        assert [model.frame_id(f) for f in model.frame_names] == [pmodel.getFrameId(f) for f in model.frame_names]
+        assert [model.joint_id(j) + 1 for j in model.joint_names] == [pmodel.getJointId(j) for j in model.joint_names]
+        tool = dynamics.add_frame(model, "tool_tip", model.frame_names[-1], translation=[0.0, 0.0, 0.1])
+        assert tool.frame_id("tool_tip") == model.nframes and tool.frame_id(model.frame_names[0]) == 0
+        with pytest.raises(dynamics.UnknownNameError, match="unknown frame 'tool_tip'"):
+            model.frame_id("tool_tip")
+
+
 def test_frame_id_accepted(rng):
     """A frame given by index gives the same results as by name."""
     model, _ = load_pair("solo12")
