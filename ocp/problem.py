@@ -147,9 +147,9 @@ class OCP:
         if not self.stages:
             raise ValueError("an OCP needs at least one stage")
         checked = set()  # the contact tuples checked (stages often share one)
-        for k, stage in enumerate(self.stages):
-            if getattr(stage, "_checked", None) is model:  # an MPC's horizons share their stages
-                continue
+        unchecked = [k for k, stage in enumerate(self.stages) if getattr(stage, "_checked", None) is not model]
+        for k in unchecked:  # an MPC's horizons share their stages, checked when first met
+            stage = self.stages[k]
             if not isinstance(stage, (ContactStage, ImpulseStage)):
                 raise TypeError(f"stage {k}: expected ContactStage or ImpulseStage, got {type(stage).__name__}")
             if stage.kind == "contact" and not (math.isfinite(stage.dt) and stage.dt > 0):
