@@ -25,7 +25,7 @@ from liftoff.problems.mpc import controller
 from liftoff.problems.mpc.controller import MPC, PARTS, MPCError, Tick, warm_start
 from liftoff.problems.mpc.disturbances import Disturbances, Push, scaled_model
 from liftoff.problems.mpc.loop import closed_loop
-from liftoff.problems.mpc.plants import ContactReading, Measurement
+from liftoff.problems.mpc.plants import ROW, ContactReading, Measurement, Steps
 from liftoff.problems.mpc.plants.ideal import IdealPlant
 from liftoff.problems.mpc.policy import CompiledPolicy, Policy, PolicyKernel
 from liftoff.problems.mpc.results import timing
@@ -628,6 +628,33 @@ def test_a_failed_update_or_a_stop_ends_the_run_with_its_status(task):
     assert (log.status, log.end_time, len(log.t)) == ("fell", pytest.approx(0.015), 15)
     log = closed_loop(StubMPC(), StubPlant(), task.model, task.q0, task.v0, 0.05, 0.01)
     assert (log.status, log.end_time, len(log.t), log.message) == ("completed", pytest.approx(0.05), 50, "")
+
+
+def test_steps_are_rows_of_consecutive_steps_joined_cut_and_read_back():
+    """``Steps``: a step made from two measurements holds them as its knots; blocks joined keep
+    the first block's start and every block's steps; a head keeps its rows, and the divergence of
+    the last step only if it keeps that step; a step's measurement after it reads its readings by
+    name, in either of the plant's forms."""
+    pad = ContactReading(True, np.array([0.0, 0.0, 7.0]), np.array([0.1, 0.2, 0.3]), 0.01, np.array([1.0, 0.0, 0.0]))
+    states = [Measurement(np.full(2, float(k)), np.full(2, 10.0 + k), None, {"pad": pad}) for k in range(4)]
+    pairs = enumerate(zip(states, states[1:]))
+    blocks = [Steps.one(a, 0.1 * k, [k, -k], b, (1e-6, 2e-6), ("pad",)) for k, (a, b) in pairs]
+    steps = Steps.joined(blocks)
+    assert steps.size == 3 and not steps.checked and steps.tau.shape == (4, 0)
+    np.testing.assert_array_equal(steps.q[:, 0], [0, 1, 2, 3])  # the first block's start, then each step's end
+    np.testing.assert_array_equal(steps.v[:, 0], [10, 11, 12, 13])
+    np.testing.assert_array_equal(steps.u, [[0, 0], [1, -1], [2, -2]])
+    np.testing.assert_array_equal(steps.t, [0.0, 0.1, 0.2])
+    assert steps.seconds.shape == (3, 2) and steps.readings.shape == (3, 1, ROW)
+    after = steps.after(1)
+    assert after.tau is None and np.array_equal(after.q, states[2].q)
+    reading = after.contacts["pad"]
+    assert (reading.active, reading.depth) == (True, 0.01) and np.array_equal(reading.velocity, pad.velocity)
+    diverged = steps._replace(checked=True, diverged=True)
+    assert diverged.head(3).diverged and not diverged.head(2).diverged
+    head = diverged.head(2)
+    assert head.size == 2 and len(head.q) == 3 and np.array_equal(head.u, steps.u[:2])
+    assert Steps.joined([steps]) is steps
 
 
 def test_the_observe_hook_sees_every_step_a_period_at_a_time_and_progress_every_update(task):
