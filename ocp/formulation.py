@@ -312,7 +312,7 @@ class Formulation:
             raise ValueError("the exact Hessian needs the lifted formulation on compiled kernels")
         model, K = self.model, self.ocp.K
         _check_knots(it)
-        horizon = self._exact_horizon(fresh) if curvature else self._compiled_horizon()
+        horizon = self._exact_horizon(fresh) if curvature else self.compiled_horizon()
         if horizon is not None:
             terminal = self.stages.terminal_curvature(it.q[K], it.v[K], self._taus(it, K), fresh) if curvature else None
             compiled = horizon.linearize(it, eps, terminal, curvature and fresh)
@@ -368,7 +368,7 @@ class Formulation:
         the non-lifted formulation, redundant contacts, a singular ``Cw`` or a value not finite,
         which it then finds)."""
         _check_knots(it)
-        horizon = self._compiled_horizon()
+        horizon = self.compiled_horizon()
         out = None if horizon is None else horizon.newton_step(it, eps, recursion)
         if out is None:
             if horizon is not None:
@@ -377,7 +377,7 @@ class Formulation:
         lin, solution, step = out
         return self._horizon_linearization(horizon, lin, eps), solution, None if step is None else _stepped(step)
 
-    def _compiled_horizon(self) -> CompiledHorizon | None:
+    def compiled_horizon(self) -> CompiledHorizon | None:
         """This problem's :class:`ocp.horizon.CompiledHorizon` (made on first use), or None where
         :meth:`linearize` goes group by group: the numpy backend, the non-lifted formulation,
         redundant contacts, a kernel or library not compiled."""
@@ -388,9 +388,9 @@ class Formulation:
     def _exact_horizon(self, fresh) -> CompiledHorizon | None:
         """The :class:`ocp.horizon.CompiledHorizon` of this problem's exact linearizations
         (:meth:`linearize` with ``curvature``), or None where they go group by group: as
-        :meth:`_compiled_horizon`; ``fresh``, where a group's curvature kernel is not compiled;
+        :meth:`compiled_horizon`; ``fresh``, where a group's curvature kernel is not compiled;
         not ``fresh``, where a group's workspace keeps no curvature of this problem."""
-        if self._compiled_horizon() is None:
+        if self.compiled_horizon() is None:
             return None
         if self._exact is None:
             self._exact = self._make_horizon(exact=True) or False

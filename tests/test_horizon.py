@@ -184,12 +184,12 @@ def test_a_copy_for_other_data_shares_the_structure_and_has_its_own_numbers(poli
     rng = np.random.default_rng(6)
     moved = dataclasses.replace(polishing, v0=polishing.v0 + 0.1 * rng.standard_normal(polishing.v0.shape))
     copy = formulation.for_problem(moved)
-    structure = formulation._compiled_horizon().structure
-    assert copy._compiled_horizon().structure is structure
-    assert copy._compiled_horizon()._knots is formulation._compiled_horizon()._knots  # the same knots, kept
+    structure = formulation.compiled_horizon().structure
+    assert copy.compiled_horizon().structure is structure
+    assert copy.compiled_horizon()._knots is formulation.compiled_horizon()._knots  # the same knots, kept
     shifted = [g.index + 1 for g in polishing.groups()]  # other knots: their own arrays
     arrays, pointers = structure.knots(shifted)
-    assert pointers is not formulation._compiled_horizon()._knots
+    assert pointers is not formulation.compiled_horizon()._knots
     assert [a.dtype for a in arrays] == [np.intc] * len(shifted)
     for a, b in zip(arrays, shifted, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -234,7 +234,7 @@ def test_the_horizon_is_compiled_only_where_every_group_is(trot, case, monkeypat
         monkeypatch.setattr(manifold, "compiled", lambda model: None)
     formulation = Formulation(ocp, name, backend, quiet=True)
     lin, _ = formulation.linearize(formulation.initial_iterate(EPS), EPS)
-    assert formulation._compiled_horizon() is None
+    assert formulation.compiled_horizon() is None
     assert isinstance(lin.groups, tuple)
 
 
