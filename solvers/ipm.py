@@ -226,11 +226,11 @@ def _solve(problem, options, warm_start, callback):
     try:
         lin, iterate = problem.linearize(iterate, eps)
         for k in range(options.max_iterations + 1):
-            if _barrier_falls(options, eps, lin):
+            if _barrier_falls(options, eps, lin.kkt_error):
                 eps = max(options.barrier_min, options.barrier_factor * eps)
                 iterate = problem.reset_slacks(iterate, eps)
                 lin, iterate = problem.linearize(iterate, eps)
-            stop = _stop(options, eps, lin, k)
+            stop = _stop(options, eps, lin.kkt_error, k)
             if stop is not None:
                 return finish(*stop)
             t0, eps_step = time.perf_counter(), eps
@@ -305,27 +305,38 @@ def newton_step(problem, options: Options, iterate):
     if out is None:
         return None
     lin, solution, stepped = out
-    if _barrier_falls(options, eps, lin):
+    numbers = (lin.kkt_error, lin.cost, lin.constraint_violation)
+    result = step_result(options, eps, numbers, time.perf_counter() - start, iterate, lin)
+    if result is None:
         return None
-    summary = (lin.kkt_error, lin.cost, lin.constraint_violation, time.perf_counter() - start, eps)
-    result = Result(*_stop(options, eps, lin, 0), 0, *summary, iterate, [], lin)
     return result, None if solution is None else solution_of(solution, lin.lqr.nu), stepped
 
 
-def _barrier_falls(options, eps, lin) -> bool:
-    """Whether the ``monotone`` barrier ``eps`` falls before a step from the system ``lin``."""
-    return options.barrier_update == "monotone" and eps > options.barrier_min and lin.kkt_error <= 10 * eps
+def step_result(options: Options, eps, numbers, seconds, iterate, lin=None) -> Result | None:
+    """The :class:`Result` of a real-time iteration (:func:`newton_step`) whose linearization at
+    ``iterate`` for the barrier ``eps`` has the ``numbers`` ``(kkt_error, cost, violation)``
+    (``lin``: the linearization, if kept), made in ``seconds``; None where the barrier would
+    fall before its step (``monotone``): :func:`solve` then takes it."""
+    kkt_error = numbers[0]
+    if _barrier_falls(options, eps, kkt_error):
+        return None
+    return Result(*_stop(options, eps, kkt_error, 0), 0, *numbers, seconds, eps, iterate, [], lin)
 
 
-def _stop(options, eps, lin, k) -> tuple | None:
-    """``(status, message)`` where the interior point stops at iteration ``k`` with the system
-    ``lin`` at the barrier ``eps`` (diverged, converged, or out of iterations), or None."""
-    if lin.kkt_error > options.divergence:
-        return "diverged", f"KKT error {lin.kkt_error:.3e} exceeds {options.divergence:.1e}"
-    if lin.kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):
-        return "converged", f"KKT error {lin.kkt_error:.3e} <= {options.tol:.1e}"
+def _barrier_falls(options, eps, kkt_error) -> bool:
+    """Whether the ``monotone`` barrier ``eps`` falls before a step from a system of ``kkt_error``."""
+    return options.barrier_update == "monotone" and eps > options.barrier_min and kkt_error <= 10 * eps
+
+
+def _stop(options, eps, kkt_error, k) -> tuple | None:
+    """``(status, message)`` where the interior point stops at iteration ``k`` with a system of
+    ``kkt_error`` at the barrier ``eps`` (diverged, converged, or out of iterations), or None."""
+    if kkt_error > options.divergence:
+        return "diverged", f"KKT error {kkt_error:.3e} exceeds {options.divergence:.1e}"
+    if kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):
+        return "converged", f"KKT error {kkt_error:.3e} <= {options.tol:.1e}"
     if k == options.max_iterations:
-        return "max_iterations", f"KKT error {lin.kkt_error:.3e} after {k} iterations"
+        return "max_iterations", f"KKT error {kkt_error:.3e} after {k} iterations"
     return None
 
 
