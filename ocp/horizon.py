@@ -39,7 +39,7 @@ _GROUP_STEP = ("y", "dw", "beta", "ds", "dz", "steps", "u", "w", "beta_new", "s"
 _LINEAR = ("A", "B", "b", "Qxx", "Qxu", "Quu", "lx", "lu", "H_T", "g_T", "cost_T", "dx0", "scalars", "scratch")
 _STEP = ("q", "v", "tau", "lam", "dq", "alpha")
 _SOLUTION = ("P", "p", "K", "k", "dx", "du", "lam")  # liftoff_riccati's outputs, in its order
-_SCALARS = ("kkt_error", "cost", "violation", "l1", "log_slacks", "seconds")
+SCALARS = ("kkt_error", "cost", "violation", "l1", "log_slacks", "seconds")
 KEPT = 1000  # the most horizon structures a formulation and its copies keep
 
 
@@ -67,7 +67,7 @@ class Structure:
         self.calls, self.K, self.nx, self.nm = calls, K, nx, nm
         scratch = max([nx] + [c.S * c.ni for c in calls])
         shapes = [(K, nx, nx), (K, nx, nm), (K, nx), (K, nx, nx), (K, nx, nm), (K, nm, nm), (K, nx), (K, nm)]
-        shapes += [(nx, nx), (nx,), (1,), (nx,), (len(_SCALARS),), (scratch,)]
+        shapes += [(nx, nx), (nx,), (1,), (nx,), (len(SCALARS),), (scratch,)]
         linear = dict(zip(_LINEAR, shapes))
         step = dict(zip(_STEP, [(K + 1, nq), (K + 1, nv), (K + 1, ntau), (K + 1, nx), (K + 1, nv), (2,)]))
         pivots, ints = [], K  # the int block: the LQR's nu, then each group's pivots
@@ -111,7 +111,7 @@ class Structure:
             if len(self._knots) >= KEPT:  # knots that do not recur: start over
                 self._knots.clear()
             arrays = [np.ascontiguousarray(k, dtype=np.intc) for k in indices]
-            kept = self._knots[key] = (arrays, (_P * len(arrays))(*map(address, arrays)))
+            kept = self._knots[key] = (arrays, addresses(arrays))
         return kept
 
 
@@ -187,13 +187,20 @@ class CompiledHorizon:
         self._constants = np.ascontiguousarray(constants, dtype=float)
         self._state0 = [np.ascontiguousarray(x, dtype=float) for x in (ocp.q0, ocp.v0, ocp.tau0)]
 
-    def _inputs(self, it) -> tuple:
-        """The arrays of ``it`` the calls read (contiguous), and their addresses' array."""
+    def input_arrays(self, it) -> list:
+        """The arrays the calls read at ``it``, contiguous, in their order: the knots ``q, v,
+        tau, lam``, the initial state ``q0, v0, tau0``, the terminal cost's constant inputs,
+        then each group's ``u, w, beta, s, z``."""
         arrays = [np.ascontiguousarray(x, dtype=float) for x in (it.q, it.v, it.tau, it.lam)]
         arrays += [*self._state0, self._constants]
         for gv in it.groups:
             arrays += [np.ascontiguousarray(x, dtype=float) for x in (gv.u, gv.w, gv.beta, gv.s, gv.z)]
-        return arrays, (_P * len(arrays))(*map(address, arrays))
+        return arrays
+
+    def _inputs(self, it) -> tuple:
+        """The arrays of ``it`` the calls read (:meth:`input_arrays`), and their addresses' array."""
+        arrays = self.input_arrays(it)
+        return arrays, addresses(arrays)
 
     def _start(self, it, terminal_curvature=None, fresh=False) -> tuple:
         """Before a linearization at ``it`` (adding ``terminal_curvature`` to the terminal cost's
@@ -226,7 +233,7 @@ class CompiledHorizon:
         s = self.structure
         view = s.linear.view
         lqr = LQR(*(view(block, name) for name in _LINEAR[:8]), ints[: s.K])
-        scalars = dict(zip(_SCALARS, view(block, "scalars").tolist()))
+        scalars = dict(zip(SCALARS, view(block, "scalars").tolist()))
         terminal = (view(block, "H_T"), view(block, "g_T"), view(block, "dx0"))
         return HorizonLinearization(lqr, *terminal, scalars, block, ints, inputs)
 
@@ -271,18 +278,32 @@ class CompiledHorizon:
         s = self.structure
         arrays, x, block, ints = self._start(it)  # arrays: alive through the call
         solution, step = np.empty(s.solution.size), np.empty(s.step.size)
+        status = self.call_newton(x, eps, recursion, block, ints, solution, step)
+        if status == 1:
+            return None
+        lin = self._linearization(block, ints, (it, arrays, x))
+        if status == 2:
+            return lin, None, None
+        return lin, {name: s.solution.view(solution, name) for name in _SOLUTION}, self._step(step)
+
+    def call_newton(self, x, eps, recursion, block, ints, solution, step) -> int:
+        """The compiled call of :meth:`newton_step` on the inputs at the addresses ``x`` (those of
+        :meth:`input_arrays`, the constant inputs written), into the blocks ``block, ints,
+        solution, step`` (of the structure's sizes): 0 made, 1 where :meth:`linearize`'s steps are
+        to run, 2 where the recursion finds the LQR not convex (the linearization made)."""
+        s = self.structure
         status = s.library.liftoff_newton_horizon(
             ctypes.byref(s.horizon), self._knots, x, float(eps), address(block), address(ints), recursion,
             address(solution), pdipm.FRACTION_TO_BOUNDARY, address(step),
         )  # fmt: skip
         if status == -3:
             raise MemoryError("the Riccati recursion could not allocate its workspace")
-        if status == 2:
-            return self._linearization(block, ints, (it, arrays, x)), None, None
-        if _failed(status):
-            return None
-        parts = {name: s.solution.view(solution, name) for name in _SOLUTION}
-        return self._linearization(block, ints, (it, arrays, x)), parts, self._step(step)
+        return status if status == 2 else int(_failed(status))
+
+
+def addresses(arrays) -> ctypes.Array:
+    """The addresses of ``arrays`` (contiguous), as the calls read them."""
+    return (_P * len(arrays))(*map(address, arrays))
 
 
 def _failed(status) -> bool:
