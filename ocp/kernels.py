@@ -367,11 +367,7 @@ class CompiledStages:
             scatter[np.arange(len(f_cols)), f_cols] = 1.0
         disturbance = _rows(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, S)
         rows = self._stage_inputs(group, plan)
-        if group.kind == "contact":  # the time step, the filter's gain, the disturbance, then the stages' own
-            gain = self.ocp.filter_gain(rows[:, 0])[:, None] if lay.ntau else np.zeros((S, 0))
-            static = np.concatenate((rows[:, :1], gain, disturbance, rows[:, 1:]), axis=1)
-        else:
-            static = rows
+        static = self._contact_constants(rows, disturbance) if group.kind == "contact" else rows
         forward = None
         if "forward" in self.kernels:
             forward = np.concatenate((disturbance, self._contact_inputs(group, plan), _rows(plan.soft, S)), axis=1)
@@ -379,6 +375,17 @@ class CompiledStages:
         if workspace is None:
             workspace = plan.workspace[S] = Workspace(self.kernels[group.kind], blocks, S)
         return GroupMap(f_cols, blocks, workspace, supports, cones, bounds, touched, static, forward, scatter)
+
+    def _contact_constants(self, rows, disturbance) -> np.ndarray:
+        """The constant inputs of contact stages from their own ``rows`` (:meth:`_stage_inputs`) and
+        the ``disturbance`` on each: the time step, the filter's gain, the disturbance, then the
+        rest of their rows."""
+        gain = self.ocp.filter_gain(rows[:, 0])[:, None] if self.layout.ntau else np.zeros((len(rows), 0))
+        return np.concatenate((rows[:, :1], gain, disturbance, rows[:, 1:]), axis=1)
+
+    def moving_rows(self, group) -> MovingRows:
+        """The constant inputs of ``group`` (contact stages) as :class:`MovingRows`."""
+        return MovingRows(self, group)
 
     def _stage_inputs(self, group, plan) -> np.ndarray:
         """``(S, n)``: the constant inputs that are each stage's own (contact stages: the time
@@ -754,6 +761,41 @@ class CompiledStages:
             values[kernel.patterns[0]] = kernel(x)[0][0]
             self._terminal_curvature = values.reshape(nx, nx)
         return self._terminal_curvature
+
+
+class MovingRows:
+    """The constant inputs of a group of contact stages of ``stages`` (a :class:`CompiledStages`)
+    moved stage by stage in place: the horizons of an MPC that recede by a stage per update
+    (:mod:`problems.mpc.receding`). It keeps its own rows, and writes them into the group's
+    workspace before a call where the workspace holds another's (:func:`_write_constants`); the
+    group's map keeps the rows of its problem."""
+
+    def __init__(self, stages: CompiledStages, group):
+        gm = stages.maps[int(group.index[0])]
+        self.group, self.rows, self.workspace = group, gm.static.copy(), gm.workspace
+        self._stages, self._plan = stages, stages._plan(group)
+        self._columns = stages._columns["contact"]["static"]
+        first = 2 if stages.layout.ntau else 1  # the disturbance's columns: after the time step and the filter's gain
+        self._disturbance = slice(first, first + stages.model.nv)
+
+    def move(self, after, disturbance):
+        """Drop the first stage's row, append that of the stage of ``after`` (a group of one
+        stage after :attr:`group`'s, :meth:`ocp.problem.StageGroup.after`) made as its problem's
+        would be, and write ``disturbance (nv,)`` (None: none) on every row."""
+        stages = self._stages
+        own = stages._kept_inputs(after, self._plan)
+        disturbance = np.zeros(stages.model.nv) if disturbance is None else disturbance
+        rows = self.rows
+        rows[:-1] = rows[1:]
+        rows[-1:] = stages._contact_constants(own, disturbance[None])
+        rows[:, self._disturbance] = disturbance
+        self.workspace.static = None  # written by the next call's write()
+
+    def write(self):
+        """The rows into the group's workspace, unless it holds them."""
+        ws = self.workspace
+        if ws.static is not self:
+            ws.x[:, self._columns], ws.static = self.rows, self
 
 
 def _write_constants(gm: GroupMap, columns):

@@ -343,6 +343,13 @@ class StageGroup:
         """The group of its stages at ``positions`` (indices into :attr:`stages`)."""
         return StageGroup(tuple(self.stages[i] for i in positions), self.index[positions], self.key)
 
+    def after(self, stage) -> StageGroup:
+        """``stage`` alone, as the group of the knot after this group's last; ``ValueError`` for a
+        stage of another key (kind, contacts, cost terms, sliding or soft contacts)."""
+        if _stage_key(stage, {}) is not self.key:
+            raise ValueError("the stage's kind, contacts or cost terms are not those of the group's stages")
+        return StageGroup((stage,), self.index[-1:] + 1, self.key)
+
 
 def _vector(x, n, name):
     x = np.asarray(x, dtype=float)
