@@ -27,6 +27,14 @@ then a damped one, and its :class:`Tick` says ``mu``. The ``scheme`` decides whe
   kernels (:func:`solvers.ipm.newton_step`; its :class:`Tick`'s ``solve`` part then holds all
   three, the ``policy`` part the policy alone).
 
+A builder whose horizons recede stage by stage (the horizon at ``t + dt`` is that at ``t``
+without its first stage and with one more at its end, ``dt`` its stages' time step, the terminal
+cost the same; one group of contact stages) may say so with a method ``build.next_stage(t) ->
+(stage, disturbance)``: the last stage of the horizon at ``t`` and the disturbance of its OCP.
+Its ``rti`` updates of one iteration a stage apart then move a compiled horizon in place
+(:mod:`.receding`) instead of building the OCP, its formulation and the warm start: the same
+updates, bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are made of it when read.
+
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
 
@@ -40,10 +48,11 @@ import numpy as np
 
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation, Iterate
-from liftoff.solvers.ipm import Options, newton_step, solve
-from liftoff.solvers.riccati import RiccatiError, riccati
+from liftoff.solvers.ipm import Options, newton_step, solve, step_result
+from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
 from .policy import Policy, PolicyKernel
+from .receding import RecedingHorizon
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,10 @@ class MPC:
         self.layout, self.scheme = layout, scheme
         last = 1 if scheme == "rti" else 0  # an RTI's last iteration is the policy's linearization
         self._options = {n: replace(options, max_iterations=n - last) for n in {iterations, first_iterations}}
-        self.formulation, self.result, self.t, self.policy_kernel = None, None, None, None
+        self.t, self.policy_kernel = None, None
+        self._formulation, self._result = None, None  # the latest horizon's, unless the receding horizon holds it
+        self._receding = None  # the horizon the updates move in place (module docstring), or None
+        self._fresh = True  # whether _formulation is the latest horizon's
         self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
         self.ticks: list = []
 
@@ -118,10 +130,35 @@ class MPC:
             scheme=m.scheme,
         )  # fmt: skip
 
+    @property
+    def formulation(self) -> Formulation | None:
+        """The formulation of the latest horizon's OCP (None before :meth:`start`)."""
+        if not self._fresh:  # an update in place: its OCP made now
+            self._formulation, self._fresh = self._formulation.for_problem(self._receding.ocp()), True
+        return self._formulation
+
+    @formulation.setter
+    def formulation(self, formulation):
+        self._formulation, self._fresh = formulation, True
+
+    @property
+    def result(self):
+        """The latest update's :class:`solvers.ipm.Result` (None before :meth:`start`); with
+        ``rti``, its iterate the one its step reached (the next update's warm start)."""
+        r = self._result
+        if r is not None and r.iterate is None:  # an update in place: its iterate copied now
+            r = self._result = replace(r, iterate=self._receding.stepped())
+        return r
+
+    @result.setter
+    def result(self, result):
+        self._result = result
+
     def start(self, t, q, v, tau=None, warm_start=None) -> Policy:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
         stamps = [time.process_time()]
+        self._receding = None
         ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
         if ocp.stages[0].kind != "contact":
@@ -140,9 +177,13 @@ class MPC:
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
         a torque filter), after :meth:`start`."""
-        if self.result is None:
+        if self._result is None:
             raise RuntimeError("MPC.update before MPC.start")
         stamps = [time.process_time()]
+        if self._receding is not None:
+            policy = self._update_in_place(t, q, v, tau, stamps)
+            if policy is not None:
+                return policy
         old, t_old = self.formulation, self.t
         ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
@@ -151,6 +192,51 @@ class MPC:
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
         return self._solve(t, stamps, start, self.iterations)
+
+    def _update_in_place(self, t, q, v, tau, stamps) -> Policy | None:
+        """:meth:`update` by the receding horizon (module docstring), or None where it does not
+        move so (another time than a stage later, a stage of another structure), the receding
+        horizon left. Where its Newton step is not the compiled call's (a failed or non-convex
+        linearization, a barrier that falls first), the update takes the steps of :meth:`_solve`
+        from the moved start."""
+        r = self._receding
+        if abs(t - self.t - r.dt) > 1e-9 * max(1.0, abs(t)):
+            return self._leave()
+        stage, disturbance = self.build.next_stage(t)
+        stamps.append(time.process_time())
+        try:
+            r.move(stage, q, v, np.zeros(0) if tau is None else tau, disturbance)
+        except ValueError:  # the general update takes it (and says what is wrong)
+            return self._leave()
+        self._fresh = False
+        stamps.append(time.process_time())
+        r.warm_start()
+        stamps.append(time.process_time())
+        options, recursion = self._options[self.iterations], compiled_address()
+        eps = options.barrier
+        try:
+            status = 1 if recursion is None else r.newton_step(eps, recursion)
+        except FloatingPointError:  # a stage kernel that failed: the steps one by one say where
+            status = 1
+        stamps.append(time.process_time())
+        n = r.numbers()
+        numbers = (n["kkt_error"], n["cost"], n["violation"])
+        result = None if status else step_result(options, eps, numbers, stamps[-1] - stamps[-2], None)
+        if result is None:  # the steps one after the other, from the same start
+            start, self._receding = r.start(), None
+            self.formulation = self._formulation.for_problem(r.ocp())
+            return self._solve(t, stamps[:-1], start, self.iterations)
+        self.t = t
+        if not np.isfinite(result.kkt_error):
+            self.result = replace(result, iterate=r.start())
+            raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
+        self.result = replace(result, iterations=1)  # its iterate made when read (:attr:`result`)
+        return self._finish(t, stamps, Policy(r.formulation.model, t, r.dt, *r.first_stage()), result, 0.0)
+
+    def _leave(self) -> None:
+        """Leave the receding horizon: the formulation and the result are made of it."""
+        self._formulation, self._result, self._receding = self.formulation, self.result, None
+        return None
 
     def _solve(self, t, stamps, start, iterations) -> Policy:
         """Solve from ``start`` and make the policy; ``stamps``: the CPU times at the update's
@@ -175,16 +261,22 @@ class MPC:
                 d = f.direction(it, lin, sol)
                 stepped = f.step(it, d, *f.max_steps(it, d))
             self.result = replace(result, iterate=stepped, iterations=result.iterations + 1, linearization=None)
+            if self.iterations == 1 and hasattr(self.build, "next_stage"):
+                self._receding = RecedingHorizon.of(f, stepped)
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = f.ocp.stages[0].dt
         plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())
         policy = Policy(f.model, t, dt, *plan, u0 + sol.feedforward[0], sol.gains[0])  # stage 0 has every control
+        return self._finish(t, stamps, policy, result, mu)
+
+    def _finish(self, t, stamps, policy, result, mu) -> Policy:
+        """``policy`` compiled (with the compiled backend), and the update's :class:`Tick`."""
         if self.policy_kernel is not None:
             policy = self.policy_kernel.bind(policy)
         stamps.append(time.process_time())
         names = PARTS if len(stamps) == len(PARTS) + 1 else ("build", "solve", "policy")
         parts = {name: end - begin for name, begin, end in zip(names, stamps, stamps[1:])}
-        tick = Tick(t, stamps[-1] - stamps[0], self.result.iterations, result.kkt_error, result.status, parts, mu)
+        tick = Tick(t, stamps[-1] - stamps[0], self._result.iterations, result.kkt_error, result.status, parts, mu)
         self.ticks.append(tick)
         if self.on_tick is not None:
             self.on_tick(tick)

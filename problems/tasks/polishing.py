@@ -52,11 +52,16 @@ Offset-free MPC: each horizon takes the generalized force its model misses as th
 measurements show it (:mod:`problems.mpc.observer`, filtered over ``observer.time_constant``;
 ``build_ocp``'s ``disturbance``): what a model error (a heavier arm, a joint's stiction) would
 leave as a constant force error, the MPC compensates.
+
+The MPC's builder is :class:`Horizons`: a stage depends on its start time only, so its horizons
+recede stage by stage, and its ``rti`` updates move a compiled horizon in place
+(:mod:`problems.mpc.controller`).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -611,3 +616,20 @@ def build_ocp(task: Polishing, t0=0.0, q0=None, v0=None, tau0=None, disturbance=
     width = cfg.joint_friction.width
     stages, terminal = task.stages(t0), task.shared_terms.terminal
     return OCP(task.model, q0, v0, stages, terminal, None, cfg.limits, cfg.torque_filter, tau0, width, disturbance)
+
+
+@dataclass(frozen=True)
+class Horizons:
+    """The polishing MPC's problem builder (:class:`problems.mpc.controller.MPC`): ``(t, q, v,
+    tau) -> OCP``, :func:`build_ocp` with the disturbance ``estimate()`` (None: none). Its
+    horizons recede stage by stage (:meth:`next_stage`)."""
+
+    task: Polishing
+    estimate: Callable = lambda: None
+
+    def __call__(self, t, q, v, tau=None) -> OCP:
+        return build_ocp(self.task, t, q, v, tau, self.estimate())
+
+    def next_stage(self, t) -> tuple:
+        """The last stage of the horizon at ``t``, and the disturbance of its OCP."""
+        return self.task.stages(t)[-1], self.estimate()
