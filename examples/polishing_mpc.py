@@ -14,7 +14,7 @@ from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.mpc.observer import DisturbanceObserver
 from liftoff.problems.mpc.polishing_run import make_plant, pad_forces
 from liftoff.problems.tasks.config import load_config
-from liftoff.problems.tasks.polishing import TOOL_FRAME, PolishingConfig, build_ocp, make_task
+from liftoff.problems.tasks.polishing import TOOL_FRAME, Horizons, PolishingConfig, make_task
 
 config = load_config(Path(__file__).resolve().parent.parent / "configs" / "polishing_horizontal.yaml", PolishingConfig)
 task = make_task(config)  # the reduced Talos with its tool frame, its initial state, the surface and the circle
@@ -23,7 +23,7 @@ plant = make_plant(config, task, [push])  # MuJoCo: a table of friction 0.3, the
 observer = DisturbanceObserver(  # what the model misses (the joints' stiction, the push): offset-free MPC
     task.model, plant.dt, config.observer.time_constant, config.joint_friction.width, pad_forces(task), [TOOL_FRAME]
 )
-mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, observer.estimate), config, quiet=True)
+mpc = MPC.of_config(Horizons(task, lambda: observer.estimate), config, quiet=True)  # horizons of 50 stages
 log = closed_loop(  # the policy at every plant step (1 kHz), an MPC update every 10 ms
     mpc, plant, task.model, task.q0, task.v0, 2.0, config.mpc.period, tau0=task.u_pressing, observe=observer.observe
 )

@@ -38,7 +38,7 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.dynamics import collision, simulator
-from liftoff.problems.tasks.polishing import TOOL_FRAME, build_ocp, make_task
+from liftoff.problems.tasks.polishing import TOOL_FRAME, Horizons, make_task
 
 from .controller import MPC
 from .disturbances import check_frames, describe, disturbances_of, scaled_model
@@ -132,7 +132,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         task.model, plant.dt, time_constant, width, pad_forces(task), (TOOL_FRAME,), config.solver.backend, quiet
     )
     estimate = (lambda: observer.estimate) if time_constant > 0 else (lambda: None)
-    mpc = MPC.of_config(lambda t, q, v, tau: build_ocp(task, t, q, v, tau, estimate()), config, formulation, quiet)
+    mpc = MPC.of_config(Horizons(task, estimate), config, formulation, quiet)
     duration = m.duration if duration is None else duration
     tau0 = task.u_pressing if config.torque_filter is not None else None
     log = closed_loop(
