@@ -39,7 +39,9 @@ _VARIABLES = ("u", "w", "beta_new", "s", "z")
 
 class RecedingHorizon:
     """The horizon of ``formulation`` (:meth:`of`) from its stepped iterate ``it`` (the next
-    update's start before it moves)."""
+    update's start before it moves): its stages, initial state and disturbance, its constant
+    inputs (:attr:`rows`), and the arrays of the compiled Newton step (module docstring), its own
+    from then on. The formulation's maps keep the rows of its own problem."""
 
     @classmethod
     def of(cls, formulation, it) -> RecedingHorizon | None:
@@ -59,13 +61,13 @@ class RecedingHorizon:
         self.stages = deque(ocp.stages, maxlen=ocp.K)  # the horizon's stages, in order
         self.disturbance = ocp.disturbance
         s = horizon.structure
-        self.arrays = [x.copy() for x in horizon.input_arrays(it)]  # the calls' inputs, this horizon's own
-        self._x = addresses(self.arrays)
+        self._arrays = [x.copy() for x in horizon.input_arrays(it)]  # the calls' inputs, kept alive
+        self._x = addresses(self._arrays)
         self.block, self.ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
         self.solution, self.step = np.empty(s.solution.size), np.empty(s.step.size)
         knots = [s.step.view(self.step, name) for name in _KNOTS]
         variables = [s.step.view(self.step, (0, name)) for name in _VARIABLES]
-        q, v, tau, lam, *self._state0, _, u, w, beta, slacks, duals = self.arrays
+        q, v, tau, lam, *self._state0, _, u, w, beta, slacks, duals = self._arrays
         self._moves = (tuple(zip((q, v, tau, lam), knots)), tuple(zip((u, w, beta, slacks, duals), variables)))
         for x, y in zip(knots + variables, (it.q, it.v, it.tau, it.lam, *vars(it.groups[0]).values())):
             x[:] = y  # as if the last step had reached it
@@ -133,10 +135,13 @@ class RecedingHorizon:
 
     def start(self) -> Iterate:
         """A copy of the iterate the last Newton step started from."""
-        q, v, tau, lam = (x.copy() for x, _ in self._moves[0])
-        return Iterate(q, v, lam, (GroupVariables(*(x.copy() for x, _ in self._moves[1])),), tau)
+        return self._copy(0)
 
     def stepped(self) -> Iterate:
         """A copy of the iterate the last Newton step reached."""
-        q, v, tau, lam = (x.copy() for _, x in self._moves[0])
-        return Iterate(q, v, lam, (GroupVariables(*(x.copy() for _, x in self._moves[1])),), tau)
+        return self._copy(1)
+
+    def _copy(self, j) -> Iterate:
+        """A copy of the start (``j = 0``) or of the step (1)."""
+        q, v, tau, lam = (pair[j].copy() for pair in self._moves[0])
+        return Iterate(q, v, lam, (GroupVariables(*(pair[j].copy() for pair in self._moves[1])),), tau)
