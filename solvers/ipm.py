@@ -226,11 +226,11 @@ def _solve(problem, options, warm_start, callback):
     try:
         lin, iterate = problem.linearize(iterate, eps)
         for k in range(options.max_iterations + 1):
-            if _barrier_falls(options, eps, lin.kkt_error):
+            if barrier_falls(options, eps, lin.kkt_error):
                 eps = max(options.barrier_min, options.barrier_factor * eps)
                 iterate = problem.reset_slacks(iterate, eps)
                 lin, iterate = problem.linearize(iterate, eps)
-            stop = _stop(options, eps, lin.kkt_error, k)
+            stop = stopping(options, eps, lin.kkt_error, k)
             if stop is not None:
                 return finish(*stop)
             t0, eps_step = time.perf_counter(), eps
@@ -305,32 +305,23 @@ def newton_step(problem, options: Options, iterate):
     if out is None:
         return None
     lin, solution, stepped = out
-    numbers = (lin.kkt_error, lin.cost, lin.constraint_violation)
-    result = step_result(options, eps, numbers, time.perf_counter() - start, iterate, lin)
-    if result is None:
+    if barrier_falls(options, eps, lin.kkt_error):
         return None
+    summary = (lin.kkt_error, lin.cost, lin.constraint_violation, time.perf_counter() - start, eps)
+    result = Result(*stopping(options, eps, lin.kkt_error, 0), 0, *summary, iterate, [], lin)
     return result, None if solution is None else solution_of(solution, lin.lqr.nu), stepped
 
 
-def step_result(options: Options, eps, numbers, seconds, iterate, lin=None) -> Result | None:
-    """The :class:`Result` of a real-time iteration (:func:`newton_step`) whose linearization at
-    ``iterate`` for the barrier ``eps`` has the ``numbers`` ``(kkt_error, cost, violation)``
-    (``lin``: the linearization, if kept), made in ``seconds``; None where the barrier would
-    fall before its step (``monotone``): :func:`solve` then takes it."""
-    kkt_error = numbers[0]
-    if _barrier_falls(options, eps, kkt_error):
-        return None
-    return Result(*_stop(options, eps, kkt_error, 0), 0, *numbers, seconds, eps, iterate, [], lin)
-
-
-def _barrier_falls(options, eps, kkt_error) -> bool:
-    """Whether the ``monotone`` barrier ``eps`` falls before a step from a system of ``kkt_error``."""
+def barrier_falls(options: Options, eps, kkt_error) -> bool:
+    """Whether the ``monotone`` barrier ``eps`` falls before a step from a system of ``kkt_error``
+    (:func:`solve`'s rule)."""
     return options.barrier_update == "monotone" and eps > options.barrier_min and kkt_error <= 10 * eps
 
 
-def _stop(options, eps, kkt_error, k) -> tuple | None:
+def stopping(options: Options, eps, kkt_error, k) -> tuple | None:
     """``(status, message)`` where the interior point stops at iteration ``k`` with a system of
-    ``kkt_error`` at the barrier ``eps`` (diverged, converged, or out of iterations), or None."""
+    ``kkt_error`` at the barrier ``eps`` (diverged, converged, or out of iterations), or None:
+    :func:`solve`'s rule, which an MPC's updates in place follow."""
     if kkt_error > options.divergence:
         return "diverged", f"KKT error {kkt_error:.3e} exceeds {options.divergence:.1e}"
     if kkt_error <= options.tol and (options.barrier_update == "fixed" or eps <= options.barrier_min):

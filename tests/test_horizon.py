@@ -291,7 +291,7 @@ def test_a_newton_step_leaves_to_the_separate_calls_what_it_cannot_take(trot, mo
     assert solve(formulation, options, warm_start=bad).status == "diverged"
     monotone = dataclasses.replace(options, barrier_update="monotone", barrier_min=EPS / 10)
     with monkeypatch.context() as m:
-        m.setattr(ipm, "_barrier_falls", lambda options, eps, kkt_error: options.barrier_update == "monotone")
+        m.setattr(ipm, "barrier_falls", lambda options, eps, kkt_error: options.barrier_update == "monotone")
         assert ipm.newton_step(formulation, monotone, it) is None
         assert ipm.newton_step(formulation, options, it) is not None
 
