@@ -18,6 +18,7 @@ from liftoff.problems.tasks.config import parse_config
 from liftoff.problems.tasks.polishing import Horizons, PolishingConfig, make_task
 from liftoff.solvers import ipm
 from liftoff.solvers.ipm import Options
+from liftoff.solvers.riccati import compiled_address
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +31,13 @@ def _general(build):
     return lambda t, q, v, tau: build(t, q, v, tau)
 
 
-def _updates(task, build, times, options=Options(), read=()):
-    """The numbers of an ``rti`` MPC of ``build`` started at 0 and updated at ``times`` from
-    random states near the task's: each policy's plan, control and gains, each tick's KKT error,
-    iterations and status, and the iterate each update reached. ``read``: the updates after
-    which the formulation and the result are read before the next."""
+def _updates(task, build, times, options=Options(), read=(), scheme="rti", iterations=1):
+    """The numbers of an MPC of ``build`` (its ``scheme`` and ``iterations`` per update) started
+    at 0 and updated at ``times`` from random states near the task's: each policy's plan, control
+    and gains, each tick's KKT error, iterations and status, and the iterate each update reached.
+    ``read``: the updates after which the formulation and the result are read before the next."""
     rng = np.random.default_rng(5)
-    mpc = MPC(build, options=options, first_iterations=3, scheme="rti", quiet=True)
+    mpc = MPC(build, options=options, iterations=iterations, first_iterations=3, scheme=scheme, quiet=True)
     mpc.start(0.0, task.q0, task.v0, task.u_pressing)
     out = []
     for k, t in enumerate(times):
@@ -67,11 +68,16 @@ def _counted(monkeypatch):
     return calls
 
 
-def test_updates_in_place_are_the_updates_that_build_their_ocps(task, monkeypatch):
-    """Updates a stage apart move the horizon in place: the same policies, ticks, iterates and
-    (read after them) formulation's OCPs as the updates that build the OCP, to the last bit, with
-    a new disturbance on every row at each update; reading the formulation or the result between
-    two updates changes nothing that follows."""
+SCHEMES = [("rti", 1), ("rti", 2), ("newton", 1), ("newton", 2)]
+
+
+@pytest.mark.parametrize("scheme, iterations", SCHEMES)
+def test_updates_in_place_are_the_updates_that_build_their_ocps(task, monkeypatch, scheme, iterations):
+    """Updates a stage apart move the horizon in place, in either scheme and with one or two
+    iterations per update: the same policies, ticks, iterates and (read after them)
+    formulation's OCPs as the updates that build the OCP, to the last bit, with a new disturbance
+    on every row at each update; reading the formulation or the result between two updates
+    changes nothing that follows."""
     disturbance = np.linspace(-0.5, 0.5, task.model.nv)
 
     def estimates():  # the estimate of each horizon's build, the first solve's first
@@ -79,10 +85,12 @@ def test_updates_in_place_are_the_updates_that_build_their_ocps(task, monkeypatc
 
     times = [0.01 * k for k in range(1, 8)]
     calls = _counted(monkeypatch)
-    in_place = _updates(task, Horizons(task, estimates()), times, read=(2, 3))
-    assert len(calls) == len(times)
-    general = _updates(task, _general(Horizons(task, estimates())), times, read=(2, 3))
-    assert len(calls) == len(times)
+    kind = {"scheme": scheme, "iterations": iterations}
+    in_place = _updates(task, Horizons(task, estimates()), times, read=(2, 3), **kind)
+    assert len(calls) >= len(times) * (1 if scheme == "rti" and iterations == 1 else 2)
+    moved = len(calls)
+    general = _updates(task, _general(Horizons(task, estimates())), times, read=(2, 3), **kind)
+    assert len(calls) == moved
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -112,7 +120,10 @@ def test_an_update_that_does_not_recede_in_place_is_the_general_one_and_the_next
     assert moved == (len(times) - 1 if options.barrier_update == "fixed" else len(times))
 
 
-def test_an_update_whose_lqr_the_call_finds_not_convex_takes_the_damped_steps_from_the_moved_start(task, monkeypatch):
+@pytest.mark.parametrize("scheme, iterations", [("rti", 1), ("newton", 1)])
+def test_an_update_whose_lqr_the_call_finds_not_convex_takes_the_damped_steps_from_the_moved_start(
+    task, monkeypatch, scheme, iterations
+):
     """Where the compiled call's recursion finds the LQR not convex, the update in place takes the
     general update's steps (the policy's recursion, damped if need be, and the step in Python)
     from its moved start: the general updates' numbers."""
@@ -123,21 +134,46 @@ def test_an_update_whose_lqr_the_call_finds_not_convex_takes_the_damped_steps_fr
     monkeypatch.setattr(controller, "compiled_address", lambda: address)
     times = [0.01, 0.02, 0.03]
     calls = _counted(monkeypatch)
-    in_place = _updates(task, Horizons(task), times)
+    in_place = _updates(task, Horizons(task), times, scheme=scheme, iterations=iterations)
     assert len(calls) == len(times)
-    general = _updates(task, _general(Horizons(task)), times)
+    general = _updates(task, _general(Horizons(task)), times, scheme=scheme, iterations=iterations)
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_closed_loop_in_place_is_the_closed_loop_that_builds_its_ocps(monkeypatch):
-    """The polishing task's ``rti`` loop in MuJoCo, with its soft contact and the disturbance
-    observer: the same log, array by array and bit by bit, as with every update building its OCP;
-    and the horizon built only for the first solve."""
-    config = parse_config(
-        {"task": "polishing", "contacts": {"model": "soft"}, "mpc": {"horizon": 10, "scheme": "rti"}},
-        schema=PolishingConfig,
-    )
+def test_an_update_whose_second_call_fails_takes_the_general_steps_from_its_moved_start(task, monkeypatch):
+    """A ``newton`` update in place whose second call (at the iterate its first step reached)
+    finds the LQR not convex: the general update runs from the update's start, not from where the
+    first step went, and gives the general updates' numbers."""
+    signature = ctypes.CFUNCTYPE(ctypes.c_int, *(ctypes.c_int,) * 3, *(ctypes.c_void_p,) * 19)
+    recursion = signature(compiled_address())
+    calls = []
+
+    def every_second(*args):  # liftoff_riccati's status at stage 0 on every second call
+        calls.append(1)
+        return 1 if len(calls) % 2 == 0 else recursion(*args)
+
+    hook = signature(every_second)
+    monkeypatch.setattr(controller, "compiled_address", lambda: ctypes.cast(hook, ctypes.c_void_p).value)
+    times = [0.01, 0.02, 0.03]
+    in_place = _updates(task, Horizons(task), times, scheme="newton")
+    assert len(calls) == 2 * len(times)
+    general = _updates(task, _general(Horizons(task)), times, scheme="newton")
+    for a, b in zip(in_place, general, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"contacts": {"model": "soft"}, "mpc": {"scheme": "rti"}}, {"mpc": {"scheme": "newton"}}],
+    ids=["rti, soft contact", "newton"],
+)
+def test_a_closed_loop_in_place_is_the_closed_loop_that_builds_its_ocps(monkeypatch, changes):
+    """The polishing task's loop in MuJoCo with the disturbance observer, in either scheme (with
+    the rigid or the soft contact): the same log, array by array and bit by bit, as with every
+    update building its OCP; and the horizon built only for the first solve."""
+    changes["mpc"]["horizon"] = 10
+    config = parse_config({"task": "polishing", **changes}, schema=PolishingConfig)
     builds, call = [], Horizons.__call__
 
     def counted(self, *args):
@@ -182,9 +218,14 @@ def test_a_stage_of_another_structure_or_a_state_of_other_sizes_moves_nothing(ta
     np.testing.assert_array_equal(r.rows.rows[:-1], rows[1:])
 
 
-def test_only_a_one_group_horizon_of_compiled_kernels_recedes_in_place(task):
-    """The numpy backend, or an update of more than one iteration, builds every OCP."""
-    for kwargs in ({"backend": "numpy"}, {"iterations": 2}):
-        mpc = MPC(Horizons(task), first_iterations=2, scheme="rti", quiet=True, **kwargs)
+def test_only_compiled_kernels_and_full_gauss_newton_steps_at_a_fixed_barrier_recede_in_place(task):
+    """The numpy backend builds every OCP, and so do Newton steps whose barrier falls, that
+    search along their line or take the exact Hessian (an ``rti`` update of one linearization
+    takes no step within the update: it recedes with any barrier)."""
+    adaptive = Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-3)
+    others = [Options(line_search=True), Options(hessian="exact"), adaptive]
+    cases = [("rti", Options(), "numpy")] + [("newton", options, "compiled") for options in others]
+    for scheme, options, backend in cases + [("rti", adaptive, "compiled")]:
+        mpc = MPC(Horizons(task), "lifted", backend, options, first_iterations=2, scheme=scheme, quiet=True)
         mpc.start(0.0, task.q0, task.v0, task.u_pressing)
-        assert mpc._receding is None
+        assert (mpc._receding is None) == ((scheme, options, backend) in cases)

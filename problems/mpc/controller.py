@@ -31,9 +31,11 @@ A builder whose horizons recede stage by stage (the horizon at ``t + dt`` is tha
 without its first stage and with one more at its end, ``dt`` its stages' time step, the terminal
 cost the same; one group of contact stages) may say so with a method ``build.next_stage(t) ->
 (stage, disturbance)``: the last stage of the horizon at ``t`` and the disturbance of its OCP.
-Its ``rti`` updates of one iteration a stage apart then move a compiled horizon in place
-(:mod:`.receding`) instead of building the OCP, its formulation and the warm start: the same
-updates, bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are made of it when read.
+Its updates a stage apart then move a compiled horizon in place (:mod:`.receding`) instead of
+building the OCP, its formulation and the warm start: the same updates, bitwise, in both schemes
+(``newton`` at a fixed barrier, with full Gauss-Newton steps; ``rti`` of one linearization with
+any barrier). :attr:`MPC.formulation` and :attr:`MPC.result` are made of it when read; the result
+of an update in place keeps no linearization and no iteration history.
 
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
@@ -48,7 +50,7 @@ import numpy as np
 
 from liftoff.dynamics.codegen import CompileError
 from liftoff.ocp.formulation import Formulation, Iterate
-from liftoff.solvers.ipm import Options, newton_step, solve, step_result
+from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, solve, stopping
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
 from .policy import Policy, PolicyKernel
@@ -212,26 +214,53 @@ class MPC:
         stamps.append(time.process_time())
         r.warm_start()
         stamps.append(time.process_time())
-        options, recursion = self._options[self.iterations], compiled_address()
-        eps = options.barrier
-        try:
-            status = 1 if recursion is None else r.newton_step(eps, recursion)
-        except FloatingPointError:  # a stage kernel that failed: the steps one by one say where
-            status = 1
+        result = self._steps_in_place(r, self._options[self.iterations])
         stamps.append(time.process_time())
-        n = r.numbers()
-        numbers = (n["kkt_error"], n["cost"], n["violation"])
-        result = None if status else step_result(options, eps, numbers, stamps[-1] - stamps[-2], None)
         if result is None:  # the steps one after the other, from the same start
             start, self._receding = r.start(), None
             self.formulation = self._formulation.for_problem(r.ocp())
             return self._solve(t, stamps[:-1], start, self.iterations)
-        self.t = t
-        if not np.isfinite(result.kkt_error):
-            self.result = replace(result, iterate=r.start())
-            raise MPCError(f"the MPC update at t = {t:.3f} s failed: {result.message}")
-        self.result = replace(result, iterations=1)  # its iterate made when read (:attr:`result`)
+        self.t, self.result = t, result  # its iterate made when read (:attr:`result`)
         return self._finish(t, stamps, Policy(r.formulation.model, t, r.dt, *r.first_stage()), result, 0.0)
+
+    def _steps_in_place(self, r, options) -> Result | None:
+        """The update's Newton steps on the receding horizon ``r`` (:mod:`.receding`), as
+        :func:`solvers.ipm.solve` takes them at a fixed barrier, and with ``rti`` the step of the
+        last linearization: its :class:`solvers.ipm.Result` (its iterate None: the horizon's). None
+        where they go the general way: no compiled recursion, a call that fails or finds the LQR
+        not convex, a value not finite, a barrier that falls (``monotone``)."""
+        eps, recursion, begin = options.barrier, compiled_address(), time.perf_counter()
+        if recursion is None:
+            return None
+        k = 0
+        while True:
+            try:
+                status = r.newton_step(eps, recursion)
+            except FloatingPointError:  # a stage kernel that failed: the steps one by one say where
+                return None
+            n = r.numbers()
+            kkt_error = n["kkt_error"]
+            if status or not np.isfinite(kkt_error) or barrier_falls(options, eps, kkt_error):
+                return None
+            stop = stopping(options, eps, kkt_error, k)
+            if stop is not None:
+                break
+            r.advance()
+            k += 1
+        if self.scheme == "rti":  # the last linearization's step warm-starts the next update
+            k += 1
+        else:
+            r.hold()
+        numbers = (kkt_error, n["cost"], n["violation"], time.perf_counter() - begin, eps)
+        return Result(*stop, k, *numbers, None, [], None)
+
+    def _recedes(self, options) -> bool:
+        """Whether the updates of ``options`` can move the horizon in place: an ``rti`` update of
+        one linearization, or Newton steps at a fixed barrier, with full steps and Gauss-Newton's
+        Hessian (the loop of :meth:`_steps_in_place`)."""
+        if self.scheme == "rti" and options.max_iterations == 0:
+            return True
+        return options.barrier_update == "fixed" and not options.line_search and options.hessian == "gauss-newton"
 
     def _leave(self) -> None:
         """Leave the receding horizon: the formulation and the result are made of it."""
@@ -261,8 +290,8 @@ class MPC:
                 d = f.direction(it, lin, sol)
                 stepped = f.step(it, d, *f.max_steps(it, d))
             self.result = replace(result, iterate=stepped, iterations=result.iterations + 1, linearization=None)
-            if self.iterations == 1 and hasattr(self.build, "next_stage"):
-                self._receding = RecedingHorizon.of(f, stepped)
+        if hasattr(self.build, "next_stage") and self._recedes(self._options[self.iterations]):
+            self._receding = RecedingHorizon.of(f, self.result.iterate)
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
         dt = f.ocp.stages[0].dt
         plan = (it.q[:2].copy(), it.v[:2].copy(), it.tau[:2].copy())

@@ -1,6 +1,6 @@
-"""A compiled horizon that recedes by a stage per update, in place: the ``rti`` updates of an
-MPC whose builder says that its horizons recede (:mod:`.controller`), without an OCP, a
-formulation or a warm start made per update.
+"""A compiled horizon that recedes by a stage per update, in place: the updates of an MPC whose
+builder says that its horizons recede (:mod:`.controller`), without an OCP, a formulation or a
+warm start made per update.
 
 Its horizons are one group of contact stages of one time step ``dt`` on a compiled lifted
 horizon (:meth:`ocp.formulation.Formulation.compiled_horizon`), the horizon at ``t + dt`` that at
@@ -11,12 +11,16 @@ stage later:
 
 - moves the group's constant inputs by a stage (:meth:`RecedingHorizon.move`,
   :class:`ocp.kernels.MovingRows`: the new last stage's row made as its OCP's would be, the
-  disturbance written on every row);
-- writes the measured state, and moves the iterate the last step reached as
-  :func:`.controller.warm_start` moves it to the horizon a stage later
-  (:meth:`RecedingHorizon.warm_start`): stage ``k`` and knot ``k`` take those of ``k + 1``, the
-  last stage and the last two knots keep their own;
-- runs the compiled Newton step on those arrays.
+  disturbance written on every row) and writes the measured state;
+- moves the iterate the last update reached as :func:`.controller.warm_start` moves it to the
+  horizon a stage later (:meth:`RecedingHorizon.warm_start`): stage ``k`` and knot ``k`` take
+  those of ``k + 1``, the last stage and the last two knots keep their own;
+- runs compiled Newton steps on those arrays (:meth:`RecedingHorizon.newton_step`), each from
+  where the last one reached (:meth:`RecedingHorizon.advance`), as :func:`solvers.ipm.solve`
+  runs them at a fixed barrier: each call linearizes, runs the Riccati recursion and steps, and
+  the linearization decides whether its step is taken. An ``rti`` update ends at the last step
+  (the next update's start), a ``newton`` update at the iterate of the last linearization
+  (:meth:`RecedingHorizon.hold`).
 
 The numbers are those of the update that builds the OCP, its formulation and its warm start,
 bitwise. What an update does not make, the horizon makes when asked: its OCP (:meth:`ocp`), the
@@ -71,6 +75,7 @@ class RecedingHorizon:
         self._moves = (tuple(zip((q, v, tau, lam), knots)), tuple(zip((u, w, beta, slacks, duals), variables)))
         for x, y in zip(knots + variables, (it.q, it.v, it.tau, it.lam, *vars(it.groups[0]).values())):
             x[:] = y  # as if the last step had reached it
+        self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
         self._scalars = s.linear.view(self.block, "scalars")
         self.gains, self.feedforward = (s.solution.view(self.solution, name)[0] for name in ("K", "k"))
 
@@ -91,8 +96,9 @@ class RecedingHorizon:
             x[:] = y
 
     def warm_start(self):
-        """The iterate the last step reached moved by one stage (module docstring): the next
+        """The iterate the last update reached moved by one stage (module docstring): the next
         Newton step's start."""
+        self._moved = None
         last = self.K - 1
         knots, variables = self._moves
         for x, stepped in knots:
@@ -102,15 +108,31 @@ class RecedingHorizon:
 
     def newton_step(self, eps, recursion) -> int:
         """The compiled Newton step at the barrier ``eps`` (``recursion``: the Riccati recursion's
-        address) from the moved iterate: the call's status (0 made; 1 where the steps run one by
-        one; 2 where the LQR is not convex, :meth:`ocp.horizon.CompiledHorizon.call_newton`).
-        Made, :meth:`numbers` are the linearization's, :attr:`gains` and :attr:`feedforward` the
-        first stage's, and :meth:`stepped` the iterate reached."""
+        address) from the iterate the horizon holds: the call's status (0 made; 1 where the steps
+        run one by one; 2 where the LQR is not convex, :meth:`ocp.horizon.CompiledHorizon.
+        call_newton`). Made, :meth:`numbers` are the linearization's, :attr:`gains` and
+        :attr:`feedforward` the first stage's, and :meth:`stepped` the iterate reached."""
         self.rows.write()
         status = self.horizon.call_newton(self._x, eps, recursion, self.block, self.ints, self.solution, self.step)
         if status == 0:
             self.formulation.stages.kernel_seconds += self.numbers()["seconds"]
         return status
+
+    def advance(self):
+        """The next Newton step starts from the iterate the last one reached (the update's start
+        kept for :meth:`start`)."""
+        if self._moved is None:
+            self._moved = self._copy(0)
+        for pairs in self._moves:
+            for x, stepped in pairs:
+                x[:] = stepped
+
+    def hold(self):
+        """The update ends at the iterate its last Newton step started from (``newton``: that of
+        the policy's linearization): the next update's start, before it moves."""
+        for pairs in self._moves:
+            for x, stepped in pairs:
+                stepped[:] = x
 
     def numbers(self) -> dict:
         """The last linearization's numbers by name (:data:`ocp.horizon.SCALARS`)."""
@@ -134,11 +156,11 @@ class RecedingHorizon:
         )
 
     def start(self) -> Iterate:
-        """A copy of the iterate the last Newton step started from."""
-        return self._copy(0)
+        """A copy of the update's start: the moved iterate its first Newton step started from."""
+        return self._copy(0) if self._moved is None else self._moved
 
     def stepped(self) -> Iterate:
-        """A copy of the iterate the last Newton step reached."""
+        """A copy of the iterate the last update reached (the next update's start before it moves)."""
         return self._copy(1)
 
     def _copy(self, j) -> Iterate:
