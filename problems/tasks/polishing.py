@@ -54,7 +54,7 @@ measurements show it (:mod:`problems.mpc.observer`, filtered over ``observer.tim
 leave as a constant force error, the MPC compensates.
 
 The MPC's builder is :class:`Horizons`: a stage depends on its start time only, so its horizons
-recede stage by stage, and its ``rti`` updates move a compiled horizon in place
+recede stage by stage, and its updates move a compiled horizon in place
 (:mod:`problems.mpc.controller`).
 """
 
