@@ -73,6 +73,7 @@ class RecedingHorizon:
         variables = [s.step.view(self.step, (0, name)) for name in _VARIABLES]
         q, v, tau, lam, *self._state0, _, u, w, beta, slacks, duals = self._arrays
         self._moves = (tuple(zip((q, v, tau, lam), knots)), tuple(zip((u, w, beta, slacks, duals), variables)))
+        self._pairs = self._moves[0] + self._moves[1]  # (start, step) of every array, knots first
         for x, y in zip(knots + variables, (it.q, it.v, it.tau, it.lam, *vars(it.groups[0]).values())):
             x[:] = y  # as if the last step had reached it
         self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
@@ -123,16 +124,14 @@ class RecedingHorizon:
         kept for :meth:`start`)."""
         if self._moved is None:
             self._moved = self._copy(0)
-        for pairs in self._moves:
-            for x, stepped in pairs:
-                x[:] = stepped
+        for x, stepped in self._pairs:
+            x[:] = stepped
 
     def hold(self):
         """The update ends at the iterate its last Newton step started from (``newton``: that of
         the policy's linearization): the next update's start, before it moves."""
-        for pairs in self._moves:
-            for x, stepped in pairs:
-                stepped[:] = x
+        for x, stepped in self._pairs:
+            stepped[:] = x
 
     def numbers(self) -> dict:
         """The last linearization's numbers by name (:data:`ocp.horizon.SCALARS`)."""
@@ -165,5 +164,5 @@ class RecedingHorizon:
 
     def _copy(self, j) -> Iterate:
         """A copy of the start (``j = 0``) or of the step (1)."""
-        q, v, tau, lam = (pair[j].copy() for pair in self._moves[0])
-        return Iterate(q, v, lam, (GroupVariables(*(pair[j].copy() for pair in self._moves[1])),), tau)
+        q, v, tau, lam, *variables = (pair[j].copy() for pair in self._pairs)
+        return Iterate(q, v, lam, (GroupVariables(*variables),), tau)
