@@ -260,8 +260,12 @@ def format_table(result) -> str:
 
 
 def format_scaling(result) -> str:
-    lines = ["| scale | knots | ms per iteration |", "|---|---|---|"]
-    lines += [f"| {p['scale']:g} | {p['knots']} | {1e3 * p['per_iteration_s']:.2f} |" for p in result["points"]]
+    """The points of :func:`scaling_benchmark` (each one's time per knot too: the fit's straight line
+    hides where it bends) and the fit."""
+    lines = ["| scale | knots | ms per iteration | us per knot |", "|---|---|---|---|"]
+    for p in result["points"]:
+        seconds = p["per_iteration_s"]
+        lines.append(f"| {p['scale']:g} | {p['knots']} | {1e3 * seconds:.2f} | {1e6 * seconds / p['knots']:.1f} |")
     lines.append(
         f"\nfit: {1e3 * result['fixed_s']:.2f} ms fixed + {1e6 * result['per_knot_s']:.1f} us per knot "
         f"(largest relative deviation {100 * result['max_relative_fit_error']:.1f}%)"
