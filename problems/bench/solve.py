@@ -11,8 +11,8 @@ it. An iteration of liftoff is split into its compiled kernels, the Riccati recu
 rest of the linearization (condensing, interior-point terms, glue) and the expansion and step.
 
 ``--scaling`` times instead the trot with its phases stretched 0.5x to 8x, 2 and 8
-iterations (their difference over 6 is the time of an iteration, without the start), and
-fits ``time per iteration = fixed + per knot * knots``.
+iterations (their difference over 6 is the time of an iteration, without the start), gives each
+stretch's time per knot, and fits ``time per iteration = fixed + per knot * knots``.
 """
 
 from __future__ import annotations

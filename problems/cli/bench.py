@@ -171,7 +171,8 @@ def _solve_parser(benches) -> None:
         description="Solve the five ANYmal gait configurations (compiled backend, lifted and non-lifted) and "
         "Crocoddyl's FDDP on its own ANYmal gait examples in the same run, CPU time with one BLAS thread, medians; "
         "print the time per knot and iteration, its ratio to Crocoddyl's, the total times and the split of an "
-        "iteration. With --scaling, instead: time per iteration of the trot stretched 0.5x to 8x, and its linear fit.",
+        "iteration. With --scaling, instead: time per iteration and per knot of the trot stretched 0.5x to 8x, and "
+        "a linear fit.",
     )
     p.add_argument("--gait", nargs="+", metavar="GAIT", help="gaits among walk, trot, pace, bound, jump (default: all)")
     p.add_argument("--scaling", action="store_true", help="time per iteration against the horizon length instead")
