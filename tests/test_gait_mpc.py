@@ -24,7 +24,7 @@ from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
 from liftoff.problems.mpc.feet import FeetKinematics
-from liftoff.problems.mpc.gait_run import command_tracking, fallen, measures, run, tilt_degrees
+from liftoff.problems.mpc.gait_run import command_tracking, fallen, impact_speeds, measures, run, tilt_degrees
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement, Steps
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
@@ -507,6 +507,25 @@ def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
     assert "| trot | lateral | 50 N | 8, 7 |" in table and "| trot | forward | 50 N | 8, 7 |" in table
 
 
+def test_the_legged_benchmark_reports_each_measure_with_its_worst_case():
+    m = {
+        "status": "completed",
+        "fell": False,
+        "command_velocity_mps": 0.3,
+        "mean_forward_velocity_mps": 0.2941,
+        "slip_per_stance_m": {"median": 0.0044, "max": 0.0729},
+        "touchdown_error_ms": {"median": 6.0, "max": 46.0, "count": 120},
+        "impact_speed_mps": {"median": 1.12, "max": 13.21, "count": 194},
+        "touchdowns": 120,
+        "max_penetration_m": 0.0564,
+        "tick_ms_median": 3.61,
+        "real_time_factor": 1.244,
+    }
+    table = legged.format_table({"results": [{"name": "bound", "group": "gaits", "measures": m}], "largest_pushes": []})
+    row = "| bound | completed | 0.30 m/s | 0.294 m/s | 4.4 mm, 72.9 mm | 6.0 ms, 46.0 ms | 1.12 m/s, 13.21 m/s"
+    assert table.splitlines()[2] == row + " | 194 / 120 | 56.4 mm | 3.6 ms | 1.24 |"
+
+
 # ----------------------------------------------------------------------------- closed loops
 
 
@@ -535,6 +554,16 @@ def test_a_one_second_trot_on_mujoco_stands_then_steps_on_time(controller_model)
     assert np.median(sliding) < 0.02  # the feet standing barely creep
     assert m["touchdowns"] >= 6 and m["touchdown_error_ms"]["median"] < 20.0
     assert m["max_cone_violation"] <= 1e-6  # MuJoCo's feet slip rather than pull beyond the cone
+    impacts = m["impact_speed_mps"]
+    assert impacts["count"] >= m["touchdowns"] and impacts["max"] < 1.0  # the swings end gently
+
+
+def test_impacts_are_the_steps_at_which_a_contact_begins():
+    active = np.array([[0, 1], [0, 1], [1, 1], [1, 1], [0, 1], [1, 0]], dtype=bool)  # foot 0 lands, bounces, lands
+    velocity = np.zeros((6, 2, 3))
+    velocity[2, 0], velocity[5, 0] = (0.0, 0.0, -3.0), (0.3, 0.0, -0.4)
+    velocity[0, 1] = (9.0, 9.0, 9.0)  # foot 1 stands from the first step on: no impact
+    np.testing.assert_allclose(impact_speeds(active, velocity), [3.0, 0.5])
 
 
 def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):

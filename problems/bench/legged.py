@@ -149,19 +149,21 @@ def largest_pushes(results) -> list:
     return out
 
 
-COLUMNS = (
-    ("forward velocity", "mean_forward_velocity_mps", "{:.3f} m/s"),
-    ("slip / stance (median)", ("slip_per_stance_m", "median"), "{:.1f} mm", 1e3),
-    ("touchdown error (median)", ("touchdown_error_ms", "median"), "{:.1f} ms"),
-    ("max", ("touchdown_error_ms", "max"), "{:.0f} ms"),
-    ("update median", "tick_ms_median", "{:.1f} ms"),
-    ("real-time factor", "real_time_factor", "{:.2f}"),
+def _pair(key, fmt, scale=1.0):
+    """A cell of the median and the max of the measure ``key``."""
+    return lambda m: f"{fmt.format(scale * m[key]['median'])}, {fmt.format(scale * m[key]['max'])}"
+
+
+COLUMNS = (  # (title, the cell of a run's measures)
+    ("forward velocity", lambda m: f"{m['mean_forward_velocity_mps']:.3f} m/s"),
+    ("slip / stance (median, max)", _pair("slip_per_stance_m", "{:.1f} mm", 1e3)),
+    ("touchdown error (median, max)", _pair("touchdown_error_ms", "{:.1f} ms")),
+    ("impact speed (median, max)", _pair("impact_speed_mps", "{:.2f} m/s")),
+    ("impacts / touchdowns", lambda m: f"{m['impact_speed_mps']['count']} / {m['touchdowns']}"),
+    ("deepest penetration", lambda m: f"{1e3 * m['max_penetration_m']:.1f} mm"),
+    ("update median", lambda m: f"{m['tick_ms_median']:.1f} ms"),
+    ("real-time factor", lambda m: f"{m['real_time_factor']:.2f}"),
 )
-
-
-def _cell(m, key, fmt, scale=1.0):
-    value = m[key[0]][key[1]] if isinstance(key, tuple) else m[key]
-    return fmt.format(scale * value)
 
 
 def format_table(result: dict) -> str:
@@ -173,7 +175,7 @@ def format_table(result: dict) -> str:
             continue
         m = r["measures"]
         status = f"fell at {m['end_time_s']:.2f} s" if m["fell"] else m["status"]
-        cells = [_cell(m, *column[1:]) for column in COLUMNS]
+        cells = [cell(m) for _, cell in COLUMNS]
         lines.append(f"| {r['name']} | {status} | {m['command_velocity_mps']:.2f} m/s | " + " | ".join(cells) + " |")
     if result["largest_pushes"]:
         lines += [

@@ -24,6 +24,10 @@ from the plant's readings whatever the engine:
 - ``touchdown_error_ms``: each touchdown's time (the first contact in the second half of a swing)
   minus the time the plan put it down at its lift-off: median and max of the absolute values,
   and the count;
+- ``impact_speed_mps``: at each impact (a step at which a foot's contact begins, the step before
+  without: touchdowns, and the landings again of feet that bounced or flickered), the speed of
+  the foot's material point at the contact: median, max and count (a count above the
+  touchdowns' is feet that bounced or flickered);
 - ``max_penetration_m`` (the deepest a foot went into the ground) and ``max_cone_violation``
   [N] (the largest tangential force beyond Coulomb's cone ``mu f_n`` of a foot in contact, with
   the ground's ``mu``: at most zero in MuJoCo, whose feet slip instead; what liftoff's idealized
@@ -263,6 +267,13 @@ def command_tracking(config, t, q, v, end) -> list:
     return out
 
 
+def impact_speeds(active, velocity) -> np.ndarray:
+    """The speeds of the feet's material points at the contact at their impacts (module
+    docstring), by step then foot; ``active (n, k)`` and ``velocity (n, k, 3)`` per step and foot."""
+    begins = active[1:] & ~active[:-1]
+    return np.linalg.norm(velocity[1:][begins], axis=-1)
+
+
 def measures(r: GaitMPCRun) -> dict:
     """The closed loop's measures (module docstring)."""
     a, controller = r.arrays, r.controller
@@ -277,6 +288,7 @@ def measures(r: GaitMPCRun) -> dict:
         moved = np.linalg.norm(position[first : last + 1, i, :2] - position[first, i, :2], axis=1)
         travels.append(float(moved.max()))
     errors = [1e3 * (x.measured - x.planned) for x in controller.touchdowns]
+    impacts = impact_speeds(active, a["contact_velocity"])
     tangential = np.linalg.norm(force[..., :2], axis=-1) - r.config.plant.friction * force[..., 2]
     commands = command_tracking(r.config, t, q, v, duration)
     forward = commands[0]["measured"]["vx"] if commands else float("nan")
@@ -290,6 +302,7 @@ def measures(r: GaitMPCRun) -> dict:
         "contact_travel_per_stance_m": _median_max(travels),
         "touchdown_error_ms": {**_median_max(np.abs(errors)), "count": len(errors)},
         "touchdowns": len(errors),
+        "impact_speed_mps": {**_median_max(impacts), "count": len(impacts)},
         "max_penetration_m": float(np.max(a["contact_depth"], initial=0.0)),
         "max_cone_violation": float(np.max(np.where(active, tangential, -np.inf), initial=0.0)),
         "ground_m": r.ground,
@@ -306,7 +319,7 @@ def _median_max(x) -> dict:
 def summary_lines(m: dict) -> tuple:
     """The measures a person reads first, as lines."""
     fell = f" (FELL at {m['end_time_s']:.2f} s)" if m["fell"] else ""
-    slip, touchdown = m["slip_per_stance_m"], m["touchdown_error_ms"]
+    slip, touchdown, impact = m["slip_per_stance_m"], m["touchdown_error_ms"], m["impact_speed_mps"]
     lines = [f"plant: {m['plant']['description']}{fell}"]
     for c in m["commands"]:
         cmd, got = c["command"], c["measured"]
@@ -321,5 +334,9 @@ def summary_lines(m: dict) -> tuple:
         f"feet: {m['touchdowns']} touchdowns, {touchdown['median']:.1f} ms off the plan (median; max "
         f"{touchdown['max']:.1f}), slip per stance {1e3 * slip['median']:.1f} mm (median; max "
         f"{1e3 * slip['max']:.1f}), cone violation up to {max(0.0, m['max_cone_violation']):.2f} N"
+    )
+    lines.append(
+        f"impacts: {impact['count']} at {impact['median']:.2f} m/s (median; max {impact['max']:.2f}), "
+        f"penetration up to {1e3 * m['max_penetration_m']:.1f} mm"
     )
     return tuple(lines)
