@@ -12,9 +12,12 @@ Its clock advances by one MPC period per update; the feet follow it as the plant
 
 - a foot in the air that touches the ground in the second half of its swing is in stance at
   once (an early touchdown);
-- a foot the schedule puts down that has not touched holds the clock (the whole schedule
-  shifts: that swing is extended, the other feet stand on) for at most ``footholds.late``
-  seconds, its swing reference reaching on down; after that it is in stance where it was to land;
+- a foot the schedule puts down that has not touched, or that will not reach the ground within
+  the first stage, holds the clock (the whole schedule waits: that swing is extended, the other
+  feet stand on) for at most ``footholds.late`` seconds, its swing reference reaching on down;
+  its touchdown goes a stage past the knot the clock holds at, so that a foot due to lift off
+  at that knot lifts off a stage before it lands; after ``late`` it is in stance where it was
+  to land;
 - a foot lifts off when the schedule says, touching or not.
 
 A foot in stance is anchored where it is measured (its contact frame, read again at each
