@@ -15,10 +15,9 @@ Its clock advances by one MPC period per update; the feet follow it as the plant
 - a foot the schedule puts down that has not touched, or that will not reach the ground within
   the first stage, holds the clock (the whole schedule waits: that swing is extended, the other
   feet stand on) for at most ``footholds.late`` seconds, its swing reference reaching on down;
-  its touchdown goes a stage past the knot the clock holds at (a stage's torques do not move a
-  foot within it), and the feet due to lift off before its touchdown stand on until then, so
-  that waiting never leaves fewer feet on the ground; after ``late`` it is in stance where it
-  was to land;
+  its touchdown goes a stage past the knot the clock holds at, so that a foot due to lift off
+  at that knot lifts off a stage before it lands; after ``late`` it is in stance where it was
+  to land;
 - a foot lifts off when the schedule says, touching or not.
 
 A foot in stance is anchored where it is measured (its contact frame, read again at each
@@ -249,10 +248,6 @@ class GaitController:
             clock, knot = self.clock, self.knot
             for st in waiting:
                 st.change = max(st.change, knot + 2)
-            touchdown = max(st.change for st in waiting)
-            for st in self.feet_state:  # and the feet to lift off before it stand on until then
-                if st.stance and st.change < touchdown:
-                    st.change = touchdown
         self.clock, self.knot = clock, knot
         for i, (st, touches) in enumerate(zip(self.feet_state, touching)):
             if st.stance and knot >= st.change:
