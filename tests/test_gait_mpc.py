@@ -497,14 +497,20 @@ def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
             "group": "pushes",
             "gait": "trot",
             "push": s.push,
-            "measures": {"fell": tuple(s.push.values()) in fell, "status": "completed"},
+            "measures": {
+                "fell": tuple(s.push.values()) in fell,
+                "status": "completed",
+                "impact_speed_mps": {"max": 0.5 + s.push["phase"] + (s.push["direction"] == "forward")},
+                "max_penetration_m": 1e-3 * (s.push["force"] / 10 + s.push["phase"]),
+            },
         }
         for s in pushes
     ]
     summary = legged.largest_pushes(fake)
     assert {p["direction"]: p["largest_N"] for p in summary} == {"lateral": 50.0, "forward": 50.0}
     table = legged.format_table(json.loads(json.dumps({"results": [], "largest_pushes": summary})))  # as --json has it
-    assert "| trot | lateral | 50 N | 8, 7 |" in table and "| trot | forward | 50 N | 8, 7 |" in table
+    assert "| trot | lateral | 50 N | 8, 7 | 7.50 m/s | 17.0 mm |" in table  # the worst of all 16 runs
+    assert "| trot | forward | 50 N | 8, 7 | 8.50 m/s | 17.0 mm |" in table
 
 
 def test_the_legged_benchmark_reports_each_measure_with_its_worst_case():

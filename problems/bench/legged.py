@@ -128,8 +128,8 @@ def legged_benchmark(groups=GROUPS, gaits=tuple(GAITS), duration=10.0, workers=N
 
 def largest_pushes(results) -> list:
     """Per gait and direction of the pushes: the largest push survived at every phase (0 if
-    none), and how many phases each magnitude survived (by the magnitude in N as text, as in
-    the JSON)."""
+    none), how many phases each magnitude survived (by the magnitude in N as text, as in the
+    JSON), and the fastest impact and deepest penetration of all its runs."""
     out = []
     runs = [r for r in results if r["group"] == "pushes"]
     for gait in dict.fromkeys(r["gait"] for r in runs):
@@ -145,7 +145,17 @@ def largest_pushes(results) -> list:
                     not r["measures"]["fell"] and r["measures"]["status"] == "completed" for r in these
                 )
             largest = max((f for f in PUSHES_N if survived[f"{f:g}"] == PHASES), default=0.0)
-            out.append({"gait": gait, "direction": direction, "largest_N": largest, "phases_survived": survived})
+            measures = [r["measures"] for r in runs if (r["gait"], r["push"]["direction"]) == (gait, direction)]
+            out.append(
+                {
+                    "gait": gait,
+                    "direction": direction,
+                    "largest_N": largest,
+                    "phases_survived": survived,
+                    "fastest_impact_mps": max(m["impact_speed_mps"]["max"] for m in measures),
+                    "deepest_penetration_m": max(m["max_penetration_m"] for m in measures),
+                }
+            )
     return out
 
 
@@ -180,12 +190,14 @@ def format_table(result: dict) -> str:
     if result["largest_pushes"]:
         lines += [
             "",
-            "| gait | push | largest survived at all 8 phases | phases survived (50 N, 100 N) |",
-            "|---|---|---|---|",
+            "| gait | push | largest survived at all 8 phases | phases survived (50 N, 100 N) "
+            "| fastest impact | deepest penetration |",
+            "|---|---|---|---|---|---|",
         ]
         for p in result["largest_pushes"]:
             counts = ", ".join(str(p["phases_survived"][f"{f:g}"]) for f in PUSHES_N)
-            lines.append(f"| {p['gait']} | {p['direction']} | {p['largest_N']:g} N | {counts} |")
+            worst = f"{p['fastest_impact_mps']:.2f} m/s | {1e3 * p['deepest_penetration_m']:.1f} mm"
+            lines.append(f"| {p['gait']} | {p['direction']} | {p['largest_N']:g} N | {counts} | {worst} |")
     schedules = [r for r in result["results"] if r["group"] == "commands"]
     if schedules:
         lines += ["", "| run | from | command (vx, vy, yaw rate) | measured | stop time |", "|---|---|---|---|---|"]
