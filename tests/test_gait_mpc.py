@@ -509,8 +509,8 @@ def test_the_legged_benchmark_pushes_at_eight_phases_of_each_cycle():
     summary = legged.largest_pushes(fake)
     assert {p["direction"]: p["largest_N"] for p in summary} == {"lateral": 50.0, "forward": 50.0}
     table = legged.format_table(json.loads(json.dumps({"results": [], "largest_pushes": summary})))  # as --json has it
-    assert "| trot | lateral | 50 N | 8, 7 | 7.50 m/s | 17.0 mm |" in table  # the worst of all 16 runs
-    assert "| trot | forward | 50 N | 8, 7 | 8.50 m/s | 17.0 mm |" in table
+    assert "| trot | lateral | 50 N | 8, 7 | 10 of 16 | 7.50 m/s | 17.0 mm |" in table  # the worst of all 16 runs
+    assert "| trot | forward | 50 N | 8, 7 | 12 of 16 | 8.50 m/s | 17.0 mm |" in table
 
 
 def test_the_legged_benchmark_reports_each_measure_with_its_worst_case():

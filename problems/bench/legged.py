@@ -32,6 +32,7 @@ PUSHES_N = (50.0, 100.0)
 DIRECTIONS = {"lateral": (0.0, 1.0, 0.0), "forward": (1.0, 0.0, 0.0)}
 PHASES = 8
 PUSH_START_S, PUSH_S, AFTER_PUSH_S = 3.0, 0.1, 2.0
+STRIKE_MPS = 3.0  # an impact faster than this is a strike (a plain trot's feet land at 0.4 m/s, at most 0.6)
 #: The command schedule of the ``commands`` group: forward, stop, turn in place, forward again.
 SCHEDULE = {
     "trot": [{"t": 0.0, "vx": 0.3}, {"t": 4.0, "vx": 0.0}, {"t": 6.0, "yaw_rate": 0.3}, {"t": 8.5, "vx": 0.2}],
@@ -129,7 +130,8 @@ def legged_benchmark(groups=GROUPS, gaits=tuple(GAITS), duration=10.0, workers=N
 def largest_pushes(results) -> list:
     """Per gait and direction of the pushes: the largest push survived at every phase (0 if
     none), how many phases each magnitude survived (by the magnitude in N as text, as in the
-    JSON), and the fastest impact and deepest penetration of all its runs."""
+    JSON), how many of its runs had a foot strike the ground faster than :data:`STRIKE_MPS`, and
+    the fastest impact and deepest penetration of all its runs."""
     out = []
     runs = [r for r in results if r["group"] == "pushes"]
     for gait in dict.fromkeys(r["gait"] for r in runs):
@@ -153,6 +155,7 @@ def largest_pushes(results) -> list:
                     "largest_N": largest,
                     "phases_survived": survived,
                     "fastest_impact_mps": max(m["impact_speed_mps"]["max"] for m in measures),
+                    "runs_striking": sum(m["impact_speed_mps"]["max"] > STRIKE_MPS for m in measures),
                     "deepest_penetration_m": max(m["max_penetration_m"] for m in measures),
                 }
             )
@@ -191,12 +194,14 @@ def format_table(result: dict) -> str:
         lines += [
             "",
             "| gait | push | largest survived at all 8 phases | phases survived (50 N, 100 N) "
-            "| fastest impact | deepest penetration |",
-            "|---|---|---|---|---|---|",
+            f"| runs with a strike (> {STRIKE_MPS:g} m/s) | fastest impact | deepest penetration |",
+            "|---|---|---|---|---|---|---|",
         ]
         for p in result["largest_pushes"]:
             counts = ", ".join(str(p["phases_survived"][f"{f:g}"]) for f in PUSHES_N)
-            worst = f"{p['fastest_impact_mps']:.2f} m/s | {1e3 * p['deepest_penetration_m']:.1f} mm"
+            runs = len(PUSHES_N) * PHASES
+            worst = f"{p['runs_striking']} of {runs} | {p['fastest_impact_mps']:.2f} m/s | "
+            worst += f"{1e3 * p['deepest_penetration_m']:.1f} mm"
             lines.append(f"| {p['gait']} | {p['direction']} | {p['largest_N']:g} N | {counts} | {worst} |")
     schedules = [r for r in result["results"] if r["group"] == "commands"]
     if schedules:
