@@ -240,26 +240,6 @@ def test_a_late_foot_holds_the_schedule_then_stands_where_it_was_to_land(control
     np.testing.assert_allclose(lf.anchor, [*lf.target[:2], c.floor])
 
 
-def test_feet_due_to_lift_off_stand_on_while_no_other_foot_would(controller_model):
-    """Both feet of the landing diagonal late, the diagonal due to lift off as they land stands
-    on until they do: waiting never plans a stage with no foot on the ground. (The feet come
-    down fast, so that the schedule holds only at their touchdown knot, a stage before it.)"""
-    c = fresh(controller_model)
-    q, v = c.q0.copy(), np.zeros(18)
-    q[9], q[18] = q[9] - 0.3, q[18] + 0.3  # LF's and RH's knees bent: their feet 7 cm above the ground ...
-    v[8], v[17] = 20.0, -20.0  # ... coming down fast, so that they seem to land within a stage
-    step_to(c, 0.2, q=q)
-    t, waited = 0.2, False
-    while t < 0.47:  # LF and RH due at 0.44 s; neither touches
-        for k in range(5):
-            feel(c, t + k * 1e-3, {"LH_FOOT", "RF_FOOT"})
-        t = round(t + 0.005, 9)
-        ocp = c(t, q, v)
-        waited |= c.feet_state[0].change > 22
-        assert all(contact_frames(s) for s in ocp.stages if s.kind == "contact"), t
-    assert waited and not c.feet_state[0].stance and not c.feet_state[3].stance
-
-
 def test_a_stance_foot_is_anchored_where_it_is_measured_at_each_update(controller_model):
     c = fresh(controller_model)
     step_to(c, 0.05)

@@ -16,10 +16,8 @@ Its clock advances by one MPC period per update; the feet follow it as the plant
   the first stage, holds the clock (the whole schedule waits: that swing is extended, the other
   feet stand on) for at most ``footholds.late`` seconds, its swing reference reaching on down;
   its touchdown goes a stage past the knot the clock holds at, so that a foot due to lift off
-  at that knot lifts off a stage before it lands, unless no other foot would stand then (both
-  feet of a trot's landing diagonal late): the feet due to lift off stand on until the late
-  ones land, and waiting never plans a stage with no foot on the ground; after ``late`` it is
-  in stance where it was to land;
+  at that knot lifts off a stage before it lands; after ``late`` it is in stance where it was
+  to land;
 - a foot lifts off when the schedule says, touching or not.
 
 A foot in stance is anchored where it is measured (its contact frame, read again at each
@@ -250,12 +248,6 @@ class GaitController:
             clock, knot = self.clock, self.knot
             for st in waiting:
                 st.change = max(st.change, knot + 2)
-            touchdown = max(st.change for st in waiting)
-            stays = [st.change >= touchdown if st.stance else on for st, on in zip(self.feet_state, touching)]
-            if not any(stays):  # no foot would stand before the late ones land: the feet leaving wait too
-                for st in self.feet_state:
-                    if st.stance:
-                        st.change = touchdown
         self.clock, self.knot = clock, knot
         for i, (st, touches) in enumerate(zip(self.feet_state, touching)):
             if st.stance and knot >= st.change:
