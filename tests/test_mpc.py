@@ -88,7 +88,7 @@ def test_a_horizon_moved_within_its_first_stage_keeps_the_iterate(task, rng, t_n
     it = _random_iterate(form, rng)
     assert warm_start(form, 0.0, it, later, t_new) is it
     shapes = tuple(controller._shapes(gv) for gv in it.groups)
-    picks, source = controller._matching(form, ocp.times()[:-1], shapes, later, t_new + later.ocp.times(), {})
+    picks, source, _ = controller._matching(form, ocp.times()[:-1], shapes, later, t_new + later.ocp.times(), {})
     np.testing.assert_array_equal(source, np.arange(ocp.K + 1))
     assert [(sources, rows.tolist()) for sources, rows in picks] == [((0,), list(range(ocp.K)))]
     stretched = form.for_problem(replace(ocp, stages=(replace(first, dt=first.dt + 0.004), *ocp.stages[1:])))

@@ -340,7 +340,10 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
     it does (or, for a contact stage, that runs when it starts: a shortened first stage), or
     else of the last stage of ``old`` of its kind and sizes (the horizon's new tail), or else
-    keeps ``new``'s initial guess; each knot takes the state of its stage's
+    keeps ``new``'s initial guess. A stage whose match holds other feet (a touchdown or a
+    lift-off moved between the horizons) takes its match's controls and accelerations, and
+    ``new``'s initial guess for the rest: its forces (static support on its own feet), their
+    multipliers, slacks and duals, which belong to the feet. Each knot takes the state of its stage's
     match (the last knot, the last knot of ``old``). The contact schedule may differ between
     the horizons (impulse stages move with it). ``cache``: a dict kept across calls (an MPC's
     updates) that holds the variables' shapes of each kind of group and the matchings of the
@@ -364,15 +367,18 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
         if len(cache) >= MATCHINGS:  # structures that do not repeat: start over
             cache.clear()
         matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
-    picks, source = matching
-    groups = []
-    for group, (sources, rows) in zip(new.groups, picks):
+    picks, source, refits = matching
+    groups, nv = [], new.model.nv
+    for group, (sources, rows), refit in zip(new.groups, picks, refits):
         parts = [new.initial_variables(group, _barrier(it)) if g < 0 else it.groups[g] for g in sources]
         if len(parts) == 1:
-            groups.append(type(parts[0])(*(x[rows] for x in _group_arrays(parts[0]))))
+            gv = type(parts[0])(*(x[rows] for x in _group_arrays(parts[0])))
         else:  # rows of the variables of several groups, one after the other
             arrays = zip(*map(_group_arrays, parts))
-            groups.append(type(parts[0])(*(np.concatenate(xs)[rows] for xs in arrays)))
+            gv = type(parts[0])(*(np.concatenate(xs)[rows] for xs in arrays))
+        for row, g, r in refit:  # a stage on other feet than its match: its controls and accelerations
+            gv.u[row], gv.w[row, :nv] = it.groups[g].u[r], it.groups[g].w[r, :nv]
+        groups.append(gv)
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
 
 
@@ -406,13 +412,19 @@ def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
     by_time = {(kind, t): k for k, (kind, t) in enumerate(zip(_kinds(old), np.round(old_start, 9).tolist()))}
     last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
     new_rounded = np.round(new_start, 9).tolist()  # the start times matched to the nanosecond
-    picks, source = [], np.full(new.ocp.K + 1, old.ocp.K)
+    picks, source, refits = [], np.full(new.ocp.K + 1, old.ocp.K), []
     for group in new.groups:
-        shape, rows = _row_shapes(new, group, cache), []
+        shape, rows, refit = _row_shapes(new, group, cache), [], []
+        feet = _feet(group)
         for k in group.index.tolist():
             match = by_time.get((group.kind, new_rounded[k]))
             if match is None:  # a stage that starts within one of the previous horizon's
                 match = _containing(old, old_start, group.kind, new_start[k])
+            if match is not None and _feet(old.groups[where[match][0]]) != feet:
+                source[k] = match  # other feet: the knot's state, controls and accelerations fit, not the forces
+                refit.append((len(rows), *where[match]))
+                rows.append((-1, len(rows)))
+                continue
             if match is None or old_shapes[where[match][0]] != shape:
                 match = last_of.get((group.kind, shape))
             if match is None:  # a stage unlike any of the previous horizon
@@ -424,7 +436,13 @@ def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
         sizes = [group.size if g < 0 else old.groups[g].size for g in sources]
         offsets = dict(zip(sources, np.cumsum([0] + sizes).tolist()))
         picks.append((tuple(sources), np.array([offsets[g] + r for g, r in rows], dtype=int)))
-    return tuple(picks), source
+        refits.append(tuple(refit))
+    return tuple(picks), source, tuple(refits)
+
+
+def _feet(group) -> tuple:
+    """The frames of ``group``'s contacts."""
+    return tuple(c.frame for c in group.contact_set)
 
 
 def _containing(formulation, starts, kind, t):
