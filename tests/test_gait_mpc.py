@@ -23,6 +23,8 @@ from liftoff.ocp.problem import OCP, StageGroup, term_key
 from liftoff.problems import viewer
 from liftoff.problems.bench import legged
 from liftoff.problems.cli import main
+from liftoff.problems.mpc import controller
+from liftoff.problems.mpc.controller import warm_start
 from liftoff.problems.mpc.feet import FeetKinematics
 from liftoff.problems.mpc.gait_run import command_tracking, fallen, impact_speeds, measures, run, tilt_degrees
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
@@ -602,3 +604,44 @@ def test_a_legged_run_falls_with_its_base_low_or_tilted_beyond_45_degrees():
         q[2], q[3:7] = height, (*(np.sin(half) * np.array(axis, dtype=float)), np.cos(half))
         assert stop(Measurement(q, np.zeros(18))) == status
         assert (tilt_degrees(q[None])[0] > 45.0) == (status == "fell" and height > 0.35)
+
+
+def test_a_warm_start_stage_on_other_feet_keeps_its_motion_and_starts_its_forces_afresh(controller_model, rng):
+    """A touchdown moved between two horizons: the stage at a time held one diagonal in the
+    previous horizon and holds the other in the new one. It keeps its match's state, controls
+    and accelerations; its forces and their multipliers are the initial guess's (static support
+    on its own feet), not the other feet's; the stages on the same feet keep their own."""
+    ocp = step_to(fresh(controller_model), 0.2)
+    j = 3
+    other = next(s for s in ocp.stages if s.kind == "contact" and contact_frames(s) != contact_frames(ocp.stages[j]))
+    moved_touchdown = replace(
+        ocp, stages=(*ocp.stages[:j], replace(ocp.stages[j], contacts=other.contacts), *ocp.stages[j + 1 :])
+    )
+    old = Formulation(ocp, "lifted", "numpy")
+    new = old.for_problem(moved_touchdown)
+    start = old.initial_iterate(1e-3)
+    it = type(start)(
+        *(rng.random(x.shape) for x in (start.q, start.v, start.lam)),
+        tuple(type(gv)(*(rng.random(x.shape) for x in vars(gv).values())) for gv in start.groups),
+        rng.random(start.tau.shape),
+    )
+    warm = warm_start(old, 0.0, it, new, 0.0)
+
+    def row(formulation, iterate, k):
+        g = next(g for g, group in enumerate(formulation.groups) if k in group.index)
+        return formulation.groups[g], iterate.groups[g], int(np.flatnonzero(formulation.groups[g].index == k)[0])
+
+    nv = controller_model.nv
+    group, gv, r = row(new, warm, j)
+    _, was, r_old = row(old, it, j)
+    np.testing.assert_array_equal(warm.q[j], it.q[j])
+    np.testing.assert_array_equal(gv.u[r], was.u[r_old])
+    np.testing.assert_array_equal(gv.w[r, :nv], was.w[r_old, :nv])
+    fresh_start = new.initial_variables(group, controller._barrier(it))
+    np.testing.assert_array_equal(gv.w[r, nv:], fresh_start.w[0, nv:])  # static support on its own feet
+    np.testing.assert_array_equal(gv.beta[r], fresh_start.beta[0])
+    np.testing.assert_array_equal(gv.s[r], fresh_start.s[0])
+    for k in (j - 1, j + 1):  # its neighbours, on the same feet as before, keep their own variables
+        (_, gv, r), (_, was, r_old) = row(new, warm, k), row(old, it, k)
+        np.testing.assert_array_equal(gv.w[r], was.w[r_old])
+        np.testing.assert_array_equal(gv.s[r], was.s[r_old])
