@@ -407,7 +407,9 @@ def _aligned(old, old_times, new, new_start) -> bool:
 def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
     """:func:`warm_start`'s matching: per group of ``new``, the groups of old its stages take
     their variables from (-1: new's initial guess) and the rows they take in those groups'
-    variables one after the other; and the knot of old each knot of new takes."""
+    variables one after the other; the knot of old each knot of new takes; and per group of
+    ``new``, its stages matched to a stage of old on other feet, as ``(row, group of old, row
+    there)``: the stage whose controls and accelerations they take over the initial guess's."""
     where = _stage_rows(old)
     by_time = {(kind, t): k for k, (kind, t) in enumerate(zip(_kinds(old), np.round(old_start, 9).tolist()))}
     last_of = {(kind, old_shapes[where[k][0]]): k for k, kind in enumerate(_kinds(old))}
