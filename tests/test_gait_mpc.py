@@ -113,6 +113,22 @@ def contact_frames(stage) -> set:
     return {c.frame for c in stage.contacts}
 
 
+def random_iterate(formulation, rng):
+    """An iterate of ``formulation`` with every number drawn at random: each one traceable."""
+    start = formulation.initial_iterate(1e-3)
+    return type(start)(
+        *(rng.random(x.shape) for x in (start.q, start.v, start.lam)),
+        tuple(type(gv)(*(rng.random(x.shape) for x in vars(gv).values())) for gv in start.groups),
+        rng.random(start.tau.shape),
+    )
+
+
+def stage_row(formulation, iterate, k):
+    """Stage ``k``'s group in ``formulation``, that group's variables in ``iterate`` and the stage's row there."""
+    g = next(g for g, group in enumerate(formulation.groups) if k in group.index)
+    return formulation.groups[g], iterate.groups[g], int(np.flatnonzero(formulation.groups[g].index == k)[0])
+
+
 # ----------------------------------------------------------------------------- the schedule
 
 
@@ -619,21 +635,11 @@ def test_a_warm_start_stage_on_other_feet_keeps_its_motion_and_starts_its_forces
     )
     old = Formulation(ocp, "lifted", "numpy")
     new = old.for_problem(moved_touchdown)
-    start = old.initial_iterate(1e-3)
-    it = type(start)(
-        *(rng.random(x.shape) for x in (start.q, start.v, start.lam)),
-        tuple(type(gv)(*(rng.random(x.shape) for x in vars(gv).values())) for gv in start.groups),
-        rng.random(start.tau.shape),
-    )
+    it = random_iterate(old, rng)
     warm = warm_start(old, 0.0, it, new, 0.0)
-
-    def row(formulation, iterate, k):
-        g = next(g for g, group in enumerate(formulation.groups) if k in group.index)
-        return formulation.groups[g], iterate.groups[g], int(np.flatnonzero(formulation.groups[g].index == k)[0])
-
     nv = controller_model.nv
-    group, gv, r = row(new, warm, j)
-    _, was, r_old = row(old, it, j)
+    group, gv, r = stage_row(new, warm, j)
+    _, was, r_old = stage_row(old, it, j)
     np.testing.assert_array_equal(warm.q[j], it.q[j])
     np.testing.assert_array_equal(gv.u[r], was.u[r_old])
     np.testing.assert_array_equal(gv.w[r, :nv], was.w[r_old, :nv])
@@ -642,6 +648,6 @@ def test_a_warm_start_stage_on_other_feet_keeps_its_motion_and_starts_its_forces
     np.testing.assert_array_equal(gv.beta[r], fresh_start.beta[0])
     np.testing.assert_array_equal(gv.s[r], fresh_start.s[0])
     for k in (j - 1, j + 1):  # its neighbours, on the same feet as before, keep their own variables
-        (_, gv, r), (_, was, r_old) = row(new, warm, k), row(old, it, k)
+        (_, gv, r), (_, was, r_old) = stage_row(new, warm, k), stage_row(old, it, k)
         np.testing.assert_array_equal(gv.w[r], was.w[r_old])
         np.testing.assert_array_equal(gv.s[r], was.s[r_old])
