@@ -651,3 +651,34 @@ def test_a_warm_start_stage_on_other_feet_keeps_its_motion_and_starts_its_forces
         (_, gv, r), (_, was, r_old) = stage_row(new, warm, k), stage_row(old, it, k)
         np.testing.assert_array_equal(gv.w[r], was.w[r_old])
         np.testing.assert_array_equal(gv.s[r], was.s[r_old])
+
+
+def test_a_warm_start_impulse_moved_by_a_held_schedule_keeps_its_touchdown(controller_model, rng):
+    """A schedule held for a late foot moves its touchdown by an update's period between two
+    horizons: the impulse stage starts 5 ms later. It takes the state and variables of the
+    previous horizon's impulse of that touchdown, not those of the horizon's last impulse (the
+    other diagonal's touchdown, a half cycle later, in another posture)."""
+    ocp = step_to(fresh(controller_model), 0.2)
+    impulses = [k for k, s in enumerate(ocp.stages) if s.kind == "impulse"]
+    assert len(impulses) == 2 and contact_frames(ocp.stages[impulses[0]]) != contact_frames(ocp.stages[impulses[1]])
+    j = impulses[0]
+    before, after = ocp.stages[j - 1], ocp.stages[j + 1]
+    held = replace(
+        ocp,
+        stages=(
+            *ocp.stages[: j - 1],
+            replace(before, dt=before.dt + 0.005),
+            ocp.stages[j],
+            replace(after, dt=after.dt - 0.005),
+            *ocp.stages[j + 2 :],
+        ),
+    )
+    old = Formulation(ocp, "lifted", "numpy")
+    new = old.for_problem(held)
+    it = random_iterate(old, rng)
+    warm = warm_start(old, 0.0, it, new, 0.0)
+    np.testing.assert_array_equal(warm.q[j], it.q[j])
+    np.testing.assert_array_equal(warm.v[j], it.v[j])
+    (_, gv, r), (_, was, r_old) = stage_row(new, warm, j), stage_row(old, it, j)
+    for now, then in zip(controller._group_arrays(gv), controller._group_arrays(was)):
+        np.testing.assert_array_equal(now[r], then[r_old])

@@ -338,7 +338,8 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
     a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
-    it does (or, for a contact stage, that runs when it starts: a shortened first stage), or
+    it does (or, for a contact stage, that runs when it starts: a shortened first stage; for an
+    impulse stage, the impulse of ``old`` nearest in time within a stage: a touchdown moved), or
     else of the last stage of ``old`` of its kind and sizes (the horizon's new tail), or else
     keeps ``new``'s initial guess. A stage whose match holds other feet (a touchdown or a
     lift-off moved between the horizons) takes its match's controls and accelerations, and
@@ -420,7 +421,7 @@ def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:
         feet = _feet(group)
         for k in group.index.tolist():
             match = by_time.get((group.kind, new_rounded[k]))
-            if match is None:  # a stage that starts within one of the previous horizon's
+            if match is None:  # a stage that starts within one of the previous horizon's, or an impulse moved
                 match = _containing(old, old_start, group.kind, new_start[k])
             if match is not None and _feet(old.groups[where[match][0]]) != feet:
                 source[k] = match  # other feet: the knot's state, controls and accelerations fit, not the forces
@@ -449,11 +450,19 @@ def _feet(group) -> tuple:
 
 def _containing(formulation, starts, kind, t):
     """The stage of ``formulation`` (its stages starting at ``starts``) of ``kind`` that runs
-    at time ``t``, or None."""
-    for k, (stage, start) in enumerate(zip(formulation.ocp.stages, starts)):
-        if stage.kind == kind and kind == "contact" and start < t < start + stage.dt - 1e-9:
-            return k
-    return None
+    at time ``t``, for a contact stage; for an impulse stage, the impulse nearest ``t`` no
+    farther than the longest contact stage (a touchdown moved between two horizons: a held
+    schedule moves it by an update's period, a late foot by a stage); or None."""
+    stages = formulation.ocp.stages
+    if kind == "contact":
+        for k, (stage, start) in enumerate(zip(stages, starts)):
+            if stage.kind == kind and start < t < start + stage.dt - 1e-9:
+                return k
+        return None
+    reach = max((stage.dt for stage in stages if stage.kind == "contact"), default=0.0) + 1e-9
+    impulses = [(abs(start - t), k) for k, (stage, start) in enumerate(zip(stages, starts)) if stage.kind == kind]
+    distance, k = min(impulses, default=(np.inf, None))
+    return k if distance <= reach else None
 
 
 def _barrier(it: Iterate) -> float:
