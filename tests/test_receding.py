@@ -201,7 +201,7 @@ def test_a_stage_of_another_structure_or_a_state_of_other_sizes_moves_nothing(ta
     r = mpc._receding
     stage = task.stages(0.01)[-1]
     extra = VariableCost("u", task.u_gravity, np.ones(task.model.nv), "extra")
-    rows, stages = r.rows.rows.copy(), tuple(r.stages)
+    rows, stages = r.moving.rows.copy(), tuple(r.stages)
     other = [
         (dataclasses.replace(stage, dt=0.02), task.q0),
         (dataclasses.replace(stage, costs=stage.costs[:-1]), task.q0),
@@ -211,11 +211,11 @@ def test_a_stage_of_another_structure_or_a_state_of_other_sizes_moves_nothing(ta
     for bad, q in other:
         with pytest.raises(ValueError):
             r.move(bad, q, task.v0, task.u_pressing, None)
-        np.testing.assert_array_equal(r.rows.rows, rows)
+        np.testing.assert_array_equal(r.moving.rows, rows)
         assert tuple(r.stages) == stages
     r.move(stage, task.q0, task.v0, task.u_pressing, None)
     assert r.stages[-1] is stage and tuple(r.stages)[:-1] == stages[1:]
-    np.testing.assert_array_equal(r.rows.rows[:-1], rows[1:])
+    np.testing.assert_array_equal(r.moving.rows[:-1], rows[1:])
 
 
 def test_only_compiled_kernels_and_full_gauss_newton_steps_at_a_fixed_barrier_recede_in_place(task):

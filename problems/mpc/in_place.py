@@ -1,0 +1,122 @@
+"""A compiled horizon kept from one MPC update to the next: the arrays its compiled Newton step
+reads and the blocks it writes (:meth:`ocp.horizon.CompiledHorizon.call_newton`), so that an
+update that keeps the horizon's structure makes no OCP, formulation or warm start.
+
+:class:`HorizonInPlace` holds those arrays for the groups of one formulation's compiled horizon,
+from an iterate: the knots ``q, v, tau, lam``, the initial state, the terminal cost's constant
+inputs and each group's ``u, w, beta, s, z``. Its updates (:mod:`.receding`: a horizon moved by a
+stage; :mod:`.aligned`: a horizon moved within its first stage) write their numbers into them,
+then run compiled Newton steps (:meth:`HorizonInPlace.newton_step`), each from where the last one
+reached (:meth:`HorizonInPlace.advance`), as :func:`solvers.ipm.solve` runs them at a fixed
+barrier. An ``rti`` update ends at the last step (the next update's start), a ``newton`` update
+at the iterate of the last linearization (:meth:`HorizonInPlace.hold`). What an update does not
+make, the horizon makes when asked: its OCP (:meth:`HorizonInPlace.ocp`), the iterate reached
+(:meth:`HorizonInPlace.stepped`) and the update's start (:meth:`HorizonInPlace.start`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from liftoff.ocp.formulation import GroupVariables, Iterate
+from liftoff.ocp.horizon import SCALARS, addresses
+
+_KNOTS = ("q", "v", "tau", "lam")  # the compiled step's names of the knots, then of a group's stepped variables
+_VARIABLES = ("u", "w", "beta_new", "s", "z")
+
+
+class HorizonInPlace:
+    """The arrays of the compiled Newton step of ``formulation``'s compiled ``horizon`` from its
+    iterate ``it`` (module docstring), its own from then on; ``rows``: per group, an object whose
+    ``write()`` puts the group's constant inputs into its workspace before a call."""
+
+    def __init__(self, formulation, horizon, it, rows):
+        self.formulation, self.horizon, self.rows = formulation, horizon, rows
+        s = horizon.structure
+        self._arrays = [x.copy() for x in horizon.input_arrays(it)]  # the calls' inputs, kept alive
+        self._x = addresses(self._arrays)
+        self.block, self.ints = np.empty(s.linear.size), np.empty(s.ints, dtype=np.intc)
+        self.solution, self.step = np.empty(s.solution.size), np.empty(s.step.size)
+        q, v, tau, lam, *self._state0, self._terminal = self._arrays[:8]
+        knots = [s.step.view(self.step, name) for name in _KNOTS]
+        self._knots = tuple(zip((q, v, tau, lam), knots))  # (start, step) pairs
+        self._groups = []  # per group, its (start, step) pairs of u, w, beta, s, z
+        for i, gv in enumerate(it.groups):
+            starts = self._arrays[8 + 5 * i : 13 + 5 * i]
+            stepped = [s.step.view(self.step, (i, name)) for name in _VARIABLES]
+            for x, y in zip(stepped, vars(gv).values()):
+                x[:] = y  # as if the last step had reached it
+            self._groups.append(tuple(zip(starts, stepped)))
+        for (_, x), y in zip(self._knots, (it.q, it.v, it.tau, it.lam)):
+            x[:] = y
+        self._pairs = self._knots + sum(self._groups, ())  # (start, step) of every array, knots first
+        self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
+        self._scalars = s.linear.view(self.block, "scalars")
+        self.gains, self.feedforward = (s.solution.view(self.solution, name)[0] for name in ("K", "k"))
+
+    def write_state(self, q0, v0, tau0) -> bool:
+        """Write the initial state ``(q0, v0, tau0)`` (``tau0`` empty without a torque filter);
+        False, nothing written, for a state of other sizes."""
+        state = [np.asarray(x, dtype=float) for x in (q0, v0, tau0)]
+        if any(x.shape != y.shape for x, y in zip(state, self._state0)):
+            return False
+        for x, y in zip(self._state0, state):
+            x[:] = y
+        return True
+
+    def newton_step(self, eps, recursion) -> int:
+        """The compiled Newton step at the barrier ``eps`` (``recursion``: the Riccati recursion's
+        address) from the iterate the horizon holds: the call's status (0 made; 1 where the steps
+        run one by one; 2 where the LQR is not convex, :meth:`ocp.horizon.CompiledHorizon.
+        call_newton`). Made, :meth:`numbers` are the linearization's, :attr:`gains` and
+        :attr:`feedforward` the first stage's, and :meth:`stepped` the iterate reached."""
+        for rows in self.rows:
+            rows.write()
+        status = self.horizon.call_newton(self._x, eps, recursion, self.block, self.ints, self.solution, self.step)
+        if status == 0:
+            self.formulation.stages.kernel_seconds += self.numbers()["seconds"]
+        return status
+
+    def advance(self):
+        """The next Newton step starts from the iterate the last one reached (the update's start
+        kept for :meth:`start`)."""
+        if self._moved is None:
+            self._moved = self._copy(0)
+        for x, stepped in self._pairs:
+            x[:] = stepped
+
+    def hold(self):
+        """The update ends at the iterate its last Newton step started from (``newton``: that of
+        the policy's linearization): the next update's start."""
+        for x, stepped in self._pairs:
+            stepped[:] = x
+
+    def numbers(self) -> dict:
+        """The last linearization's numbers by name (:data:`ocp.horizon.SCALARS`)."""
+        return dict(zip(SCALARS, self._scalars.tolist()))
+
+    def first_stage(self) -> tuple:
+        """``(q, v, tau, u, K)``: the first two knots of the iterate the last step started from,
+        its first control plus the step's (``u_lin + k_0``) and the first stage's gains ``K_0``
+        (new arrays; the first group holds the first stage)."""
+        (q, _), (v, _), (tau, _), _ = self._knots
+        u = self._groups[0][0][0]
+        return q[:2].copy(), v[:2].copy(), tau[:2].copy(), u[0] + self.feedforward, self.gains.copy()
+
+    def ocp(self):
+        """The OCP of the horizon now."""
+        raise NotImplementedError
+
+    def start(self) -> Iterate:
+        """A copy of the update's start: the iterate its first Newton step started from."""
+        return self._copy(0) if self._moved is None else self._moved
+
+    def stepped(self) -> Iterate:
+        """A copy of the iterate the last update reached (the next update's start)."""
+        return self._copy(1)
+
+    def _copy(self, j) -> Iterate:
+        """A copy of the start (``j = 0``) or of the step (1)."""
+        q, v, tau, lam = (pair[j].copy() for pair in self._knots)
+        groups = tuple(GroupVariables(*(pair[j].copy() for pair in pairs)) for pairs in self._groups)
+        return Iterate(q, v, lam, groups, tau)
