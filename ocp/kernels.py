@@ -50,7 +50,7 @@ from . import symbolic_stages as sym
 from .friction import ROWS
 from .inequalities import Inequalities, bound_rows
 from .lifted import actuation
-from .problem import term_key
+from .problem import GroupNumbers, term_key
 from .stages import NumpyStages, StageEval
 from .static_terms import StaticTermsKernel
 
@@ -210,11 +210,7 @@ class CompiledStages:
         self._statics = None  # the static start's terms at ocp's q0 (:meth:`static_terms`)
         self._terminal_curvature = None  # the last fresh terminal curvature (:meth:`terminal`)
         self.maps = {int(g.index[0]): self._map(g) for g in groups}
-        terminal, kept = ocp.terminal_costs, self._kept.get("terminal")
-        if kept is None or len(kept[0]) != len(terminal) or any(a is not b for a, b in zip(kept[0], terminal)):
-            row = sym.term_parameters(self.layout, self._term_columns["terminal"], [terminal], np.zeros(0, int))
-            kept = self._kept["terminal"] = (terminal, row)
-        self._terminal_static = kept[1]
+        self._terminal_static = self.terminal_constants(ocp.terminal_costs)
 
     def for_problem(self, ocp, groups) -> CompiledStages:
         """The same kernels for ``ocp`` (grouped in ``groups``): its contacts and cost terms must
@@ -370,7 +366,9 @@ class CompiledStages:
         static = self._contact_constants(rows, disturbance) if group.kind == "contact" else rows
         forward = None
         if "forward" in self.kernels:
-            forward = np.concatenate((disturbance, self._contact_inputs(group, plan), _rows(plan.soft, S)), axis=1)
+            forward = np.concatenate(
+                (disturbance, self._contact_inputs(group.contacts, S, plan), _rows(plan.soft, S)), axis=1
+            )
         workspace = plan.workspace.get(S)
         if workspace is None:
             workspace = plan.workspace[S] = Workspace(self.kernels[group.kind], blocks, S)
@@ -386,6 +384,10 @@ class CompiledStages:
     def moving_rows(self, group) -> MovingRows:
         """The constant inputs of ``group`` (contact stages) as :class:`MovingRows`."""
         return MovingRows(self, group)
+
+    def held_rows(self, group) -> HeldRows:
+        """The constant inputs of ``group`` as :class:`HeldRows`."""
+        return HeldRows(self, group)
 
     def _stage_inputs(self, group, plan) -> np.ndarray:
         """``(S, n)``: the constant inputs that are each stage's own (contact stages: the time
@@ -434,32 +436,64 @@ class CompiledStages:
         """The rows of :meth:`_stage_inputs` of ``group``'s stages. ``donor``: ``(stage, row)``, a
         stage of ``plan`` and its row: what every stage of ``group`` shares with it (the same
         contacts, the same sliding friction, the same cost term objects) is copied from its row."""
+        if group.stacked:
+            numbers = GroupNumbers(group.costs.terms, group.contacts, group.dt, group.sliding)
+            return self._stacked_inputs(group, plan, numbers)
         lay, S, stages = self.layout, group.size, group.stages
         f_cols, columns = plan.structure[0], self._term_columns[group.kind]
         donor, kept = (None, None) if donor is None else donor
-        if group.stacked:
-            terms = sym.stacked_term_parameters(lay, columns, group.costs.terms, S, f_cols)
-        else:
-            base = None if kept is None else (donor.costs, kept[len(kept) - len(columns.neutral) :])
-            terms = sym.term_parameters(lay, columns, [s.costs for s in stages], f_cols, base)
+        base = None if kept is None else (donor.costs, kept[len(kept) - len(columns.neutral) :])
+        terms = sym.term_parameters(lay, columns, [s.costs for s in stages], f_cols, base)
         if group.kind != "contact":
             return terms
         first = 1 + len(plan.contacts)  # a row: the time step, the contacts, the sliding friction, ...
         if _shared(stages, donor, "contacts"):
             contacts = _rows(kept[1:first], S)
         else:
-            contacts = self._contact_inputs(group, plan)
+            contacts = self._contact_inputs(group.contacts, S, plan)
         if _shared(stages, donor, "sliding"):
             sliding = _rows(kept[first : first + self._sliding_size], S)
         else:
             sliding = sym.sliding_parameters(lay, plan.slots, group.sliding, S)
         return np.concatenate((group.dt[:, None], contacts, sliding, _rows(plan.soft, S), terms), axis=1)
 
-    def _contact_inputs(self, group, plan) -> np.ndarray:
-        """``(S, n)``: the gains and Baumgarte targets of the layout's contact slots for ``group``'s stages."""
-        inputs = _rows(plan.contacts, group.size)
+    def _stacked_inputs(self, group, plan, numbers: GroupNumbers) -> np.ndarray:
+        """The rows of :meth:`_stage_inputs` of stages of ``group``'s structure whose numbers are
+        ``numbers`` (a group whose builder stacked its costs: one assignment per term field)."""
+        lay, S = self.layout, group.size
+        terms = sym.stacked_term_parameters(lay, self._term_columns[group.kind], numbers.costs, S, plan.structure[0])
+        if group.kind != "contact":
+            return terms
+        contacts = self._contact_inputs(numbers.contacts, S, plan)
+        sliding = sym.sliding_parameters(lay, plan.slots, numbers.sliding, S)
+        return np.concatenate((numbers.dt[:, None], contacts, sliding, _rows(plan.soft, S), terms), axis=1)
+
+    def static_inputs(self, group, numbers: GroupNumbers, disturbance=None) -> np.ndarray:
+        """The constant inputs of ``group``'s stages (those its map holds, :meth:`write_constants`)
+        with the numbers ``numbers`` of an OCP of the same structure and its ``disturbance (nv,)``
+        (None: zero): those of that OCP's map of the group, bitwise, made without its stages."""
+        rows = self._stacked_inputs(group, self._plan(group), numbers)
+        if group.kind != "contact":
+            return rows
+        return self._contact_constants(
+            rows, _rows(np.zeros(self.model.nv) if disturbance is None else disturbance, group.size)
+        )
+
+    def terminal_constants(self, terminal) -> np.ndarray:
+        """The terminal kernel's constant inputs (:attr:`terminal_inputs`) for the terminal cost
+        terms ``terminal`` (kept for the last terms met, by identity)."""
+        kept = self._kept.get("terminal")
+        if kept is None or len(kept[0]) != len(terminal) or any(a is not b for a, b in zip(kept[0], terminal)):
+            row = sym.term_parameters(self.layout, self._term_columns["terminal"], [terminal], np.zeros(0, int))
+            kept = self._kept["terminal"] = (terminal, row)
+        return kept[1][0]
+
+    def _contact_inputs(self, contacts, S, plan) -> np.ndarray:
+        """``(S, n)``: the gains and Baumgarte targets of the layout's contact slots for a group's
+        ``contacts`` (their targets stacked over its ``S`` stages)."""
+        inputs = _rows(plan.contacts, S)
         for i, (start, translational) in plan.targets:
-            _fill_target(inputs, group.contacts[i], start, translational)
+            _fill_target(inputs, contacts[i], start, translational)
         return inputs
 
     def _supports(self, kind, y, touched, curvature=None):
@@ -631,7 +665,7 @@ class CompiledStages:
     def terminal_inputs(self) -> tuple:
         """``(kernel, constants)``: the terminal kernel and its constant inputs for this OCP
         (after the knot's ``q, v, tau`` in its input)."""
-        return self.kernels["terminal"], self._terminal_static[0]
+        return self.kernels["terminal"], self._terminal_static
 
     def curvature(self, group, ev: StageEval, beta, lam_next, fresh=True) -> StageEval:
         """``ev``, the evaluation of ``group`` just made, with the curvature of its Lagrangian
@@ -742,7 +776,7 @@ class CompiledStages:
         not ``fresh``: that of the last fresh call for this problem (:meth:`curvature`)."""
         nx = 2 * self.model.nv + self.layout.ntau
         tau = np.zeros(0) if tau is None else tau
-        x = np.concatenate((q, v, tau, self._terminal_static[0]))[None]
+        x = np.concatenate((q, v, tau, self._terminal_static))[None]
         cost, g, H = self._call("terminal", x)
         H = H[0].reshape(nx, nx)
         if curvature:
@@ -755,7 +789,7 @@ class CompiledStages:
         not ``fresh``: that of the last fresh call (computed if there is none)."""
         if fresh or self._terminal_curvature is None:
             nx = 2 * self.model.nv + self.layout.ntau
-            x = np.concatenate((q, v, np.zeros(0) if tau is None else tau, self._terminal_static[0]))[None]
+            x = np.concatenate((q, v, np.zeros(0) if tau is None else tau, self._terminal_static))[None]
             kernel = self._curvature_kernel("terminal")
             values = np.zeros(kernel.numel[0])
             values[kernel.patterns[0]] = kernel(x)[0][0]
@@ -763,18 +797,36 @@ class CompiledStages:
         return self._terminal_curvature
 
 
-class MovingRows:
-    """The constant inputs of a group of contact stages of ``stages`` (a :class:`CompiledStages`)
-    moved stage by stage in place: the horizons of an MPC that recede by a stage per update
-    (:mod:`problems.mpc.receding`). It keeps its own rows, and writes them into the group's
+class HeldRows:
+    """The constant inputs of a group of ``stages`` (a :class:`CompiledStages`) held apart from
+    its map: another problem's of the group's structure (an MPC's horizon updated in place,
+    :mod:`problems.mpc.in_place`). They start as the map's, and are written into the group's
     workspace before a call where the workspace holds another's (:func:`_write_constants`); the
     group's map keeps the rows of its problem."""
 
     def __init__(self, stages: CompiledStages, group):
         gm = stages.maps[int(group.index[0])]
         self.group, self.rows, self.workspace = group, gm.static.copy(), gm.workspace
+        self._columns = stages._columns[group.kind]["static"]
+
+    def set(self, rows):
+        """Hold ``rows`` (written by the next call's :meth:`write`)."""
+        self.rows, self.workspace.static = rows, None
+
+    def write(self):
+        """The rows into the group's workspace, unless it holds them."""
+        ws = self.workspace
+        if ws.static is not self:
+            ws.x[:, self._columns], ws.static = self.rows, self
+
+
+class MovingRows(HeldRows):
+    """The constant inputs of a group of contact stages of ``stages`` moved stage by stage in
+    place: the horizons of an MPC that recede by a stage per update (:mod:`problems.mpc.receding`)."""
+
+    def __init__(self, stages: CompiledStages, group):
+        super().__init__(stages, group)
         self._stages, self._plan = stages, stages._plan(group)
-        self._columns = stages._columns["contact"]["static"]
         first = 2 if stages.layout.ntau else 1  # the disturbance's columns: after the time step and the filter's gain
         self._disturbance = slice(first, first + stages.model.nv)
 
@@ -790,12 +842,6 @@ class MovingRows:
         rows[-1:] = stages._contact_constants(own, disturbance[None])
         rows[:, self._disturbance] = disturbance
         self.workspace.static = None  # written by the next call's write()
-
-    def write(self):
-        """The rows into the group's workspace, unless it holds them."""
-        ws = self.workspace
-        if ws.static is not self:
-            ws.x[:, self._columns], ws.static = self.rows, self
 
 
 def _write_constants(gm: GroupMap, columns):

@@ -206,8 +206,7 @@ class OCP:
 
     @functools.cached_property
     def _times(self) -> np.ndarray:
-        dts = (s.dt if s.kind == "contact" else 0.0 for s in self.stages)
-        times = np.fromiter(itertools.accumulate(dts, initial=0.0), float, self.K + 1)
+        times = knot_times([s.dt if s.kind == "contact" else 0.0 for s in self.stages])
         times.flags.writeable = False
         return times
 
@@ -251,6 +250,11 @@ class OCP:
     def terminal(self) -> CostSum:
         return CostSum(tuple(_stack_term([t]) for t in self.terminal_costs))
 
+
+def knot_times(dts) -> np.ndarray:
+    """The time of each knot of stages of time steps ``dts`` (a list; 0 for an impulse stage),
+    from 0: their sums in order (:meth:`OCP.times`)."""
+    return np.fromiter(itertools.accumulate(dts, initial=0.0), float, len(dts) + 1)
 
 @dataclass(frozen=True)
 class StageGroup:
@@ -349,6 +353,21 @@ class StageGroup:
         if _stage_key(stage, {}) is not self.key:
             raise ValueError("the stage's kind, contacts or cost terms are not those of the group's stages")
         return StageGroup((stage,), self.index[-1:] + 1, self.key)
+
+
+@dataclass(frozen=True)
+class GroupNumbers:
+    """The numbers of the stages of a group without the stages: their cost terms stacked
+    ``costs`` (as :attr:`StageGroup.costs` stacks them), their contacts with the targets stacked
+    ``contacts`` (:attr:`StageGroup.contacts`), their time steps ``dt (S,)`` (contact stages; None
+    for impulse stages) and their sliding friction stacked ``sliding``
+    (:attr:`StageGroup.sliding`): what changes between two OCPs of one structure, the stages of
+    each group alike (an MPC's horizons moved within their first stage)."""
+
+    costs: tuple
+    contacts: tuple
+    dt: np.ndarray | None
+    sliding: tuple = ()
 
 
 def _vector(x, n, name):
