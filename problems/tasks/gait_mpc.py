@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from liftoff.ocp.costs import CenterOfMassCost, FramePositionCost, FrameVelocityCost, StateCost, VariableCost
-from liftoff.ocp.problem import OCP, ContactStage, ImpulseStage, StageGroup, TermRows
+from liftoff.ocp.problem import OCP, ContactStage, GroupNumbers, ImpulseStage, StageGroup, TermRows, knot_times
 
 from .config import (
     MPC_SCHEMES,
@@ -192,44 +192,76 @@ class Horizon:
     v_ref: np.ndarray
 
 
-def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None) -> OCP:
+def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None, knots=None) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring);
     ``parts``: the :class:`StageParts` of ``config`` and ``model`` that the horizons of one MPC
-    share (default: made for this one). The stages are made group by group (:meth:`StageParts.label`):
-    each group's cost terms stacked from the horizon's arrays, each stage's terms their rows."""
+    share (default: made for this one); ``knots``: its :func:`horizon_knots` if made. The stages
+    are made group by group (:meth:`StageParts.label`): each group's cost terms stacked from the
+    horizon's arrays, each stage's terms their rows."""
     parts = parts if parts is not None else StageParts(config, model.nv)
     dts = h.dts.tolist()
     contacts = _contact_runs(parts, h.stance, h.footholds)
-    held, impulse_contacts = h.stance, contacts  # the feet an impulse stage holds, and their contacts
-    if config.gait.impulse_contacts == "landing":
-        held = h.landing
-        impulse_contacts = _contact_runs(parts, held, h.footholds)
-    bits = 1 << np.arange(h.stance.shape[1])
-    standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))  # per stage, bit masks
-    knots = []  # per stage, in time order: its label, its contact stage in h, its contacts
-    for j, (stands, holds, lands) in enumerate(zip(standing, holding, landing)):
-        if lands:
-            knots.append((parts.label("impulse", holds, lands), j, impulse_contacts[j]))
-        knots.append((parts.label("contact", stands), j, contacts[j]))
-    by_label: dict = {}
-    for k, (label, _, _) in enumerate(knots):
-        by_label.setdefault(label, []).append(k)
+    impulse_contacts = contacts if config.gait.impulse_contacts != "landing" else None
+    if impulse_contacts is None:  # an impulse stage holds its landing feet
+        impulse_contacts = _contact_runs(parts, h.landing, h.footholds)
+    knots = horizon_knots(parts, h) if knots is None else knots
     groups = []
-    for label, index in by_label.items():
+    for label, index, numbers in _group_numbers(parts, h, knots):
         js = [knots[k][1] for k in index]
-        rows = np.array(js)
         if label[0] == "contact":
-            terms = parts.contact_terms(h, rows, label)
-            stages = [ContactStage(knots[k][2], dts[j], TermRows(terms, r)) for r, (k, j) in enumerate(zip(index, js))]
+            stages = [ContactStage(contacts[j], dts[j], TermRows(numbers.costs, r)) for r, j in enumerate(js)]
         else:
-            terms = parts.impulse_terms(h, rows, label)
-            stages = [ImpulseStage(knots[k][2], TermRows(terms, r)) for r, k in enumerate(index)]
-        stacked = parts.stacked_contacts(h, rows, label[1])
-        group = StageGroup.of_stacked(stages, index, terms, parts.keys.get(label), stacked)
+            stages = [ImpulseStage(impulse_contacts[j], TermRows(numbers.costs, r)) for r, j in enumerate(js)]
+        group = StageGroup.of_stacked(stages, index, numbers.costs, parts.keys.get(label), numbers.contacts)
         parts.keys[label] = group.key
         groups.append(group)
-    terminal = (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
-    return OCP.of_groups(groups, **_fields(config, model, q, v, terminal))
+    return OCP.of_groups(groups, **_fields(config, model, q, v, terminal_costs(config, model, h)))
+
+
+def horizon_numbers(parts: StageParts, h: Horizon, knots) -> tuple:
+    """``(times, groups)`` of :func:`horizon_ocp`'s OCP of the horizon ``h`` (its stages
+    ``knots``, :func:`horizon_knots`): the time of each of its knots from 0
+    (:meth:`ocp.problem.OCP.times`) and the :class:`ocp.problem.GroupNumbers` of its groups, in
+    first-stage order: that OCP's numbers without its stages."""
+    dts = h.dts.tolist()
+    times = knot_times([dts[j] if label[0] == "contact" else 0.0 for label, j in knots])
+    return times, tuple(numbers for _, _, numbers in _group_numbers(parts, h, knots))
+
+
+def terminal_costs(config: GaitMPCConfig, model, h: Horizon) -> tuple:
+    """The terminal cost terms of the horizon ``h``: its last knot's state reference."""
+    return (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
+
+
+def horizon_knots(parts: StageParts, h: Horizon) -> list:
+    """Per stage of the horizon ``h``'s OCP, in time order: its label (:meth:`StageParts.label`)
+    and its contact stage in ``h`` (an impulse stage before the contact stage where feet land).
+    OCPs of equal labels in the same order have the same groups."""
+    held = h.landing if parts.config.gait.impulse_contacts == "landing" else h.stance  # an impulse stage's feet
+    bits = 1 << np.arange(h.stance.shape[1])
+    standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))  # per stage, bit masks
+    knots = []
+    for j, (stands, holds, lands) in enumerate(zip(standing, holding, landing)):
+        if lands:
+            knots.append((parts.label("impulse", holds, lands), j))
+        knots.append((parts.label("contact", stands), j))
+    return knots
+
+
+def _group_numbers(parts: StageParts, h: Horizon, knots):
+    """Per group of the stages ``knots`` (:func:`horizon_knots`) of the horizon ``h``, in first-stage
+    order: its label, its knot indices and its :class:`ocp.problem.GroupNumbers` (the cost terms
+    and contacts stacked from ``h``'s arrays)."""
+    by_label: dict = {}
+    for k, (label, _) in enumerate(knots):
+        by_label.setdefault(label, []).append(k)
+    for label, index in by_label.items():
+        rows = np.array([knots[k][1] for k in index])
+        if label[0] == "contact":
+            terms, dt = parts.contact_terms(h, rows, label), h.dts[rows]
+        else:
+            terms, dt = parts.impulse_terms(h, rows, label), None
+        yield label, index, GroupNumbers(terms, parts.stacked_contacts(h, rows, label[1]), dt)
 
 
 def _contact_runs(parts: StageParts, held, footholds) -> list:
