@@ -34,8 +34,15 @@ cost the same; one group of contact stages) may say so with a method ``build.nex
 Its updates a stage apart then move a compiled horizon in place (:mod:`.receding`) instead of
 building the OCP, its formulation and the warm start: the same updates, bitwise, in both schemes
 (``newton`` at a fixed barrier, with full Gauss-Newton steps; ``rti`` of one linearization with
-any barrier). :attr:`MPC.formulation` and :attr:`MPC.result` are made of it when read; the result
-of an update in place keeps no linearization and no iteration history.
+any barrier). A builder whose horizons keep their structure between two knots (a legged MPC's
+updates within a stage) may say so with a method ``build.numbers(t, q, v, tau)``: the horizon's
+OCP, or its numbers where it has the groups of the last OCP the builder made
+(:class:`.aligned.HorizonNumbers`). Its updates whose knots then start as the last horizon's but
+the first, which starts within the last horizon's first stage, write those numbers into the
+compiled horizon in place (:mod:`.aligned`) instead of building the OCP, its formulation and the
+warm start, in the same schemes, bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are
+made of a horizon in place when read; the result of an update in place keeps no linearization
+and no iteration history.
 
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
@@ -53,6 +60,7 @@ from liftoff.ocp.formulation import Formulation, Iterate
 from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, solve, stopping
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
+from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
 
@@ -116,6 +124,8 @@ class MPC:
         self.t, self.policy_kernel = None, None
         self._formulation, self._result = None, None  # the latest horizon's, unless the receding horizon holds it
         self._receding = None  # the horizon the updates move in place (module docstring), or None
+        self._aligned = None  # the horizon the updates renumber in place (module docstring), or None
+        self._in_place = None  # the one of the two that made the latest update
         self._fresh = True  # whether _formulation is the latest horizon's
         self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
         self.ticks: list = []
@@ -136,7 +146,7 @@ class MPC:
     def formulation(self) -> Formulation | None:
         """The formulation of the latest horizon's OCP (None before :meth:`start`)."""
         if not self._fresh:  # an update in place: its OCP made now
-            self._formulation, self._fresh = self._formulation.for_problem(self._receding.ocp()), True
+            self._formulation, self._fresh = self._formulation.for_problem(self._in_place.ocp()), True
         return self._formulation
 
     @formulation.setter
@@ -149,7 +159,7 @@ class MPC:
         ``rti``, its iterate the one its step reached (the next update's warm start)."""
         r = self._result
         if r is not None and r.iterate is None:  # an update in place: its iterate copied now
-            r = self._result = replace(r, iterate=self._receding.stepped())
+            r = self._result = replace(r, iterate=self._in_place.stepped())
         return r
 
     @result.setter
@@ -160,7 +170,7 @@ class MPC:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
         stamps = [time.process_time()]
-        self._receding = None
+        self._receding = self._aligned = None
         ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
         if ocp.stages[0].kind != "contact":
@@ -186,9 +196,19 @@ class MPC:
             policy = self._update_in_place(t, q, v, tau, stamps)
             if policy is not None:
                 return policy
-        old, t_old = self.formulation, self.t
-        ocp = self.build(t, q, v, tau)
+        if hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations]):
+            ocp = self.build.numbers(t, q, v, tau)
+            if isinstance(ocp, HorizonNumbers):
+                stamps.append(time.process_time())
+                policy = self._update_aligned(t, ocp, stamps)
+                if policy is not None:
+                    return policy
+                del stamps[1:]
+                ocp = ocp.ocp()
+        else:
+            ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
+        old, t_old = self._old(), self.t
         self.formulation = old.for_problem(ocp)
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
@@ -210,14 +230,45 @@ class MPC:
             r.move(stage, q, v, np.zeros(0) if tau is None else tau, disturbance)
         except ValueError:  # the general update takes it (and says what is wrong)
             return self._leave()
-        self._fresh = False
+        self._fresh, self._in_place = False, r
         stamps.append(time.process_time())
         r.warm_start()
         stamps.append(time.process_time())
+        return self._steps_and_policy(t, r, stamps)
+
+    def _old(self) -> Formulation:
+        """The formulation of the latest update, for the next one's warm start and regrouping:
+        after an update of the aligned horizon, its structure (:meth:`.aligned.AlignedHorizon.retimed`)."""
+        if not self._fresh and self._in_place is self._aligned:
+            return self._aligned.retimed()
+        return self.formulation
+
+    def _update_aligned(self, t, numbers, stamps) -> Policy | None:
+        """:meth:`update` by the aligned horizon (module docstring) from the horizon's ``numbers``
+        (:class:`.aligned.HorizonNumbers`), or None where it does not move so (its knots not
+        within the last horizon's first stage, no compiled horizon), nothing changed."""
+        r = self._aligned
+        if r is None:
+            r = self._aligned = AlignedHorizon.of(self.formulation, self.result.iterate, self.t)
+            if r is None:
+                return None
+        if not r.renumber(t, numbers):
+            return None
+        self._fresh, self._in_place = False, r
+        stamps.append(time.process_time())
+        r.warm_start()
+        stamps.append(time.process_time())
+        return self._steps_and_policy(t, r, stamps)
+
+    def _steps_and_policy(self, t, r, stamps) -> Policy:
+        """The Newton steps of an update in place on ``r`` (a :class:`.in_place.HorizonInPlace`
+        holding its numbers and its start) and its policy. Where they go the general way
+        (:meth:`_steps_in_place`), the steps of :meth:`_solve` from the same start, on the
+        formulation of ``r``'s OCP."""
         result = self._steps_in_place(r, self._options[self.iterations])
         stamps.append(time.process_time())
         if result is None:  # the steps one after the other, from the same start
-            start, self._receding = r.start(), None
+            start, self._receding, self._aligned = r.start(), None, None
             self.formulation = self._formulation.for_problem(r.ocp())
             return self._solve(t, stamps[:-1], start, self.iterations)
         self.t, self.result = t, result  # its iterate made when read (:attr:`result`)
@@ -290,6 +341,7 @@ class MPC:
                 d = f.direction(it, lin, sol)
                 stepped = f.step(it, d, *f.max_steps(it, d))
             self.result = replace(result, iterate=stepped, iterations=result.iterations + 1, linearization=None)
+        self._aligned = None  # made from this update at the next aligned one
         if hasattr(self.build, "next_stage") and self._recedes(self._options[self.iterations]):
             self._receding = RecedingHorizon.of(f, self.result.iterate)
         u0 = it.groups[0].u[0]  # the groups are in first-stage order: stage 0 is row 0 of the first
@@ -389,20 +441,11 @@ def _aligned(old, old_times, new, new_start) -> bool:
     (keys by identity, indices), every stage but the first starting when old's does, the first
     starting when old's first does or, a contact stage, within it (the horizon moved within its
     first stage: an MPC's updates between two knots)."""
-    if old.ocp.K != new.ocp.K or len(old.groups) != len(new.groups):
-        return False
-    if old.ocp.K > 1 and abs(float(old_times[1]) - float(new_start[1])) > 1e-9:
-        return False  # times over 1e-9 apart never round alike: the next test fails here (a horizon moved by a stage)
-    old_rounded, new_rounded = old_times[:-1].round(9), new_start[:-1].round(9)  # to the nanosecond
-    if not (old_rounded[1:] == new_rounded[1:]).all():
+    first = old.ocp.stages[0]
+    if len(old.groups) != len(new.groups) or not within_first_stage(old_times, new_start, first.kind, first.dt):
         return False
     pairs = zip(old.groups, new.groups)
-    if any(a.key is not b.key or a.size != b.size or (a.index != b.index).any() for a, b in pairs):
-        return False
-    first = old.ocp.stages[0]
-    return old_rounded[0] == new_rounded[0] or (
-        first.kind == "contact" and old_times[0] < new_start[0] < old_times[0] + first.dt - 1e-9
-    )
+    return not any(a.key is not b.key or a.size != b.size or (a.index != b.index).any() for a, b in pairs)
 
 
 def _matching(old, old_start, old_shapes, new, new_start, cache) -> tuple:

@@ -67,9 +67,19 @@ import numpy as np
 
 from liftoff import dynamics
 from liftoff.problems.tasks.config import ConfigError
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, Horizon, StageParts, horizon_ocp, layout_ocp
+from liftoff.problems.tasks.gait_mpc import (
+    GaitMPCConfig,
+    Horizon,
+    StageParts,
+    horizon_knots,
+    horizon_numbers,
+    horizon_ocp,
+    layout_ocp,
+    terminal_costs,
+)
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
 
+from .aligned import HorizonNumbers
 from .feet import FeetKinematics
 from .plants import TOUCHING
 
@@ -171,6 +181,7 @@ class GaitController:
         self.clock, self.knot, self.yaw_ref, self.t = None, 0, 0.0, 0.0
         self.last_contact = {f: -np.inf for f in self.feet}
         self.touchdowns: list = []
+        self._labels: list = []  # the stages of the last OCP made (horizon_knots)
 
     # ------------------------------------------------------------------ the plant's side
 
@@ -196,12 +207,36 @@ class GaitController:
 
     def __call__(self, t, q, v, tau=None):
         """The OCP of the horizon from time ``t`` and the measured state ``(q, v)``."""
+        h = self._horizon(t, q, v)
+        self._labels = knots = horizon_knots(self.parts, h)
+        return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
+
+    def numbers(self, t, q, v, tau=None):
+        """The horizon from time ``t`` and the measured state ``(q, v)`` (:meth:`__call__`): where
+        its stages have the labels of the last OCP made (:func:`problems.tasks.gait_mpc.horizon_knots`:
+        the same groups), their :class:`.aligned.HorizonNumbers`, its OCP made when asked; else its OCP."""
+        h = self._horizon(t, q, v)
+        knots = horizon_knots(self.parts, h)
+        if [label for label, _ in knots] != [label for label, _ in self._labels]:
+            self._labels = knots
+            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
+        times, groups = horizon_numbers(self.parts, h, knots)
+        q, v = np.array(q, dtype=float), np.array(v, dtype=float)
+        terminal = terminal_costs(self.config, self.model, h)
+
+        def make():
+            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
+
+        return HorizonNumbers(times, q, v, np.zeros(0), groups, terminal, None, make)
+
+    def _horizon(self, t, q, v) -> Horizon:
+        """The schedule and the feet moved to the update at ``t`` (the first: started), and the plan of its horizon."""
         positions, velocities, com = self.kinematics(q, v)
         if self.clock is None:
             self._start(t, q, positions)
         else:
             self._advance(t, q, positions, velocities)
-        return horizon_ocp(self.config, self.model, q, v, self._plan(t, q, v, com), self.parts)
+        return self._plan(t, q, v, com)
 
     def _start(self, t, q, positions):
         self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t

@@ -1,0 +1,130 @@
+"""A compiled horizon moved within its first stage, in place: the updates of an MPC between two
+knots of its horizons, without an OCP, a formulation or a warm start made per update.
+
+A builder whose horizons keep their structure between two knots (the same stages, one group
+per structure, the first one shortened) may say so with a method ``build.numbers(t, q, v, tau)``
+that returns, where the horizon at ``t`` has the groups of the last OCP it made, their
+:class:`HorizonNumbers` instead of the OCP: each group's numbers (:class:`ocp.problem.GroupNumbers`:
+its cost terms and contacts stacked, its time steps), the initial state, the terminal cost
+terms and the knots' times. Where those knots start as the last horizon's do but the first,
+which starts within the last horizon's first stage (:func:`within_first_stage`: the warm start
+of :func:`.controller.warm_start` is then the last iterate itself), an :class:`AlignedHorizon`:
+
+- writes each group's constant inputs made from its numbers
+  (:meth:`ocp.kernels.CompiledStages.static_inputs`), the terminal cost's and the initial state
+  into the arrays of the compiled Newton step (:class:`.in_place.HorizonInPlace`);
+- runs the compiled Newton steps from the iterate the last update reached
+  (:meth:`AlignedHorizon.warm_start`).
+
+The numbers are those of the update that builds the OCP, its formulation and its warm start,
+bitwise. The OCP itself is made when asked (:meth:`AlignedHorizon.ocp`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .in_place import HorizonInPlace
+
+
+@dataclass(frozen=True)
+class HorizonNumbers:
+    """The horizon of an update with the groups of its builder's last OCP (module docstring):
+    the time of each knot from its start ``times (K + 1,)`` (:meth:`ocp.problem.OCP.times`), the
+    initial state ``q0, v0, tau0`` (``tau0`` empty without a torque filter), per group in
+    first-stage order its :class:`ocp.problem.GroupNumbers`, the ``terminal`` cost terms, the
+    OCP's ``disturbance (nv,)`` (None: zero) and ``make()``, which makes its OCP."""
+
+    times: np.ndarray
+    q0: np.ndarray
+    v0: np.ndarray
+    tau0: np.ndarray
+    groups: tuple
+    terminal: tuple
+    disturbance: np.ndarray | None
+    make: Callable
+
+    def ocp(self):
+        """The OCP of these numbers."""
+        return self.make()
+
+
+def within_first_stage(old_times, new_times, kind, dt) -> bool:
+    """Whether the knots of a horizon at the times ``new_times`` start as those at ``old_times``
+    (to the nanosecond) but the first, which starts when old's does or, old's first stage a
+    contact stage (``kind``) of time step ``dt``, within it: a horizon moved within its first stage."""
+    if len(old_times) != len(new_times):
+        return False
+    if len(old_times) > 2 and abs(float(old_times[1]) - float(new_times[1])) > 1e-9:
+        return False  # times over 1e-9 apart never round alike: the next test fails here (a horizon moved by a stage)
+    old_rounded, new_rounded = old_times[:-1].round(9), new_times[:-1].round(9)
+    if not (old_rounded[1:] == new_rounded[1:]).all():
+        return False
+    return bool(
+        old_rounded[0] == new_rounded[0]
+        or (kind == "contact" and old_times[0] < new_times[0] < old_times[0] + dt - 1e-9)
+    )
+
+
+class AlignedHorizon(HorizonInPlace):
+    """The horizon of ``formulation``, its OCP starting at time ``t``, from its iterate ``it``
+    (:meth:`of`; module docstring): each group's constant inputs (:class:`ocp.kernels.HeldRows`),
+    the times of its knots, and the arrays of the compiled Newton step, its own from then on."""
+
+    @classmethod
+    def of(cls, formulation, it, t) -> AlignedHorizon | None:
+        """The aligned horizon of ``formulation`` from ``it``, or None without a compiled horizon."""
+        horizon = formulation.compiled_horizon()
+        return None if horizon is None else cls(formulation, horizon, it, t)
+
+    def __init__(self, formulation, horizon, it, t):
+        stages = formulation.stages
+        super().__init__(formulation, horizon, it, tuple(stages.held_rows(g) for g in formulation.groups))
+        ocp = formulation.ocp
+        first = ocp.stages[0]
+        self.times, self.kind, self.dt, self.last = t + ocp.times(), first.kind, first.dt, None
+
+    def renumber(self, t, numbers: HorizonNumbers) -> bool:
+        """Write the ``numbers`` of the horizon at time ``t`` (module docstring); False, nothing
+        written, where its knots do not start as this horizon's within its first stage, or for
+        an initial state of other sizes or not finite."""
+        times = t + numbers.times
+        if not within_first_stage(self.times, times, self.kind, self.dt):
+            return False
+        if not all(np.isfinite(x).all() for x in (numbers.q0, numbers.v0, numbers.tau0)):
+            return False
+        if not self.write_state(numbers.q0, numbers.v0, numbers.tau0):
+            return False
+        stages = self.formulation.stages
+        for rows, group, own in zip(self.rows, self.formulation.groups, numbers.groups):
+            rows.set(stages.static_inputs(group, own, numbers.disturbance))
+        self._terminal[:] = stages.terminal_constants(numbers.terminal)
+        self.times, self.dt, self.last = times, float(numbers.groups[0].dt[0]), numbers
+        return True
+
+    def warm_start(self):
+        """The iterate the last update reached: the next Newton step's start (that of
+        :func:`.controller.warm_start` for a horizon moved within its first stage)."""
+        self._moved = None
+        for x, stepped in self._pairs:
+            x[:] = stepped
+
+    def ocp(self):
+        """The OCP of the horizon now."""
+        return self.formulation.ocp if self.last is None else self.last.ocp()
+
+    def retimed(self):
+        """The formulation of this horizon's structure and knots, for what reads no other
+        number of its OCP (the matching of :func:`.controller.warm_start`, and
+        :meth:`ocp.formulation.Formulation.for_problem`): the first update's, its first stage
+        of this horizon's time step. Its OCP's knots start when this horizon's do, to rounding
+        (its other stages' time steps are the first update's), without making this OCP."""
+        f, ocp = copy.copy(self.formulation), self.formulation.ocp
+        first = dataclasses.replace(ocp.stages[0], dt=self.dt)
+        f.ocp = dataclasses.replace(ocp, stages=(first, *ocp.stages[1:]))
+        return f

@@ -1,0 +1,128 @@
+"""The legged MPC's updates in place between two knots (:mod:`problems.mpc.aligned`): a horizon
+moved within its first stage, its numbers written into the compiled Newton step's arrays, held
+bitwise to the updates that build the OCP, its formulation and its warm start; the updates
+that change the horizon's structure or its knots' times going the general way in between."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from liftoff.problems.mpc import aligned
+from liftoff.problems.mpc.aligned import within_first_stage
+from liftoff.problems.mpc.controller import MPC
+from liftoff.problems.mpc.locomotion import GaitController
+from liftoff.problems.tasks.config import load_config
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+from liftoff.solvers.ipm import Options
+
+TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml"
+PERIOD = 0.005  # the trot's MPC period: four updates per 20 ms knot
+
+
+@pytest.fixture(scope="module")
+def config():
+    config = load_config(TROT, GaitMPCConfig)
+    return replace(config, mpc=replace(config.mpc, horizon=10))
+
+
+@pytest.fixture(scope="module")
+def model(config):
+    return GaitController(config).model
+
+
+def _general(build):
+    """``build`` without its ``numbers``: an MPC that builds every horizon's OCP."""
+    return lambda t, q, v, tau: build(t, q, v, tau)
+
+
+def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6, 50)):
+    """The numbers of a trot MPC (its builder's ``numbers`` hidden if ``general``) updated every
+    period from states near the standing one, no foot ever reported on the ground (late feet
+    hold the schedule, then stand where they were to land): each policy's plan, control and
+    gains, each tick's numbers, and after the updates ``read`` (and the last) the formulation's
+    OCP and the iterate reached."""
+    controller = GaitController(config, model)
+    build = _general(controller) if general else controller
+    mpc = MPC(
+        build, iterations=iterations, first_iterations=3, scheme=scheme, quiet=True, layout=controller.layout
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    q0, v0 = controller.q0, np.zeros(model.nv)
+    mpc.start(0.0, q0, v0)
+    out = []
+    for k in range(1, updates + 1):
+        q, v = q0.copy(), 0.05 * rng.standard_normal(model.nv)
+        q[:3] += 0.005 * rng.standard_normal(3)
+        q[7:] += 0.01 * rng.standard_normal(model.nv - 6)
+        policy = mpc.update(round(k * PERIOD, 9), q, v).policy
+        tick = mpc.ticks[-1]
+        out += [policy.q_plan, policy.v_plan, policy.tau_plan, policy.u, policy.K]
+        out.append(np.array([tick.kkt_error, tick.iterations, tick.status == "max_iterations", tick.regularization]))
+        if k in read or k == updates:
+            it, ocp = mpc.result.iterate, mpc.formulation.ocp
+            out += [it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in vars(gv).values())]
+            out += [ocp.q0, ocp.v0, ocp.times(), np.array([g.size for g in mpc.formulation.groups])]
+    return out
+
+
+def _counted(monkeypatch):
+    """The aligned horizons' renumberings, counted from now on: each one's outcome."""
+    outcomes, renumber = [], aligned.AlignedHorizon.renumber
+
+    def counted(self, *args):
+        outcomes.append(renumber(self, *args))
+        return outcomes[-1]
+
+    monkeypatch.setattr(aligned.AlignedHorizon, "renumber", counted)
+    return outcomes
+
+
+@pytest.mark.parametrize("scheme, iterations", [("rti", 1), ("newton", 1), ("newton", 2)])
+def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_their_ocps(
+    config, model, monkeypatch, scheme, iterations
+):
+    """Updates within the horizon's first stage renumber it in place and the others build it, in
+    either scheme: the same policies, ticks, iterates and (read between updates) formulations'
+    OCPs as the updates that build every OCP, to the last bit. Most updates are in place; a
+    schedule held for a late foot moves the knots and goes the general way."""
+    outcomes = _counted(monkeypatch)
+    in_place = _updates(config, model, False, scheme, iterations)
+    renumbered, refused = outcomes.count(True), outcomes.count(False)
+    assert renumbered >= 50 and refused >= 1
+    general = _updates(config, model, True, scheme, iterations)
+    assert len(outcomes) == renumbered + refused
+    for a, b in zip(in_place, general, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_adaptive_barriers_newton_updates_build_every_ocp(config, model, monkeypatch):
+    """Newton steps whose barrier moves are not taken in place: no renumbering."""
+    outcomes = _counted(monkeypatch)
+    controller = GaitController(config, model)
+    options = Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-3)
+    mpc = MPC(controller, options=options, first_iterations=2, quiet=True, layout=controller.layout)
+    mpc.start(0.0, controller.q0, np.zeros(model.nv))
+    for k in range(1, 4):
+        mpc.update(k * PERIOD, controller.q0, np.zeros(model.nv))
+    assert outcomes == []
+
+
+@pytest.mark.parametrize(
+    "new, expected",
+    [
+        ([0.005, 0.02, 0.04, 0.04, 0.06], True),  # moved within the first stage (an impulse at 0.04)
+        ([0.0, 0.02, 0.04, 0.04, 0.06], True),  # not moved
+        ([0.02, 0.04, 0.04, 0.06, 0.08], False),  # moved by a stage
+        ([0.005, 0.025, 0.045, 0.045, 0.065], False),  # every knot moved (a held schedule)
+        ([0.005, 0.02, 0.04, 0.06, 0.08], False),  # the impulse moved
+        ([0.005, 0.02, 0.04, 0.04], False),  # a knot less
+    ],
+)
+def test_a_horizon_moved_within_its_first_stage_is_one_whose_other_knots_start_as_before(new, expected):
+    old = np.array([0.0, 0.02, 0.04, 0.04, 0.06])
+    assert within_first_stage(old, np.array(new), "contact", 0.02) is expected
+    assert within_first_stage(old, np.array(new), "impulse", 0.0) is (expected and new[0] == 0.0)
