@@ -196,7 +196,8 @@ class MPC:
             policy = self._update_in_place(t, q, v, tau, stamps)
             if policy is not None:
                 return policy
-        if hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations]):
+        aligns = hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations])
+        if aligns:
             ocp = self.build.numbers(t, q, v, tau)
             if isinstance(ocp, HorizonNumbers):
                 stamps.append(time.process_time())
@@ -213,7 +214,11 @@ class MPC:
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
-        return self._solve(t, stamps, start, self.iterations)
+        r = AlignedHorizon.of(self.formulation, start, t) if aligns else None
+        if r is None:
+            return self._solve(t, stamps, start, self.iterations)
+        self._aligned = self._in_place = r  # the steps in place, and the next updates' horizon
+        return self._steps_and_policy(t, r, stamps)
 
     def _update_in_place(self, t, q, v, tau, stamps) -> Policy | None:
         """:meth:`update` by the receding horizon (module docstring), or None where it does not
