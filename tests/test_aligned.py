@@ -39,7 +39,7 @@ def _general(build):
     return lambda t, q, v, tau: build(t, q, v, tau)
 
 
-def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6, 50)):
+def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6, 50), options=Options()):
     """The numbers of a trot MPC (its builder's ``numbers`` hidden if ``general``) updated every
     period from states near the standing one, no foot ever reported on the ground (late feet
     hold the schedule, then stand where they were to land): each policy's plan, control and
@@ -48,7 +48,8 @@ def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6
     controller = GaitController(config, model)
     build = _general(controller) if general else controller
     mpc = MPC(
-        build, iterations=iterations, first_iterations=3, scheme=scheme, quiet=True, layout=controller.layout
+        build, options=options, iterations=iterations, first_iterations=3, scheme=scheme, quiet=True,
+        layout=controller.layout,
     )  # fmt: skip
     rng = np.random.default_rng(3)
     q0, v0 = controller.q0, np.zeros(model.nv)
@@ -99,16 +100,44 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
         np.testing.assert_array_equal(a, b)
 
 
-def test_the_adaptive_barriers_newton_updates_build_every_ocp(config, model, monkeypatch):
-    """Newton steps whose barrier moves are not taken in place: no renumbering."""
+def test_an_rti_update_whose_barrier_falls_takes_the_general_steps_from_the_same_start(config, model, monkeypatch):
+    """An ``rti`` update renumbers the horizon with any barrier; where a monotone barrier falls
+    before the step, the update takes the steps one after the other from the iterate it started
+    from, and every number is still the general updates'."""
+    options = Options(barrier=1e4, barrier_update="monotone", barrier_min=1e-3)
+    calls, solve = [], MPC._solve
+
+    def counted(self, *args):
+        calls.append(1)
+        return solve(self, *args)
+
+    monkeypatch.setattr(MPC, "_solve", counted)
+    outcomes = _counted(monkeypatch)
+    in_place = _updates(config, model, False, "rti", 1, updates=12, read=(3,), options=options)
+    assert (
+        outcomes.count(True) >= 6 and len(calls) >= 3
+    )  # the start, and renumbered updates whose steps went the general way
+    general = _updates(config, model, True, "rti", 1, updates=12, read=(3,), options=options)
+    for a, b in zip(in_place, general, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "backend, options",
+    [("compiled", Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-3)), ("numpy", Options())],
+)
+def test_newton_steps_of_a_moving_barrier_and_the_numpy_backend_build_every_ocp(
+    config, model, monkeypatch, backend, options
+):
+    """Newton steps whose barrier moves are not taken in place, and the numpy backend has no
+    compiled horizon: no renumbering, and the updates are made."""
     outcomes = _counted(monkeypatch)
     controller = GaitController(config, model)
-    options = Options(barrier=1.0, barrier_update="adaptive", barrier_min=1e-3)
-    mpc = MPC(controller, options=options, first_iterations=2, quiet=True, layout=controller.layout)
+    mpc = MPC(controller, backend=backend, options=options, first_iterations=2, quiet=True, layout=controller.layout)
     mpc.start(0.0, controller.q0, np.zeros(model.nv))
     for k in range(1, 4):
         mpc.update(k * PERIOD, controller.q0, np.zeros(model.nv))
-    assert outcomes == []
+    assert outcomes == [] and len(mpc.ticks) == 4 and all(np.isfinite(t.kkt_error) for t in mpc.ticks)
 
 
 @pytest.mark.parametrize(
