@@ -256,6 +256,7 @@ def knot_times(dts) -> np.ndarray:
     from 0: their sums in order (:meth:`OCP.times`)."""
     return np.fromiter(itertools.accumulate(dts, initial=0.0), float, len(dts) + 1)
 
+
 @dataclass(frozen=True)
 class StageGroup:
     """The ``stages`` at knot indices ``index`` (increasing), of one kind with the same contacts
