@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from liftoff.ocp.formulation import Formulation
 from liftoff.problems.mpc import aligned
 from liftoff.problems.mpc.aligned import within_first_stage
 from liftoff.problems.mpc.controller import MPC
 from liftoff.problems.mpc.locomotion import GaitController
 from liftoff.problems.tasks.config import load_config
-from liftoff.problems.tasks.gait_mpc import GaitMPCConfig
+from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, horizon_knots, horizon_numbers, horizon_ocp
 from liftoff.solvers.ipm import Options
 
 TROT = Path(__file__).resolve().parent.parent / "configs" / "anymal_trot_mpc.yaml"
@@ -80,6 +81,26 @@ def _counted(monkeypatch):
 
     monkeypatch.setattr(aligned.AlignedHorizon, "renumber", counted)
     return outcomes
+
+
+def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
+    """The numbers of a horizon (:func:`horizon_numbers`) give each group's constant inputs and
+    the terminal cost's as the formulation of its OCP holds them, and the OCP's knot times, to
+    the last bit, without the OCP's stages; at horizons with landings."""
+    controller, v = GaitController(config, model), np.zeros(model.nv)
+    f, landings = Formulation(controller.layout, quiet=True), 0
+    for k in range(100):
+        h = controller._horizon(round(k * PERIOD, 9), controller.q0, v)
+        ocp = horizon_ocp(config, model, controller.q0, v, h, controller.parts)
+        f = f.for_problem(ocp)
+        times, groups = horizon_numbers(controller.parts, h, horizon_knots(controller.parts, h))
+        np.testing.assert_array_equal(times, ocp.times())
+        for group, numbers in zip(f.groups, groups, strict=True):
+            static = f.stages.maps[int(group.index[0])].static
+            np.testing.assert_array_equal(f.stages.static_inputs(group, numbers), static)
+        np.testing.assert_array_equal(f.stages.terminal_constants(ocp.terminal_costs), f.stages.terminal_inputs[1])
+        landings += any(stage.kind == "impulse" for stage in ocp.stages)
+    assert landings >= 20
 
 
 @pytest.mark.parametrize("scheme, iterations", [("rti", 1), ("newton", 1), ("newton", 2)])
