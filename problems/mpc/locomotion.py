@@ -225,7 +225,7 @@ class GaitController:
         terminal = terminal_costs(self.config, self.model, h)
 
         def make():
-            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
+            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots, groups)
 
         return HorizonNumbers(times, q, v, np.zeros(0), groups, terminal, None, make)
 

@@ -192,10 +192,13 @@ class Horizon:
     v_ref: np.ndarray
 
 
-def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None, knots=None) -> OCP:
+def horizon_ocp(
+    config: GaitMPCConfig, model, q, v, h: Horizon, parts: StageParts | None = None, knots=None, groups=None
+) -> OCP:
     """The OCP of the horizon ``h`` from the measured state ``(q, v)`` (module docstring);
     ``parts``: the :class:`StageParts` of ``config`` and ``model`` that the horizons of one MPC
-    share (default: made for this one); ``knots``: its :func:`horizon_knots` if made. The stages
+    share (default: made for this one); ``knots`` and ``groups``: its :func:`horizon_knots` and
+    its groups' numbers of :func:`horizon_numbers`, if made. The stages
     are made group by group (:meth:`StageParts.label`): each group's cost terms stacked from the
     horizon's arrays, each stage's terms their rows."""
     parts = parts if parts is not None else StageParts(config, model.nv)
@@ -205,8 +208,8 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
     if impulse_contacts is None:  # an impulse stage holds its landing feet
         impulse_contacts = _contact_runs(parts, h.landing, h.footholds)
     knots = horizon_knots(parts, h) if knots is None else knots
-    groups = []
-    for label, index, numbers in _group_numbers(parts, h, knots):
+    made = []
+    for label, index, numbers in _group_numbers(parts, h, knots, groups):
         js = [knots[k][1] for k in index]
         if label[0] == "contact":
             stages = [ContactStage(contacts[j], dts[j], TermRows(numbers.costs, r)) for r, j in enumerate(js)]
@@ -214,8 +217,8 @@ def horizon_ocp(config: GaitMPCConfig, model, q, v, h: Horizon, parts: StagePart
             stages = [ImpulseStage(impulse_contacts[j], TermRows(numbers.costs, r)) for r, j in enumerate(js)]
         group = StageGroup.of_stacked(stages, index, numbers.costs, parts.keys.get(label), numbers.contacts)
         parts.keys[label] = group.key
-        groups.append(group)
-    return OCP.of_groups(groups, **_fields(config, model, q, v, terminal_costs(config, model, h)))
+        made.append(group)
+    return OCP.of_groups(made, **_fields(config, model, q, v, terminal_costs(config, model, h)))
 
 
 def horizon_numbers(parts: StageParts, h: Horizon, knots) -> tuple:
@@ -248,14 +251,17 @@ def horizon_knots(parts: StageParts, h: Horizon) -> list:
     return knots
 
 
-def _group_numbers(parts: StageParts, h: Horizon, knots):
+def _group_numbers(parts: StageParts, h: Horizon, knots, made=None):
     """Per group of the stages ``knots`` (:func:`horizon_knots`) of the horizon ``h``, in first-stage
     order: its label, its knot indices and its :class:`ocp.problem.GroupNumbers` (the cost terms
-    and contacts stacked from ``h``'s arrays)."""
+    and contacts stacked from ``h``'s arrays; ``made``: those of every group, if made)."""
     by_label: dict = {}
     for k, (label, _) in enumerate(knots):
         by_label.setdefault(label, []).append(k)
-    for label, index in by_label.items():
+    for i, (label, index) in enumerate(by_label.items()):
+        if made is not None:
+            yield label, index, made[i]
+            continue
         rows = np.array([knots[k][1] for k in index])
         if label[0] == "contact":
             terms, dt = parts.contact_terms(h, rows, label), h.dts[rows]
