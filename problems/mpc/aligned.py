@@ -77,14 +77,15 @@ class AlignedHorizon(HorizonInPlace):
     the times of its knots, and the arrays of the compiled Newton step, its own from then on."""
 
     @classmethod
-    def of(cls, formulation, it, t) -> AlignedHorizon | None:
-        """The aligned horizon of ``formulation`` from ``it``, or None without a compiled horizon."""
+    def of(cls, formulation, it, t, scratch) -> AlignedHorizon | None:
+        """The aligned horizon of ``formulation`` from ``it``, its calls' blocks taken from
+        ``scratch`` (:class:`.in_place.Scratch`), or None without a compiled horizon."""
         horizon = formulation.compiled_horizon()
-        return None if horizon is None else cls(formulation, horizon, it, t)
+        return None if horizon is None else cls(formulation, horizon, it, t, scratch)
 
-    def __init__(self, formulation, horizon, it, t):
-        stages = formulation.stages
-        super().__init__(formulation, horizon, it, tuple(stages.held_rows(g) for g in formulation.groups))
+    def __init__(self, formulation, horizon, it, t, scratch):
+        rows = tuple(formulation.stages.held_rows(g) for g in formulation.groups)
+        super().__init__(formulation, horizon, it, rows, scratch)
         ocp = formulation.ocp
         first = ocp.stages[0]
         self.times, self.kind, self.dt, self.last = t + ocp.times(), first.kind, first.dt, None

@@ -61,6 +61,7 @@ from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, sol
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
 from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
+from .in_place import Scratch
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
 
@@ -125,6 +126,7 @@ class MPC:
         self._formulation, self._result = None, None  # the latest horizon's, unless the receding horizon holds it
         self._receding = None  # the horizon the updates move in place (module docstring), or None
         self._aligned = None  # the horizon the updates renumber in place (module docstring), or None
+        self._scratch = Scratch()  # the blocks of its calls
         self._in_place = None  # the one of the two that made the latest update
         self._fresh = True  # whether _formulation is the latest horizon's
         self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
@@ -214,7 +216,7 @@ class MPC:
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
-        r = AlignedHorizon.of(self.formulation, start, t) if aligns else None
+        r = AlignedHorizon.of(self.formulation, start, t, self._scratch) if aligns else None
         if r is None:
             return self._solve(t, stamps, start, self.iterations)
         self._aligned = self._in_place = r  # the steps in place, and the next updates' horizon
@@ -254,7 +256,7 @@ class MPC:
         within the last horizon's first stage, no compiled horizon), nothing changed."""
         r = self._aligned
         if r is None:
-            r = self._aligned = AlignedHorizon.of(self.formulation, self.result.iterate, self.t)
+            r = self._aligned = AlignedHorizon.of(self.formulation, self.result.iterate, self.t, self._scratch)
             if r is None:
                 return None
         if not r.renumber(t, numbers):
