@@ -214,7 +214,9 @@ class GaitController:
     def numbers(self, t, q, v, tau=None):
         """The horizon from time ``t`` and the measured state ``(q, v)`` (:meth:`__call__`): where
         its stages have the labels of the last OCP made (:func:`problems.tasks.gait_mpc.horizon_knots`:
-        the same groups), their :class:`.aligned.HorizonNumbers`, its OCP made when asked; else its OCP."""
+        the same groups), their :class:`.aligned.HorizonNumbers`, its OCP made when asked; else its
+        OCP. The last OCP is that of the MPC's latest update: a controller serves one MPC, whose
+        updates move its schedule."""
         h = self._horizon(t, q, v)
         knots = horizon_knots(self.parts, h)
         if [label for label, _ in knots] != [label for label, _ in self._labels]:
