@@ -354,14 +354,14 @@ class CompiledStages:
         return plan
 
     def _map(self, group) -> GroupMap:
-        lay, nv, S = self.layout, self.model.nv, group.size
+        lay, S = self.layout, group.size
         plan = self._plan(group)
         f_cols, blocks, supports, cones, bounds, touched = plan.structure
         scatter = None
         if len({s.offset for s in plan.slots}) < len(plan.slots):  # a contact listed twice: its forces add up
             scatter = np.zeros((len(f_cols), lay.m))
             scatter[np.arange(len(f_cols)), f_cols] = 1.0
-        disturbance = _rows(np.zeros(nv) if self.ocp.disturbance is None else self.ocp.disturbance, S)
+        disturbance = self._disturbance_rows(self.ocp.disturbance, S)
         rows = self._stage_inputs(group, plan)
         static = self._contact_constants(rows, disturbance) if group.kind == "contact" else rows
         forward = None
@@ -475,9 +475,11 @@ class CompiledStages:
         rows = self._stacked_inputs(group, self._plan(group), numbers)
         if group.kind != "contact":
             return rows
-        return self._contact_constants(
-            rows, _rows(np.zeros(self.model.nv) if disturbance is None else disturbance, group.size)
-        )
+        return self._contact_constants(rows, self._disturbance_rows(disturbance, group.size))
+
+    def _disturbance_rows(self, disturbance, S) -> np.ndarray:
+        """``disturbance (nv,)`` (None: zero) on each of ``S`` rows."""
+        return _rows(np.zeros(self.model.nv) if disturbance is None else disturbance, S)
 
     def terminal_constants(self, terminal) -> np.ndarray:
         """The terminal kernel's constant inputs (:attr:`terminal_inputs`) for the terminal cost

@@ -112,8 +112,7 @@ class AlignedHorizon(HorizonInPlace):
         """The iterate the last update reached: the next Newton step's start (that of
         :func:`.controller.warm_start` for a horizon moved within its first stage)."""
         self._moved = None
-        for x, stepped in self._pairs:
-            x[:] = stepped
+        self._start_from_step()
 
     def ocp(self):
         """The OCP of the horizon now."""

@@ -200,14 +200,15 @@ class MPC:
                 return policy
         aligns = hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations])
         if aligns:
-            ocp = self.build.numbers(t, q, v, tau)
-            if isinstance(ocp, HorizonNumbers):
+            made = self.build.numbers(t, q, v, tau)
+            if isinstance(made, HorizonNumbers):
                 stamps.append(time.process_time())
-                policy = self._update_aligned(t, ocp, stamps)
+                policy = self._update_aligned(t, made, stamps)
                 if policy is not None:
                     return policy
                 del stamps[1:]
-                ocp = ocp.ocp()
+                made = made.ocp()
+            ocp = made
         else:
             ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())

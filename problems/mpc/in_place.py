@@ -102,6 +102,10 @@ class HorizonInPlace:
         kept for :meth:`start`)."""
         if self._moved is None:
             self._moved = self._copy(0)
+        self._start_from_step()
+
+    def _start_from_step(self):
+        """The iterate the last step reached into the arrays the next call starts from."""
         for x, stepped in self._pairs:
             x[:] = stepped
 

@@ -204,8 +204,8 @@ def horizon_ocp(
     parts = parts if parts is not None else StageParts(config, model.nv)
     dts = h.dts.tolist()
     contacts = _contact_runs(parts, h.stance, h.footholds)
-    impulse_contacts = contacts if config.gait.impulse_contacts != "landing" else None
-    if impulse_contacts is None:  # an impulse stage holds its landing feet
+    impulse_contacts = contacts
+    if config.gait.impulse_contacts == "landing":  # an impulse stage holds its landing feet
         impulse_contacts = _contact_runs(parts, h.landing, h.footholds)
     knots = horizon_knots(parts, h) if knots is None else knots
     made = []
