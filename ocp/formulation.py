@@ -213,7 +213,7 @@ class Formulation:
         for group in self.groups:
             m = sum(c.dim for c in group.contact_set)
             nu = self.ocp.nu if group.kind == "contact" else 0
-            g = self.stages.inequalities(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m)), self._tau0(1)).g
+            g = self.stages.inequality_values(group, q0, v0, np.zeros((1, nu)), np.zeros((1, m)), self._tau0(1))
             variables += group.size * (nu + (nv + m if lifted else 0))
             equalities += group.size * (nv + m if lifted else 0)
             inequalities += group.size * g.shape[1]
@@ -248,7 +248,7 @@ class Formulation:
             qs, vs, u = np.repeat(q0, S, axis=0), np.repeat(v0, S, axis=0), np.zeros((S, self.ocp.nu))
             taus = self._tau0(S)
             w = self.stages.dynamics(group, qs, vs, u if taus is None else taus)  # the cones start violated
-            g = self.stages.inequalities(group, qs, vs, u, w[:, nv:], taus).g
+            g = self.stages.inequality_values(group, qs, vs, u, w[:, nv:], taus)
             s, z = pdipm.initial_slack_and_dual(g, eps)
             return GroupVariables(u, w, np.zeros_like(w), s, z)
         if group.kind == "contact" and self.init == "zero_torque":
@@ -263,7 +263,7 @@ class Formulation:
             u, w = x[None, : self.ocp.nu], np.concatenate((np.zeros(nv), x[self.ocp.nu :]))[None]
         else:
             u, w = np.zeros((1, 0)), np.zeros((1, nv + m))
-        g = self.stages.inequalities(group, q0, v0, u, w[:, nv:], self._tau0(1)).g
+        g = self.stages.inequality_values(group, q0, v0, u, w[:, nv:], self._tau0(1))
         s, z = pdipm.initial_slack_and_dual(g, eps)
         u, w, s, z = (np.repeat(x, group.size, axis=0) for x in (u, w, s, z))
         return GroupVariables(u, w, np.zeros_like(w), s, z)
@@ -281,7 +281,7 @@ class Formulation:
         groups = []
         for group, gv in zip(self.groups, it.groups):
             idx, f = group.index, gv.w[:, self.model.nv :]
-            g = self.stages.inequalities(group, it.q[idx], it.v[idx], gv.u, f, self._taus(it, idx)).g
+            g = self.stages.inequality_values(group, it.q[idx], it.v[idx], gv.u, f, self._taus(it, idx))
             s, z = pdipm.initial_slack_and_dual(g, eps)
             groups.append(replace(gv, s=s, z=z))
         return replace(it, groups=tuple(groups))

@@ -98,26 +98,40 @@ def inequalities(model, friction, limits, group, q, v, u, f, tau=None) -> Inequa
     """The :class:`Inequalities` of the stages of ``group`` at ``y = (dq, dv, dtau, du, dw)``
     (none at impulse stages); ``limits`` from :func:`limit_rows`; ``tau`` the torque state of a
     filtered OCP (None: none)."""
-    S, nv, nu = len(q), model.nv, u.shape[1]
-    m = f.shape[1]
-    ntau = 0 if tau is None else tau.shape[1]
-    nx = 2 * nv + ntau
-    ny = nx + nu + nv + m
+    ny = 2 * model.nv + (0 if tau is None else tau.shape[1]) + u.shape[1] + model.nv + f.shape[1]
+    g, cones = _values(model, friction, limits, group, q, v, u, f, tau, True)
+    G = np.zeros((len(q), 0 if cones is None else cones[0].shape[1], ny))
+    if cones is not None:
+        cols, dg_dq, dg_df = cones[1:]
+        G[:, :, : model.nv] = dg_dq
+        G[:, :, ny - f.shape[1] + cols] = dg_df
+    bounds = bound_rows(limits, model.nv, u.shape[1], ny) if group.kind == "contact" else np.zeros((0, ny))
+    return Inequalities(g, G, bounds)
+
+
+def inequality_values(model, friction, limits, group, q, v, u, f, tau=None) -> np.ndarray:
+    """The values ``g (S, ni)`` of :func:`inequalities` alone, without their derivatives (the
+    slacks of a start)."""
+    return _values(model, friction, limits, group, q, v, u, f, tau, False)[0]
+
+
+def _values(model, friction, limits, group, q, v, u, f, tau, derivatives) -> tuple:
+    """``(g, cones)``: the values of :func:`inequalities` and, with ``derivatives`` and friction
+    cones, ``(g_cones, cols, dg_dq, dg_df)`` (:func:`ocp.friction.friction_cones`, ``cols`` the
+    cones' columns of ``f``); else None."""
     if group.kind != "contact":
-        return Inequalities(np.zeros((S, 0)), np.zeros((S, 0, ny)), np.zeros((0, ny)))
-    blocks, G = [], np.zeros((S, 0, ny))
-    cones = [i for i, c in enumerate(group.contact_set) if c.kind == "3D"]
-    if friction is not None and cones:
+        return np.zeros((len(q), 0)), None
+    blocks, cones = [], None
+    cone_slots = [i for i, c in enumerate(group.contact_set) if c.kind == "3D"]
+    if friction is not None and cone_slots:
         offsets = np.cumsum([0] + [c.dim for c in group.contact_set])
-        cols = np.concatenate([np.arange(offsets[i], offsets[i] + 3) for i in cones])
-        g, dg_dq, dg_df = friction_cones(model, q, f[:, cols], [group.contact_set[i] for i in cones], friction)
-        G = np.zeros((S, g.shape[1], ny))
-        G[:, :, :nv] = dg_dq
-        G[:, :, nx + nu + nv + cols] = dg_df
+        cols = np.concatenate([np.arange(offsets[i], offsets[i] + 3) for i in cone_slots])
+        contacts = [group.contact_set[i] for i in cone_slots]
+        g, dg_dq, dg_df = friction_cones(model, q, f[:, cols], contacts, friction, derivatives)
+        cones = (g, cols, dg_dq, dg_df) if derivatives else None
         blocks.append(g)
     values = {"position": q, "velocity": v, "torque": u if tau is None else tau}
     for name, (rows, bound) in limits.items():
         x = values[name][:, rows[0]]
         blocks += [x - bound[0], bound[1] - x]
-    g = np.concatenate(blocks, axis=1) if blocks else np.zeros((S, 0))
-    return Inequalities(g, G, bound_rows(limits, nv, nu, ny))
+    return (np.concatenate(blocks, axis=1) if blocks else np.zeros((len(q), 0))), cones

@@ -532,6 +532,9 @@ class CompiledStages:
     def inequalities(self, group, q, v, u, f, tau=None):
         return self._reference.inequalities(group, q, v, u, f, tau)
 
+    def inequality_values(self, group, q, v, u, f, tau=None):
+        return self._reference.inequality_values(group, q, v, u, f, tau)
+
     def static_terms(self, group) -> tuple:
         """:meth:`ocp.stages.NumpyStages.static_terms` from one call of the kernel of
         :mod:`ocp.static_terms` per problem (compiled on first use; the numpy reference, with a

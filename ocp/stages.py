@@ -29,7 +29,7 @@ from liftoff import dynamics
 
 from . import lifted
 from .costs import StageVariables
-from .inequalities import Inequalities, inequalities, limit_rows
+from .inequalities import Inequalities, inequalities, inequality_values, limit_rows
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class Stages(Protocol):
     def dynamics(self, group, q, v, torque) -> np.ndarray: ...
     def terminal(self, q, v, tau=None) -> tuple: ...
     def inequalities(self, group, q, v, u, f, tau=None) -> tuple: ...
+    def inequality_values(self, group, q, v, u, f, tau=None) -> np.ndarray: ...
     def for_problem(self, ocp, groups) -> Stages: ...
 
 
@@ -100,6 +101,9 @@ class NumpyStages:
 
     def inequalities(self, group, q, v, u, f, tau=None):
         return inequalities(self.model, self.ocp.friction, self.limits, group, q, v, u, f, tau)
+
+    def inequality_values(self, group, q, v, u, f, tau=None):
+        return inequality_values(self.model, self.ocp.friction, self.limits, group, q, v, u, f, tau)
 
     def for_problem(self, ocp, groups) -> NumpyStages:
         """The same evaluation for ``ocp`` (grouped in ``groups``), an OCP of the same structure

@@ -557,12 +557,12 @@ def _row_shapes(formulation, group, cache) -> tuple:
 def _shapes_of(formulation, group) -> tuple:
     m = sum(c.dim for c in group.contact_set)
     nv, nu = formulation.model.nv, formulation.ocp.nu if group.kind == "contact" else 0
-    ni = formulation.stages.inequalities(
+    ni = formulation.stages.inequality_values(
         group,
         formulation.ocp.q0[None],
         formulation.ocp.v0[None],
         np.zeros((1, nu)),
         np.zeros((1, m)),
         None if formulation.ocp.torque_filter is None else formulation.ocp.tau0[None],
-    ).g.shape[1]
+    ).shape[1]
     return ((nu,), (nv + m,), (nv + m,), (ni,), (ni,))
