@@ -619,6 +619,14 @@ def test_a_plant_that_blows_up_ends_the_run_as_diverged_with_its_log(task, capsy
     assert a["contact_force"].shape == (25, 1, 3) and a["contact_force"][-1, 0, 2] == 25.0
 
 
+def test_a_plant_whose_dynamics_break_down_ends_the_run_with_the_steps_before_logged(task):
+    plant = StubPlant(bad=25, blow_up=lambda q: np.linalg.solve(np.zeros((2, 2)), q[:2]))  # singular
+    log = closed_loop(StubMPC(), plant, task.model, task.q0, task.v0, 0.05, 0.01)
+    assert (log.status, log.end_time) == ("diverged", pytest.approx(0.024)) and len(log.t) == 24
+    assert log.message.startswith("the plant failed at t = 0.024 s: Singular matrix")
+    assert [tick.t for tick in log.ticks] == pytest.approx([0.0, 0.01, 0.02])  # no update after it
+
+
 def test_a_failed_update_or_a_stop_ends_the_run_with_its_status(task):
     log = closed_loop(StubMPC(fail_at=0.02), StubPlant(), task.model, task.q0, task.v0, 0.05, 0.01)
     assert (log.status, log.end_time, len(log.t)) == ("diverged", pytest.approx(0.02), 20)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .controller import MPCError
-from .plants import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, Steps
+from .plants import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, PlantFailure, Steps, reading_rows, within
 
 LIMIT_MARGIN = 0.5  # rad (m for prismatic joints): a joint this far beyond its limits has diverged
 
@@ -104,8 +104,8 @@ class Divergence:
 
     def __call__(self, measurement) -> str | None:
         q, v = measurement.q, measurement.v
-        if np.isfinite(q).all() and np.isfinite(v).all() and (q >= self.lower).all() and (q <= self.upper).all():
-            return None  # the common case in four passes
+        if within(q, v, self.lower, self.upper):
+            return None
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
             return "the simulated state is not finite"
         beyond = np.maximum(self.lower - q, q - self.upper)
@@ -179,26 +179,52 @@ def _observe(observe, blocks, log):
 
 def _blocks(plant, policy, measurement, first, n, diverged):
     """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``,
-    as :class:`.plants.Steps`: one block of them all where the plant runs them in one call (the
-    MuJoCo plant's compiled steps, checked), else a block per step, each stepped when the loop
-    asks for it."""
+    as one block of :class:`.plants.Steps`, checked: run by the plant in one call where it can
+    (the MuJoCo plant's compiled steps), else stepped here one at a time (:func:`_stepped`)."""
     run = getattr(plant, "run", None)
-    block = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
-    if block is not None:
-        yield block
-        return
-    for j in range(n):
-        t = (first + j) * plant.dt
+    try:
+        block = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
+    except PlantFailure as e:  # after the steps it did
+        if e.steps is not None and e.steps.size:
+            yield e.steps
+        raise
+    yield from (block,) if block is not None else _stepped(plant, policy, measurement, first, n, diverged)
+
+
+def _stepped(plant, policy, measurement, first, n, diverged):
+    """:func:`_blocks`' steps one at a time: per step the policy on the latest measurement, the
+    plant's step, the step's rows written and its state tested by ``diverged``, stopping after
+    the first that diverged. A plant whose dynamics break down ends them: the steps done are
+    yielded, then :class:`PlantFailure` raised."""
+    names, nt = plant.contact_names, 0 if measurement.tau is None else len(measurement.tau)
+    q, v, tau = (np.empty((n + 1, k)) for k in (len(measurement.q), len(measurement.v), nt))
+    q[0], v[0], tau[0] = measurement.q, measurement.v, np.zeros(0) if measurement.tau is None else measurement.tau
+    t = (first + np.arange(n)) * plant.dt
+    readings, seconds, u = np.empty((n, len(names), ROW)), np.empty((n, 2)), None
+    index = {name: k for k, name in enumerate(names)}
+    done, why, failure = 0, None, None
+    for j, tj in enumerate(t.tolist()):
         begin = time.perf_counter()
-        u = policy(t, measurement.q, measurement.v, measurement.tau)
+        command = policy(tj, measurement.q, measurement.v, measurement.tau)
         middle = time.perf_counter()
         try:
-            after = plant.step(t, u)
-        except (np.linalg.LinAlgError, FloatingPointError) as e:  # the plant's dynamics broke down
-            raise PlantFailure(t, f"the plant failed at t = {t:.3f} s: {e}") from None
-        seconds = (middle - begin, time.perf_counter() - middle)
-        yield Steps.one(measurement, t, u, after, seconds, plant.contact_names)
-        measurement = after
+            measurement = plant.step(tj, command)
+        except PlantFailure.CAUGHT as e:
+            failure = PlantFailure.at(tj, e)
+            break
+        seconds[j] = middle - begin, time.perf_counter() - middle
+        u = np.empty((n, len(command))) if u is None else u
+        u[j], q[j + 1], v[j + 1] = command, measurement.q, measurement.v
+        readings[j] = reading_rows(measurement.contacts, names)
+        if nt:
+            tau[j + 1] = measurement.tau
+        done, why = j + 1, diverged(measurement)
+        if why is not None:
+            break
+    if done:
+        yield Steps(t, u, q, v, tau, readings, seconds, index, True).head(done)._replace(diverged=why is not None)
+    if failure is not None:
+        raise failure
 
 
 def _until_the_end(steps: Steps, diverged, stop) -> tuple:
@@ -215,14 +241,6 @@ def _until_the_end(steps: Steps, diverged, stop) -> tuple:
         if status is not None:
             return status, why or "", steps.head(j + 1)
     return None, "", steps
-
-
-class PlantFailure(RuntimeError):
-    """A plant whose dynamics broke down at time ``t`` (a singular contact system)."""
-
-    def __init__(self, t, message):
-        super().__init__(message)
-        self.t = t
 
 
 def _ended(log, mpc, status, t, message) -> Log:

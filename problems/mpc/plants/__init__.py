@@ -168,6 +168,28 @@ class Steps(NamedTuple):
 _STEP_ROWS, _KNOT_ROWS = ("t", "u", "readings", "seconds"), ("q", "v", "tau")  # Steps' arrays of n and n + 1 rows
 
 
+def within(q, v, lower, upper) -> bool:
+    """Whether the state ``(q, v)`` is finite and ``q`` within ``lower, upper`` (the closed loop's
+    divergence test, :class:`problems.mpc.loop.Divergence`), in four passes."""
+    return bool(np.isfinite(q).all() and np.isfinite(v).all() and (q >= lower).all() and (q <= upper).all())
+
+
+class PlantFailure(RuntimeError):
+    """A plant whose dynamics broke down at time ``t`` (a singular contact system); ``steps``: the
+    :class:`Steps` a plant's ``run`` did before, or None."""
+
+    CAUGHT = (np.linalg.LinAlgError, FloatingPointError)  # the errors of a plant's dynamics that break down
+
+    def __init__(self, t, message, steps=None):
+        super().__init__(message)
+        self.t, self.steps = t, steps
+
+    @classmethod
+    def at(cls, t, error, steps=None) -> PlantFailure:
+        """The failure of a step at time ``t`` that raised ``error`` (one of :data:`CAUGHT`)."""
+        return cls(t, f"the plant failed at t = {t:.3f} s: {error}", steps)
+
+
 class Plant(Protocol):
     """A simulated robot (module docstring): its step ``dt``, its ``engine`` (``mujoco`` or
     ``liftoff``), a one-line ``description`` of what it idealizes (its contact model), and its
