@@ -190,6 +190,7 @@ class Kernel:
         self.n_in = lib.liftoff_sizes(0)
         self.sizes = tuple(lib.liftoff_sizes(2 + j) for j in range(lib.liftoff_sizes(1)))
         self._lib, self._batch = lib, lib.liftoff_batch
+        self.address = ctypes.cast(self._batch, ctypes.c_void_p).value  # the batch function, for compiled callers
         self._pointers = ctypes.c_void_p * len(self.sizes)
         lib.liftoff_pattern.restype = lib.liftoff_numel.restype = ctypes.c_long
         lib.liftoff_pattern.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.POINTER(ctypes.c_long)))
@@ -376,7 +377,8 @@ def _writable(folder: Path) -> bool:
 def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
     """The C file ``path`` compiled for this processor (``-O3 -march=native``: loops that the
     compiler vectorizes), from the cache or built, as a :class:`ctypes.CDLL`. It may include
-    ``vectors.h`` (:data:`VECTORS`, whose text is part of the cache's key); ``include``:
+    ``vectors.h`` (:data:`VECTORS`) and the headers beside it, whose texts are part of the cache's
+    key; ``include``:
     ``(folder, version)``, a folder of another library's headers that it includes, and their
     version (part of the cache's key: a new version is compiled anew)."""
     cc = compiler()
@@ -385,9 +387,10 @@ def load_library(path, quiet=False, include=None) -> ctypes.CDLL:
 
 def _library_build(path, include, cc) -> tuple:
     """``(name, digest, cc, flags, source)`` of :func:`load_library`'s :func:`_cached` call."""
-    text = Path(path).read_text()
+    text, folder = Path(path).read_text(), Path(path).parent
     key = {"source": text, "flags": LIBRARY_FLAGS, "cpu": _cpu(), "vectors": VECTORS.read_text()}
-    flags = (*LIBRARY_FLAGS, f"-I{VECTORS.parent}")
+    key["headers beside"] = {h.name: h.read_text() for h in sorted(folder.glob("*.h"))}
+    flags = (*LIBRARY_FLAGS, f"-I{VECTORS.parent}", f"-I{folder}")
     if include is not None:
         flags = (*flags, f"-I{include[0]}")
         key.update(include=include[0], headers=include[1])

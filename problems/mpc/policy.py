@@ -20,7 +20,6 @@ control's copy.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import sys
 from dataclasses import dataclass
@@ -73,9 +72,7 @@ class PolicyKernel:
         key = {"model": codegen.model_key(model), "nu": nu, "ntau": ntau}
         key["source"] = codegen.source_digest(sys.modules[__name__])
         self.kernel = codegen.load(f"policy_{model.name}", key, self._function, quiet)
-        path = getattr(self.kernel, "path", None)  # a compiled kernel's library: its batch function's address
-        batch = None if path is None else ctypes.CDLL(str(path)).liftoff_batch
-        self.address = None if batch is None else ctypes.cast(batch, ctypes.c_void_p).value
+        self.address = getattr(self.kernel, "address", None)  # a compiled kernel's batch function
 
     def _function(self) -> ca.Function:
         m, nt, nu, nx = self.model, self.ntau, self.nu, self.nx

@@ -2,9 +2,7 @@
  * MujocoPlant.run), compiled: the same operations as a step of the closed loop in Python.
  *
  * Per step j, at time (first + j) dt, from the measured state (q, v, tau): the compiled policy
- * (problems/mpc/policy.py: its kernel's batch function on its input row x, the fraction s of
- * its first stage, clipped to [0, 1], then q, v and tau written in place, the plan after them),
- * the command u; the actuators' controls u + bias (+ noise[j] when noise is not NULL); mj_step;
+ * (steps.h), the command u; the actuators' controls u + bias (+ noise[j] when noise is not NULL); mj_step;
  * the state in liftoff's coordinates (mujoco_model.py's MujocoRobot.from_mujoco: the joints
  * gathered by index, the free joint's quaternion (w, x, y, z) stored (x, y, z, w) and its linear
  * velocity turned to the body frame, R^T v summed row by row as numpy does); the actuators'
@@ -12,26 +10,20 @@
  * address). Outputs, row j: q, v, tau, u, the readings (n, 11) and the seconds of the policy and
  * of the plant (the controls, the step and the measurement).
  *
- * The loop stops after a step whose state has diverged (loop.py's Divergence: a coordinate not
- * finite or beyond its widened limits lower, upper, a velocity not finite), and says so in
+ * The loop stops after a step whose state has diverged (steps.h), and says so in
  * *diverged_at_end. Returns the number of steps done, or -(j + 1) if the policy's kernel failed at step j.
  *
  * MuJoCo's functions come as addresses (liftoff_set_mujoco), the library that the Python
  * bindings loaded; mjModel and mjData are those of its headers (liftoff_mujoco_version).
  */
-#include <math.h>
-#include <string.h>
-#include <time.h>
-
 #include <mujoco/mujoco.h>
 
-#pragma GCC optimize("fp-contract=off")
+#include "steps.h"
 
 typedef void step_t(const mjModel *, mjData *);
 typedef void quat2mat_t(mjtNum *, const mjtNum *);
 typedef void readings_t(const mjModel *, mjData *, int, const int *, const int *, const unsigned char *, const int *,
                         const double *, double *);
-typedef int batch_t(long, const double *, double **);
 
 static step_t *step;
 static quat2mat_t *quat2mat;
@@ -62,30 +54,6 @@ typedef struct {
     const double *offset;
 } readings_args_t;
 
-/* The compiled policy: its kernel's batch function, its input and output rows, where q, v and
- * tau start in the input, its start time and the inverse of its first stage's length. */
-typedef struct {
-    batch_t *batch;
-    double *x, *u;
-    long q_at, v_at, tau_at;
-    double t0, rate;
-} policy_t;
-
-static double seconds(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
-/* Whether the state (q, v) has diverged: beyond the widened limits lower, upper (nq). */
-static int diverged(const robot_t *r, const double *lower, const double *upper, const double *q, const double *v) {
-    for (int i = 0; i < r->nq; ++i)
-        if (!(isfinite(q[i]) && q[i] >= lower[i] && q[i] <= upper[i])) return 1;
-    for (int i = 0; i < r->nv; ++i)
-        if (!isfinite(v[i])) return 1;
-    return 0;
-}
-
 /* liftoff's state of MuJoCo's after a step into q, v and tau. */
 static void measure(const mjModel *m, const mjData *d, const robot_t *r, double *q, double *v, double *tau) {
     for (int i = 0; i < r->nq; ++i) q[i] = d->qpos[r->qpos_index[i]];
@@ -104,18 +72,13 @@ int liftoff_mujoco_steps(const mjModel *m, mjData *d, const robot_t *r, const re
                          const double *bias, const double *noise, const double *lower, const double *upper, double *q,
                          double *v, double *tau, double *u, double *readings, double *times, int *diverged_at_end) {
     const int nq = r->nq, nv = r->nv, nt = r->ntau, nu = r->nu, rows = 11 * g->n;
-    double *out = p->u;
+    const double *out = p->u;
     *diverged_at_end = 0;
     for (int j = 0; j < steps; ++j) {
         const double *qj = j ? q + (j - 1) * nq : q0, *vj = j ? v + (j - 1) * nv : v0;
         const double *tj = j ? tau + (j - 1) * nt : tau0;
-        const double s = ((double)(first + j) * dt - p->t0) * p->rate;
-        p->x[0] = s < 0.0 ? 0.0 : s > 1.0 ? 1.0 : s;
-        memcpy(p->x + p->q_at, qj, sizeof(double) * nq);
-        memcpy(p->x + p->v_at, vj, sizeof(double) * nv);
-        if (nt) memcpy(p->x + p->tau_at, tj, sizeof(double) * nt);
         const double begin = seconds();
-        if (p->batch(1, p->x, &out)) return -(j + 1);
+        if (policy(p, (double)(first + j) * dt, qj, nq, vj, nv, tj, nt)) return -(j + 1);
         const double middle = seconds();
         memcpy(u + j * nu, out, sizeof(double) * nu);
         for (int i = 0; i < nu; ++i) {
@@ -128,7 +91,7 @@ int liftoff_mujoco_steps(const mjModel *m, mjData *d, const robot_t *r, const re
         g->call(m, d, g->n, g->first, g->names, g->surface, g->body, g->offset, readings + j * rows);
         times[2 * j] = middle - begin;
         times[2 * j + 1] = seconds() - middle;
-        if (diverged(r, lower, upper, q + j * nq, v + j * nv)) {
+        if (diverged(nq, nv, lower, upper, q + j * nq, v + j * nv)) {
             *diverged_at_end = 1;
             return j + 1;
         }
