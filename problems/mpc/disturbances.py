@@ -63,7 +63,11 @@ class Disturbances:
 
     def torques(self, rng, tau) -> np.ndarray:
         """The actuated joints' torques ``tau`` with the bias and the noise (drawn from ``rng``) added."""
-        out, noise = tau + self.torque_bias, self.noise(rng, np.shape(tau))
+        return self.applied(tau, self.noise(rng, np.shape(tau)))
+
+    def applied(self, tau, noise) -> np.ndarray:
+        """The actuated joints' torques ``tau`` with the bias and ``noise`` (or None) added."""
+        out = tau + self.torque_bias
         return out if noise is None else out + noise
 
     def noise(self, rng, shape) -> np.ndarray | None:

@@ -119,10 +119,13 @@ class IdealPlant:
         """The joint torques ``(nv,)`` the plant receives for the actuated joints' ``tau`` at
         time ``t``: bias and noise added (when ``disturbed``), the torques of the pushes, and the
         joints' passive torques at ``v``."""
-        if disturbed:
-            tau = self.disturbances.torques(self._rng, tau)
-        out = self._actuation @ tau + dynamics.passive_torque(self.model, v, self.friction_width)
-        for push in self.disturbances.active_pushes(t) if disturbed else ():
+        return self.joint_torques(t, q, v, self.disturbances.torques(self._rng, tau) if disturbed else tau, disturbed)
+
+    def joint_torques(self, t, q, v, applied, pushed=True) -> np.ndarray:
+        """The joint torques ``(nv,)`` of the actuated joints' torques ``applied`` at time ``t``:
+        with the torques of the pushes (when ``pushed``) and the joints' passive torques at ``v``."""
+        out = self._actuation @ applied + dynamics.passive_torque(self.model, v, self.friction_width)
+        for push in self.disturbances.active_pushes(t) if pushed else ():
             J = dynamics.frame_jacobian(self.model, q, push.frame, "LOCAL_WORLD_ALIGNED")[:3]
             out = out + J.T @ np.asarray(push.force, dtype=float)
         return out

@@ -30,6 +30,7 @@ results to rounding (``tests/test_ideal_plants.py`` holds them equal to 1e-10).
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import dataclass, replace
 
@@ -41,6 +42,7 @@ from liftoff.dynamics import codegen
 from liftoff.dynamics import symbolic as sx
 from liftoff.dynamics.contacts import resolve
 from liftoff.dynamics.kinematics import forward, frame_placement_world, frame_positions
+from liftoff.dynamics.memory import address
 from liftoff.dynamics.spatial import shift_motion
 
 ITERATIONS = 4  # proximal steps compiled: at mu = 1e-8 the residual meets tol after two
@@ -139,8 +141,16 @@ class StepKernel:
         requests = [(f"plant_{name}_{model.name}", key, build, False) for name, build in builds.items()]
         step, self._positions, self._impulse = codegen.load_all(requests, quiet)
         self._x = np.zeros((1, step.n_in))
-        self._outs = [np.zeros((1, n)) for n in step.sizes]
-        self._call = step.bind(self._x, self._outs)
+        ends = np.cumsum(step.sizes).tolist()
+        self._parts = [slice(end - n, end) for n, end in zip(step.sizes, ends)]  # the outputs in one buffer
+        self._out = np.zeros(ends[-1])
+        self._call = step.bind(self._x, [self._out[None, part] for part in self._parts])
+        self._batch = step.address
+        ends = (self._starts[5] + np.cumsum([0] + [_target_size(s) for s in self.slots])).tolist()
+        self._target_rows = [  # per slot: its entry of ``active``, its target's rows, whether a point
+            (self._starts[4] + i, slice(start, end), s.translational)
+            for i, (s, start, end) in enumerate(zip(self.slots, ends, ends[1:]))
+        ]
 
     def _step_function(self) -> ca.Function:
         m, slots = self.model, self.slots
@@ -203,21 +213,24 @@ class StepKernel:
         compiled proximal steps do not meet the tolerance."""
         x, s = self._x[0], self._starts
         x[s[0] : s[1]], x[s[1] : s[2]], x[s[2] : s[3]], x[s[3]] = q, v, torque, h
-        offset = s[5]
-        for i, (slot, target) in enumerate(zip(self.slots, targets)):
-            x[s[4] + i] = target is not None
-            size = _target_size(slot)
+        for (active, rows, point), target in zip(self._target_rows, targets):
+            x[active] = target is not None
             if target is not None:
-                x[offset : offset + size] = (
-                    target if slot.translational else np.concatenate([np.ravel(t) for t in target])
-                )
-            offset += size
+                x[rows] = target if point else np.concatenate([np.ravel(t) for t in target])
         self._call()
-        q1, v1, a, f, converged, R, p, velocity = (o[0].copy() for o in self._outs)
+        out = self._out.copy()
+        q1, v1, a, f, converged, R, p, velocity = (out[part] for part in self._parts)
         if not converged[0]:
             return self.reference(q, v, torque, h, targets)
         k = len(self.slots)
         return StepResult(q1, v1, a, f, R.reshape(k, 3, 3), p.reshape(k, 3), velocity.reshape(k, 3))
+
+    def native(self) -> tuple:
+        """The step as compiled code calls it (``ideal_steps.c``): the address of its kernel's
+        batch function, that of its input row, and its outputs' addresses (a ctypes array, to be
+        kept alive)."""
+        outputs = (ctypes.c_void_p * len(self._parts))(*(address(self._out[part]) for part in self._parts))
+        return self._batch, address(self._x), outputs
 
     def positions(self, q, v, a, h) -> np.ndarray:
         """As :meth:`NumpyStep.positions`, in one call."""

@@ -22,6 +22,8 @@ controller's plan, decides lift-off.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from liftoff import dynamics
@@ -29,8 +31,9 @@ from liftoff.dynamics import Contact
 from liftoff.dynamics.kinematics import frame_positions
 from liftoff.problems.mpc.disturbances import Disturbances
 
-from . import ContactReading, Measurement
+from . import DEPTH, FORCE, POSITION, ROW, TOUCHING, VELOCITY, ContactReadings, Measurement, PlantFailure, Steps, within
 from .ideal import IdealPlant
+from .ideal_steps import DIVERGED, DONE, EVENT, legged_steps
 
 GRID, ROUNDS = 32, 6  # the touchdown's search: 32^6 = 2^30 fractions of the step
 
@@ -67,10 +70,12 @@ class IdealLeggedPlant(IdealPlant):
             model.frame_id(foot)  # unknown frames raise here
         self.feet, self.ground, self.schedule = tuple(feet), float(ground), schedule
         self.contact_names = self.feet
+        self._index = {foot: k for k, foot in enumerate(self.feet)}  # the rows of the readings
         self.kp, self.kd = kp, kd
         self.stance: dict = {}  # foot -> touchdown point
         # the feet's contacts, their targets (the touchdown points) given per step
         self.slots = tuple(Contact(f, "3D", "LOCAL_WORLD_ALIGNED", kp=kp, kd=kd, placement=np.zeros(3)) for f in feet)
+        self._compiled = None  # the compiled steps of run(), made on first use (False: none)
 
     def reset(self, q, v, tau=None) -> Measurement:
         """Start from ``(q, v)``: the feet at the ground height (within 1 mm) are in contact
@@ -122,8 +127,11 @@ class IdealLeggedPlant(IdealPlant):
     def step(self, t, command) -> Measurement:
         """One step under the torques ``command`` at time ``t`` (events in the module docstring);
         the readings carry the feet's world forces at the end of the step."""
+        return self._step_under(t, self.torque(t, self.q, self.v, command))
+
+    def _step_under(self, t, tau) -> Measurement:
+        """:meth:`step` under the joint torques ``tau``."""
         q, v = self.q, self.v
-        tau = self.torque(t, q, v, command)
         held = self.schedule(t + self.dt)
         for foot in [f for f in self.stance if f not in self.schedule(t)]:
             del self.stance[foot]  # lift-off: released by the plan
@@ -138,16 +146,94 @@ class IdealLeggedPlant(IdealPlant):
         self.q, self.v = step.q, step.v
         return self._readings(step)
 
-    def _readings(self, step) -> Measurement:
-        """The state reached by ``step`` and each foot's reading (a stance foot touches)."""
-        readings = {}
-        for i, foot in enumerate(self.feet):
-            touching, p = foot in self.stance, step.p[i]
-            readings[foot] = ContactReading(
-                touching,
-                step.f[3 * i : 3 * i + 3] if touching else np.zeros(3),
-                p,
-                float(max(0.0, self.ground - p[2])),
-                step.velocity[i] if touching else np.zeros(3),
+    def run(self, first, steps, policy, measurement, lower, upper) -> Steps | None:
+        """The ``steps`` steps from step index ``first`` (time ``first * dt``) from
+        ``measurement`` (the plant's state) under ``policy``, in compiled calls
+        (:mod:`.ideal_steps`) but for the steps with a touchdown or whose proximal steps miss the
+        tolerance, which :meth:`step` takes; stopping after one whose state is beyond ``lower,
+        upper (nq,)`` or not finite: the :class:`Steps` done, checked. None when they cannot run
+        so (a policy or a step not compiled, joint friction, an actuation that does not select
+        joints, a push during them); the closed loop then calls :meth:`step` at each. A step
+        whose dynamics break down raises :class:`PlantFailure` with the steps done."""
+        compiled = self._compiled_steps()
+        native = getattr(policy, "native", lambda: None)()
+        t = (first + np.arange(steps)) * self.dt
+        if compiled is None or native is None or any(map(self.disturbances.active_pushes, t.tolist())):
+            return None
+        noise = self.disturbances.noise(self._rng, (steps, compiled.nu))
+        times = t.tolist()
+        released = [[foot not in now for foot in self.feet] for now in map(self.schedule, times)]
+        held = [[foot in later for foot in self.feet] for later in (self.schedule(tj + self.dt) for tj in times)]
+        q, v = np.empty((steps + 1, self.model.nq)), np.empty((steps + 1, self.model.nv))
+        u, seconds = np.empty((steps, compiled.nu)), np.empty((steps, 2))
+        readings = np.empty((steps, len(self.feet), ROW))
+        q[0], v[0] = measurement.q, measurement.v
+        bias = self.disturbances.applied(np.zeros(compiled.nu), None)
+
+        def done(j, diverged=False) -> Steps:  # the first j steps
+            rows = (u[:j], q[: j + 1], v[: j + 1], np.zeros((j + 1, 0)), readings[:j], seconds[:j])
+            return Steps(t[:j], *rows, self._index, True, diverged)
+
+        j = 0
+        while j < steps:
+            stance = np.array([foot in self.stance for foot in self.feet], dtype=np.uint8)
+            points = np.array([self.stance.get(foot, (0.0, 0.0, 0.0)) for foot in self.feet], dtype=float)
+            rest = slice(j, steps)
+            n, how, *rows = compiled(
+                first + j,
+                steps - j,
+                native,
+                q[j],
+                v[j],
+                bias,
+                None if noise is None else noise[rest],
+                released[rest],
+                held[rest],
+                stance,
+                points,
+                lower,
+                upper,
             )
-        return Measurement(self.q.copy(), self.v.copy(), None, readings)
+            for out, row in zip((q[j + 1 :], v[j + 1 :], u[j:], readings[j:], seconds[j:]), rows):
+                out[:n] = row
+            self.stance = {foot: p for foot, p in self.stance.items() if stance[self._index[foot]]}  # the lift-offs
+            j += n
+            if how != EVENT:
+                break
+            self.q, self.v = q[j].copy(), v[j].copy()  # the step left to Python
+            begin = time.perf_counter()
+            command = policy(times[j], q[j], v[j])
+            middle = time.perf_counter()
+            applied = self.disturbances.applied(command, None if noise is None else noise[j])
+            try:
+                after = self._step_under(times[j], self.joint_torques(times[j], q[j], v[j], applied, False))
+            except PlantFailure.CAUGHT as e:
+                raise PlantFailure.at(times[j], e, done(j)) from None
+            seconds[j] = middle - begin, time.perf_counter() - middle
+            u[j], q[j + 1], v[j + 1], readings[j] = command, after.q, after.v, after.contacts.rows
+            j += 1
+            how = DONE if within(after.q, after.v, lower, upper) else DIVERGED
+            if how == DIVERGED:
+                break
+        self.q, self.v = q[j].copy(), v[j].copy()
+        return done(j, how == DIVERGED)
+
+    def _compiled_steps(self):
+        """The compiled steps (:mod:`.ideal_steps`), made on first use; None where they cannot run."""
+        if self._compiled is None:
+            actuated = np.flatnonzero(self._actuation.any(axis=1))
+            selects = np.array_equal(self._actuation, np.eye(self.model.nv)[:, actuated])
+            native = getattr(self._step, "native", None)
+            usable = native is not None and selects and not dynamics.joint_friction.has_passive_torque(self.model)
+            self._compiled = (usable and legged_steps(self, actuated)) or False
+        return self._compiled or None
+
+    def _readings(self, step) -> Measurement:
+        """The state reached by ``step`` and each foot's reading (a stance foot touches: its
+        force and velocity are the step's, a swinging foot's zero)."""
+        rows = np.zeros((len(self.feet), ROW))
+        rows[:, POSITION], rows[:, DEPTH] = step.p, np.maximum(0.0, self.ground - step.p[:, 2])
+        touching = [i for i, foot in enumerate(self.feet) if foot in self.stance]
+        rows[touching, TOUCHING] = 1.0
+        rows[touching, FORCE], rows[touching, VELOCITY] = step.f.reshape(-1, 3)[touching], step.velocity[touching]
+        return Measurement(self.q.copy(), self.v.copy(), None, ContactReadings(self._index, rows))
