@@ -12,6 +12,10 @@ held at their touchdown points by Baumgarte gains. Events within a step:
 - **lift-off**: a foot leaves the ground when the schedule releases it or when its normal
   force would turn negative.
 
+Between two MPC updates, :meth:`IdealLeggedPlant.run` takes the period's steps in one compiled
+call with the policy (:mod:`.ideal_steps`), the same numbers as :meth:`IdealLeggedPlant.step`;
+a step with a touchdown is left to the Python step.
+
 What it idealizes, as :class:`.ideal.IdealPlant` does: feet in contact stick and are bilateral
 (a foot cannot slide: it drifts only by the Baumgarte error, and a force outside the friction
 cone is applied, not limited); the ground is flat at the height of the feet in the initial
@@ -168,7 +172,7 @@ class IdealLeggedPlant(IdealPlant):
         u, seconds = np.empty((steps, compiled.nu)), np.empty((steps, 2))
         readings = np.empty((steps, len(self.feet), ROW))
         q[0], v[0] = measurement.q, measurement.v
-        bias = self.disturbances.applied(np.zeros(compiled.nu), None)
+        bias = np.zeros(compiled.nu) + self.disturbances.torque_bias
 
         def done(j, diverged=False) -> Steps:  # the first j steps
             rows = (u[:j], q[: j + 1], v[: j + 1], np.zeros((j + 1, 0)), readings[:j], seconds[:j])
@@ -180,37 +184,21 @@ class IdealLeggedPlant(IdealPlant):
             points = np.array([self.stance.get(foot, (0.0, 0.0, 0.0)) for foot in self.feet], dtype=float)
             rest = slice(j, steps)
             n, how, *rows = compiled(
-                first + j,
-                steps - j,
-                native,
-                q[j],
-                v[j],
-                bias,
-                None if noise is None else noise[rest],
-                released[rest],
-                held[rest],
-                stance,
-                points,
-                lower,
-                upper,
-            )
+                first + j, steps - j, native, q[j], v[j], bias, None if noise is None else noise[rest],
+                released[rest], held[rest], stance, points, lower, upper,
+            )  # fmt: skip
             for out, row in zip((q[j + 1 :], v[j + 1 :], u[j:], readings[j:], seconds[j:]), rows):
                 out[:n] = row
             self.stance = {foot: p for foot, p in self.stance.items() if stance[self._index[foot]]}  # the lift-offs
             j += n
             if how != EVENT:
                 break
-            self.q, self.v = q[j].copy(), v[j].copy()  # the step left to Python
-            begin = time.perf_counter()
-            command = policy(times[j], q[j], v[j])
-            middle = time.perf_counter()
-            applied = self.disturbances.applied(command, None if noise is None else noise[j])
-            try:
-                after = self._step_under(times[j], self.joint_torques(times[j], q[j], v[j], applied, False))
+            drawn = None if noise is None else noise[j]
+            try:  # the step left to Python
+                u[j], after, seconds[j] = self._step_of(policy, times[j], q[j], v[j], drawn)
             except PlantFailure.CAUGHT as e:
                 raise PlantFailure.at(times[j], e, done(j)) from None
-            seconds[j] = middle - begin, time.perf_counter() - middle
-            u[j], q[j + 1], v[j + 1], readings[j] = command, after.q, after.v, after.contacts.rows
+            q[j + 1], v[j + 1], readings[j] = after.q, after.v, after.contacts.rows
             j += 1
             how = DONE if within(after.q, after.v, lower, upper) else DIVERGED
             if how == DIVERGED:
@@ -218,13 +206,25 @@ class IdealLeggedPlant(IdealPlant):
         self.q, self.v = q[j].copy(), v[j].copy()
         return done(j, how == DIVERGED)
 
+    def _step_of(self, policy, t, q, v, noise) -> tuple:
+        """``(command, measurement, seconds)``: the step at time ``t`` from the state ``(q, v)``
+        under ``policy``, the torque ``noise`` drawn beforehand (or None), no push acting; the
+        seconds of the policy and of the step."""
+        self.q, self.v = q.copy(), v.copy()
+        begin = time.perf_counter()
+        command = policy(t, q, v)
+        middle = time.perf_counter()
+        applied = self.disturbances.applied(command, noise)
+        after = self._step_under(t, self.joint_torques(t, q, v, applied, False))
+        return command, after, (middle - begin, time.perf_counter() - middle)
+
     def _compiled_steps(self):
         """The compiled steps (:mod:`.ideal_steps`), made on first use; None where they cannot run."""
         if self._compiled is None:
             actuated = np.flatnonzero(self._actuation.any(axis=1))
             selects = np.array_equal(self._actuation, np.eye(self.model.nv)[:, actuated])
-            native = getattr(self._step, "native", None)
-            usable = native is not None and selects and not dynamics.joint_friction.has_passive_torque(self.model)
+            compiled_step = hasattr(self._step, "native")
+            usable = compiled_step and selects and not dynamics.joint_friction.has_passive_torque(self.model)
             self._compiled = (usable and legged_steps(self, actuated)) or False
         return self._compiled or None
 

@@ -1,8 +1,8 @@
 """liftoff's idealized legged plant's steps between two MPC updates in one call, the policy included.
 
 Between two updates the closed loop evaluates the policy and steps the plant at the plant's rate.
-The compiled step of :class:`.ideal_legged.IdealLeggedPlant` takes about half of its time; the
-Python around it (the torques, the schedule's feet, the lift-offs, the readings, the policy's
+The compiled step of :class:`.ideal_legged.IdealLeggedPlant` takes about a quarter of its time;
+the Python around it (the torques, the schedule's feet, the lift-offs, the readings, the policy's
 call, the divergence test) the rest. :class:`LeggedSteps` runs those steps in
 ``ideal_steps.c``: per step the compiled policy, the joint torques, the lift-offs, the step
 kernel of :class:`.ideal_kernel.StepKernel` and the readings: the operations of
@@ -80,7 +80,7 @@ class LeggedSteps:
         u, readings, seconds = np.empty((steps, self.nu)), np.empty((steps, self.k, ROW)), np.empty((steps, 2))
         inputs = [np.ascontiguousarray(x, dtype=float) for x in (q0, v0, bias)]
         flags = [np.ascontiguousarray(x, dtype=np.uint8) for x in (released, held)]
-        limits = [np.ascontiguousarray(x, dtype=float) for x in (points, lower, upper)]
+        floats = [np.ascontiguousarray(x, dtype=float) for x in (points, lower, upper)]
         noise = None if noise is None else np.ascontiguousarray(noise, dtype=float)
         native, how = _Policy(*policy), ctypes.c_int(0)
         done = self._call(
@@ -93,7 +93,7 @@ class LeggedSteps:
             None if noise is None else address(noise),
             *map(address, flags),
             address(stance),
-            *map(address, limits),
+            *map(address, floats),
             *map(address, (q, v, u, readings, seconds)),
             ctypes.addressof(how),
         )
