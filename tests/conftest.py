@@ -206,3 +206,15 @@ def finite_differences(f, x, *fixed, model=None, wrt="vector", out="vector", eps
         dy = out(minus, plus)
     J = dy / (2 * h.reshape((S,) + (1,) * (dy.ndim - 1)))  # (S, ndx, *tangent)
     return np.moveaxis(J, 1, -1)
+
+
+class HeldPolicy:
+    """An MPC whose every update gives the same policy (a closed loop's plant under test)."""
+
+    def __init__(self, policy):
+        self.policy, self.ticks = policy, []
+
+    def start(self, t, q, v, tau=None):
+        return self.policy
+
+    update = start

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import HeldPolicy
 
 from liftoff.problems.mpc.disturbances import Disturbances, Push
 from liftoff.problems.mpc.locomotion import GaitController
@@ -111,21 +112,10 @@ def test_a_step_that_breaks_down_ends_the_steps_with_those_done_logged(anymal, m
         plant.run(0, 150, policy, start, divergence.lower, divergence.upper)
     done = failure.value.steps
     assert done.size == 120 and done.checked and done.t[-1] == pytest.approx((done.size - 1) * 1e-3)
-    log = closed_loop(Held(policy), plant, controller.model, controller.q0, np.zeros(controller.model.nv), 0.2, 0.007)
+    rest = np.zeros(controller.model.nv)
+    log = closed_loop(HeldPolicy(policy), plant, controller.model, controller.q0, rest, 0.2, 0.007)
     assert log.status == "diverged" and "singular contact system" in log.message
     assert len(log.t) == done.size and log.end_time == pytest.approx(failure.value.t)
-
-
-class Held:
-    """An MPC whose every update gives the same policy."""
-
-    def __init__(self, policy):
-        self.policy, self.ticks = policy, []
-
-    def start(self, t, q, v, tau=None):
-        return self.policy
-
-    update = start
 
 
 def test_a_closed_loop_on_compiled_legged_steps_is_the_loop_one_step_at_a_time(anymal):
@@ -139,7 +129,7 @@ def test_a_closed_loop_on_compiled_legged_steps_is_the_loop_one_step_at_a_time(a
         plant, seen = plant_of(anymal, replace(DISTURBANCES, pushes=(push,))), []
         plant._compiled = None if compiled else False
         log = closed_loop(
-            Held(policy), plant, controller.model, controller.q0, np.zeros(controller.model.nv), 0.1, 0.005,
+            HeldPolicy(policy), plant, controller.model, controller.q0, np.zeros(controller.model.nv), 0.1, 0.005,
             observe=seen.append,
         )  # fmt: skip
         runs.append((log, seen, plant))

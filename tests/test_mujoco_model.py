@@ -11,6 +11,7 @@ import types
 import mujoco
 import numpy as np
 import pytest
+from conftest import HeldPolicy
 
 from liftoff import dynamics
 from liftoff.dynamics.robots import named_configuration
@@ -292,18 +293,6 @@ def test_compiled_steps_of_a_fixed_base_arm_without_contacts_are_its_steps():
         for got, expected in ((after.q, measurement.q), (after.v, measurement.v), (after.tau, measurement.tau)):
             np.testing.assert_array_equal(got, expected)
     assert np.max(np.abs(after.q - q0)) > 1e-3  # it moved
-
-
-class HeldPolicy:
-    """An MPC whose every update gives the same policy."""
-
-    def __init__(self, policy):
-        self.policy, self.ticks = policy, []
-
-    def start(self, t, q, v, tau=None):
-        return self.policy
-
-    update = start
 
 
 @pytest.mark.parametrize("height", [None, 0.02])
