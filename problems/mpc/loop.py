@@ -9,10 +9,11 @@ break down (a singular contact system), or when an MPC update fails; or the stat
 ``stop(measurement)`` returns (a legged robot that fell). Everything up to then is in the
 :class:`Log`.
 
-A plant that can (:meth:`.plants.mujoco_plant.MujocoPlant.run`) runs a period's steps in one
-compiled call, the policy included; the loop then logs them and tests them as it would one at a
-time. The log and the estimator take steps as arrays (:class:`.plants.Steps`), the estimator a
-period's steps together in either case.
+A plant that can (:meth:`.plants.mujoco_plant.MujocoPlant.run`,
+:meth:`.plants.ideal_legged.IdealLeggedPlant.run`) runs a period's steps in one compiled call, the
+policy included, testing each state for divergence; the loop steps the others one at a time into
+the same arrays, testing each state as it comes. The log and the estimator take a period's steps
+together, as arrays (:class:`.plants.Steps`).
 """
 
 from __future__ import annotations
