@@ -183,12 +183,11 @@ class IdealLeggedPlant(IdealPlant):
             stance = np.array([foot in self.stance for foot in self.feet], dtype=np.uint8)
             points = np.array([self.stance.get(foot, (0.0, 0.0, 0.0)) for foot in self.feet], dtype=float)
             rest = slice(j, steps)
-            n, how, *rows = compiled(
+            n, how = compiled(
                 first + j, steps - j, native, q[j], v[j], bias, None if noise is None else noise[rest],
                 released[rest], held[rest], stance, points, lower, upper,
+                (q[j + 1 :], v[j + 1 :], u[j:], readings[j:], seconds[j:]),
             )  # fmt: skip
-            for out, row in zip((q[j + 1 :], v[j + 1 :], u[j:], readings[j:], seconds[j:]), rows):
-                out[:n] = row
             self.stance = {foot: p for foot, p in self.stance.items() if stance[self._index[foot]]}  # the lift-offs
             j += n
             if how != EVENT:

@@ -24,8 +24,6 @@ import numpy as np
 from liftoff.dynamics.codegen import compiled_library
 from liftoff.dynamics.memory import address
 
-from . import ROW
-
 _SOURCE = Path(__file__).with_name("ideal_steps.c")
 _P, _I, _L, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
 
@@ -67,17 +65,17 @@ class LeggedSteps:
         self._legged = _Legged(batch, x, ctypes.addressof(outputs), *sizes, self._actuated.ctypes.data, plant.ground)
         self._call = library.liftoff_legged_steps
 
-    def __call__(self, first, steps, policy, q0, v0, bias, noise, released, held, stance, points, lower, upper):
+    def __call__(self, first, steps, policy, q0, v0, bias, noise, released, held, stance, points, lower, upper, out):
         """From step index ``first`` (time ``first * dt``) and the state ``(q0, v0)``, at most
         ``steps`` steps under ``policy`` (:meth:`problems.mpc.policy.CompiledPolicy.native`), the
         actuated joints' ``bias (nu,)`` and ``noise (steps, nu)`` (or None); per step the feet
         ``released (steps, k)`` at its start and ``held (steps, k)`` at its end (0 or 1);
         ``stance (k,)`` (0 or 1, updated) and the touchdown ``points (k, 3)``; the limits ``lower,
-        upper (nq,)`` of the divergence test. Returns ``(done, how, q, v, u, readings, seconds)``:
-        the steps done, how they ended (:data:`DONE`, :data:`DIVERGED`, or :data:`EVENT`: the
-        next step is left to Python), the states after each step and the rest by step."""
-        q, v = np.empty((steps, self.nq)), np.empty((steps, self.nv))
-        u, readings, seconds = np.empty((steps, self.nu)), np.empty((steps, self.k, ROW)), np.empty((steps, 2))
+        upper (nq,)`` of the divergence test. ``out``: C-contiguous float arrays of at least
+        ``steps`` rows that the steps' rows are written into, the states ``q, v`` after each step,
+        the commands ``u``, the ``readings`` and the ``seconds``. Returns ``(done, how)``: the
+        steps done and how they ended (:data:`DONE`, :data:`DIVERGED`, or :data:`EVENT`: the
+        next step is left to Python)."""
         inputs = [np.ascontiguousarray(x, dtype=float) for x in (q0, v0, bias)]
         flags = [np.ascontiguousarray(x, dtype=np.uint8) for x in (released, held)]
         floats = [np.ascontiguousarray(x, dtype=float) for x in (points, lower, upper)]
@@ -94,9 +92,9 @@ class LeggedSteps:
             *map(address, flags),
             address(stance),
             *map(address, floats),
-            *map(address, (q, v, u, readings, seconds)),
+            *map(address, out),
             ctypes.addressof(how),
         )
         if done < 0:
             raise FloatingPointError("kernel policy failed")
-        return done, how.value, q[:done], v[:done], u[:done], readings[:done], seconds[:done]
+        return done, how.value
