@@ -49,9 +49,9 @@ def schedule(t):
     return feet - {"LF_FOOT"} if 0.0 <= t < 0.04 else feet
 
 
-def plant_of(anymal, disturbances=DISTURBANCES) -> IdealLeggedPlant:
+def plant_of(anymal, disturbances=DISTURBANCES, backend="compiled") -> IdealLeggedPlant:
     c, p, _ = anymal
-    return IdealLeggedPlant(c.model, c.feet, c.ground, schedule, p.dt, p.kp, p.kd, disturbances)
+    return IdealLeggedPlant(c.model, c.feet, c.ground, schedule, p.dt, p.kp, p.kd, disturbances, backend=backend)
 
 
 def standing(plant, controller):
@@ -144,3 +144,15 @@ def test_a_closed_loop_on_compiled_legged_steps_is_the_loop_one_step_at_a_time(a
     limits = Divergence(controller.model).lower, Divergence(controller.model).upper
     assert plant.run(50, 5, policy, start, *limits) is None  # the push acts within
     assert plant.run(0, 5, policy.policy, start, *limits) is None  # the numpy policy
+
+
+def test_a_plant_stepping_in_numpy_leaves_its_steps_to_the_loop(anymal):
+    """Without a compiled step (the numpy backend, or no C compiler), ``run`` declines and the
+    closed loop steps the plant one at a time."""
+    controller, _, policy = anymal
+    plant = plant_of(anymal, backend="numpy")
+    start, divergence = standing(plant, controller), Divergence(controller.model)
+    assert plant.run(0, 5, policy, start, divergence.lower, divergence.upper) is None
+    rest = np.zeros(controller.model.nv)
+    log = closed_loop(HeldPolicy(policy), plant, controller.model, controller.q0, rest, 0.01, 0.005)
+    assert log.status == "completed" and len(log.t) == 10
