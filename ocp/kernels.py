@@ -48,7 +48,7 @@ from . import condensing, interior
 from . import group as grouped
 from . import symbolic_stages as sym
 from .friction import ROWS
-from .inequalities import Inequalities, bound_rows
+from .inequalities import Inequalities, bound_rows, inequalities, inequality_values
 from .lifted import actuation
 from .problem import GroupNumbers, term_key
 from .stages import NumpyStages, StageEval
@@ -523,17 +523,21 @@ class CompiledStages:
 
     @property
     def _reference(self) -> NumpyStages:
-        """The numpy backend of this problem: the one-off inequalities of an initial iterate, the
-        cones of a contact listed twice."""
+        """The numpy backend of this problem: the static start's terms without a compiler."""
         if self._numpy is None:
             self._numpy = NumpyStages(self.ocp)
         return self._numpy
 
     def inequalities(self, group, q, v, u, f, tau=None):
-        return self._reference.inequalities(group, q, v, u, f, tau)
+        """:func:`ocp.inequalities.inequalities` in numpy (the one-off inequalities of an initial
+        iterate, the cones of a contact listed twice) with the layout's friction and limits,
+        those of every problem of these kernels."""
+        lay = self.layout
+        return inequalities(self.model, lay.friction, lay.limits, group, q, v, u, f, tau)
 
     def inequality_values(self, group, q, v, u, f, tau=None):
-        return self._reference.inequality_values(group, q, v, u, f, tau)
+        lay = self.layout
+        return inequality_values(self.model, lay.friction, lay.limits, group, q, v, u, f, tau)
 
     def static_terms(self, group) -> tuple:
         """:meth:`ocp.stages.NumpyStages.static_terms` from one call of the kernel of
@@ -583,7 +587,7 @@ class CompiledStages:
         if gm.scatter is not None and group.kind == "contact":  # a cone per copy of a contact listed twice
             return replace(
                 _evaluation(gm, group.kind),
-                ineq=self._reference.inequalities(group, q, v, u, w[:, nv:], tau),
+                ineq=self.inequalities(group, q, v, u, w[:, nv:], tau),
                 calls=None,
             )
         return _evaluation(gm, group.kind)
