@@ -50,6 +50,7 @@ import atexit
 import ctypes
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -128,7 +129,9 @@ def source_digest(*modules) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def _version() -> str:
+    """liftoff's installed version (a kernel key's part), read once: the metadata is parsed on every read."""
     try:
         return importlib.metadata.version("liftoff")
     except importlib.metadata.PackageNotFoundError:
