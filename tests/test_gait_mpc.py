@@ -18,6 +18,7 @@ import yaml
 from liftoff import dynamics
 from liftoff.dynamics import codegen
 from liftoff.dynamics.codegen import CompileError
+from liftoff.ocp import horizon
 from liftoff.ocp.formulation import Formulation
 from liftoff.ocp.problem import OCP, StageGroup, term_key
 from liftoff.problems import viewer
@@ -141,6 +142,27 @@ def test_the_schedule_plays_its_prefix_once_then_repeats_its_cycle():
     assert list(s.stands(22)) == [True, False, False, True]
     np.testing.assert_array_equal(s.stands(10 + 24 * 7 + 5), s.stands(15))  # the cycle, not the prefix
     assert s.next(0, 0, False) == 10 and s.next(0, 10, True) == 22 and s.next(1, 10, False) == 22
+
+
+def structure(ocp) -> list:
+    """Each stage's kind and feet, and the groups' sizes: what fixes a compiled horizon."""
+    return [(s.kind, frozenset(contact_frames(s))) for s in ocp.stages] + [g.size for g in ocp.groups()]
+
+
+def test_the_rehearsal_gives_the_horizons_of_each_knot_of_the_schedule_kept_on_time(controller_model):
+    controller, rehearsed = fresh(controller_model), fresh(controller_model)
+    ocps = list(rehearsed.rehearsal(0.0, rehearsed.q0, np.zeros(rehearsed.model.nv)))
+    assert len(ocps) == 10 + 24  # the standing prefix, then one cycle
+    assert rehearsed.clock is None and rehearsed.feet_state == [] and rehearsed._labels == []  # left as it was
+    dt = controller.dt
+    schedule = controller.schedule
+
+    def on_time(t):  # the feet the schedule holds one MPC period on: a landing foot touches before its knot
+        return {f for f, on in zip(FEET, schedule.stands(int(np.floor((t + 0.005) / dt + 1e-9)))) if on}
+
+    for knot, ocp in enumerate(ocps):
+        assert structure(step_to(controller, knot * dt, on_time)) == structure(ocp), knot
+    assert len({tuple(structure(ocp)) for ocp in ocps}) > 20  # the horizons' structures change knot by knot
 
 
 # ----------------------------------------------------------------------------- events
@@ -580,6 +602,34 @@ def test_a_one_second_trot_on_mujoco_stands_then_steps_on_time(controller_model)
     assert m["max_cone_violation"] <= 1e-6  # MuJoCo's feet slip rather than pull beyond the cone
     impacts = m["impact_speed_mps"]
     assert impacts["count"] >= m["touchdowns"] and impacts["max"] < 1.0  # the swings end gently
+
+
+def test_the_updates_meet_the_rehearsed_horizons_made_and_solve_them_alike(monkeypatch):
+    made, updating = [], []
+    structure_init, update = horizon.Structure.__init__, controller.MPC.update
+
+    def counted(self, *args):
+        made.append(bool(updating))
+        structure_init(self, *args)
+
+    def in_update(self, *args):
+        updating.append(True)
+        try:
+            return update(self, *args)
+        finally:
+            updating.pop()
+
+    monkeypatch.setattr(horizon.Structure, "__init__", counted)
+    monkeypatch.setattr(controller.MPC, "update", in_update)
+    config = engine(trot_config(), "liftoff")
+    rehearsed = run(config, duration=0.25, quiet=True)  # standing, then the first pair lifting off
+    assert made and not any(made)  # every structure the updates met was made at the start
+    made.clear()
+    monkeypatch.delattr(GaitController, "rehearsal")
+    plain = run(config, duration=0.25, quiet=True)
+    assert sum(made) >= 10  # without the rehearsal: a new structure at each knot of the stand
+    for name, x in plain.arrays.items():
+        np.testing.assert_array_equal(rehearsed.arrays[name], x, err_msg=name)
 
 
 def test_impacts_are_the_steps_at_which_a_contact_begins():

@@ -44,6 +44,11 @@ warm start, in the same schemes, bitwise. :attr:`MPC.formulation` and :attr:`MPC
 made of a horizon in place when read; the result of an update in place keeps no linearization
 and no iteration history.
 
+A builder may also give, with a method ``build.rehearsal(t, q, v, tau)``, the OCPs of the
+horizons its updates will meet (a legged MPC's: those of its schedule's knots). :meth:`MPC.start`
+then makes their compiled horizons before the first solve: an update that meets one of those
+structures finds its index maps, workspaces and horizon made, as it would the second time.
+
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
 
@@ -186,7 +191,16 @@ class MPC:
                 self.policy_kernel = PolicyKernel(first.model, ocp.nu, ocp.ntau, self.quiet)
             except CompileError as e:  # the policy in numpy, as the stages fall back
                 print(f"liftoff: warning: {e}; the policy runs in numpy", file=sys.stderr)
+            self._rehearse(t, q, v, tau)
         return self._solve(t, stamps, warm_start, self.first_iterations)
+
+    def _rehearse(self, t, q, v, tau):
+        """Make the compiled horizons of the OCPs of ``build.rehearsal(t, q, v, tau)``, where the
+        builder has that method (module docstring): their structures, their groups' index maps and
+        workspaces, which the formulation keeps for the updates that meet them."""
+        if hasattr(self.build, "rehearsal"):
+            for ocp in self.build.rehearsal(t, q, v, tau):
+                self.formulation.for_problem(ocp).compiled_horizon()
 
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with

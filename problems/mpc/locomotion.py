@@ -60,6 +60,7 @@ ground at the planned touchdown, where a late foot's reference stays.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -231,6 +232,21 @@ class GaitController:
 
         return HorizonNumbers(times, q, v, np.zeros(0), groups, terminal, None, make)
 
+    def rehearsal(self, t, q, v, tau=None):
+        """The OCPs of the horizons that the updates from time ``t`` and the measured state
+        ``(q, v)`` meet at the schedule's knots, the feet following it on time: one per knot of
+        its phases played once and of one cycle (their structures; the plan's numbers are those of
+        a schedule started at each knot). For :meth:`.controller.MPC.start`, which prepares their
+        compiled horizons before the loop; the controller itself is left as it is."""
+        positions, _, com = self.kinematics(q, v)
+        ghost = copy.copy(self)  # the schedule's clock and feet of each knot; the rest shared
+        ghost.yaw_ref = _yaw(q)
+        for knot in range(self.schedule.prefix + self.schedule.cycle):
+            ghost.clock, ghost.knot = knot * self.dt, knot
+            ghost.feet_state = ghost._feet_at(t, knot, positions)
+            h = ghost._plan(t, q, v, com)
+            yield horizon_ocp(self.config, self.model, q, v, h, self.parts, horizon_knots(self.parts, h))
+
     def _horizon(self, t, q, v) -> Horizon:
         """The schedule and the feet moved to the update at ``t`` (the first: started), and the plan of its horizon."""
         positions, velocities, com = self.kinematics(q, v)
@@ -242,13 +258,17 @@ class GaitController:
 
     def _start(self, t, q, positions):
         self.clock, self.knot, self.yaw_ref, self.t = 0.0, 0, _yaw(q), t
-        stands = self.schedule.stands(0)
-        self.feet_state = []
-        for i, f in enumerate(self.feet):
-            if stands[i]:
-                self.feet_state.append(Foot(True, positions[i], self.schedule.next(i, 0, False)))
-            else:
-                self.feet_state.append(self._lift(i, t, 0, positions[i]))
+        self.feet_state = self._feet_at(t, 0, positions)
+
+    def _feet_at(self, t, knot, positions) -> list:
+        """The feet at time ``t`` on the schedule's ``knot`` (the clock there): those it holds on
+        the ground standing at ``positions``, the others lifting off from there."""
+        stands = self.schedule.stands(knot)
+        return [
+            Foot(True, positions[i], self.schedule.next(i, knot, False)) if stands[i]
+            else self._lift(i, t, knot, positions[i])
+            for i in range(len(self.feet))
+        ]  # fmt: skip
 
     def _lift(self, i, t, knot, where) -> Foot:
         change = self.schedule.next(i, knot, True)
