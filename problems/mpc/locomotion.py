@@ -237,7 +237,8 @@ class GaitController:
         ``(q, v)`` meet at the schedule's knots, the feet following it on time: one per knot of
         its phases played once and of one cycle (their structures; the plan's numbers are those of
         a schedule started at each knot). For :meth:`.controller.MPC.start`, which prepares their
-        compiled horizons before the loop; the controller itself is left as it is."""
+        compiled horizons before the loop. The controller's schedule, feet and last OCP are left
+        as they are; the group keys of the labels met are kept, as an update keeps them."""
         positions, _, com = self.kinematics(q, v)
         ghost = copy.copy(self)  # the schedule's clock and feet of each knot; the rest shared
         ghost.yaw_ref = _yaw(q)

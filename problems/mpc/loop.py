@@ -181,7 +181,8 @@ def _observe(observe, blocks, log):
 def _blocks(plant, policy, measurement, first, n, diverged):
     """The plant's ``n`` steps from step index ``first`` under ``policy``, from ``measurement``,
     as one block of :class:`.plants.Steps`, checked: run by the plant in one call where it can
-    (the MuJoCo plant's compiled steps), else stepped here one at a time (:func:`_stepped`)."""
+    (the MuJoCo plant's and the idealized legged plant's compiled steps), else stepped here one at
+    a time (:func:`_stepped`)."""
     run = getattr(plant, "run", None)
     try:
         block = None if run is None else run(first, n, policy, measurement, diverged.lower, diverged.upper)
