@@ -200,6 +200,16 @@ class Formulation:
         new._horizon = new._exact = None
         return new
 
+    def from_state(self, q0, v0, tau0=None) -> Formulation:
+        """This formulation of its OCP from the initial state ``(q0, v0, tau0)`` (``tau0``: the
+        torque state of a filtered OCP; None: zero), its stages and their groups kept: the
+        start of :meth:`initial_variables` there."""
+        new = copy.copy(self)
+        new.ocp = replace(self.ocp, q0=q0, v0=v0, tau0=tau0)
+        new.stages = self.stages.from_state(new.ocp)
+        new._horizon = new._exact = None
+        return new
+
     # ------------------------------------------------------------------ sizes and start
 
     def sizes(self) -> dict:

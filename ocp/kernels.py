@@ -224,6 +224,13 @@ class CompiledStages:
         new._set_problem(ocp, groups)
         return new
 
+    def from_state(self, ocp) -> CompiledStages:
+        """The same kernels for ``ocp``, this one's OCP from another initial state: its groups'
+        inputs kept, what is made at the initial state (:meth:`static_terms`) made again."""
+        new = copy.copy(self)
+        new.ocp, new._numpy, new._statics = ocp, None, None
+        return new
+
     def _input_columns(self, kind) -> dict:
         """The columns of the variables in the input of the stage kernel of ``kind``
         (:func:`ocp.symbolic_stages.variable_inputs`; ``w``'s first part named ``a`` at both

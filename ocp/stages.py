@@ -66,6 +66,7 @@ class Stages(Protocol):
     def inequalities(self, group, q, v, u, f, tau=None) -> tuple: ...
     def inequality_values(self, group, q, v, u, f, tau=None) -> np.ndarray: ...
     def for_problem(self, ocp, groups) -> Stages: ...
+    def from_state(self, ocp) -> Stages: ...
 
 
 class NumpyStages:
@@ -108,6 +109,10 @@ class NumpyStages:
     def for_problem(self, ocp, groups) -> NumpyStages:
         """The same evaluation for ``ocp`` (grouped in ``groups``), an OCP of the same structure
         with other data."""
+        return NumpyStages(ocp, self.dynamics_options)
+
+    def from_state(self, ocp) -> NumpyStages:
+        """The same evaluation for ``ocp``, this one's OCP from another initial state."""
         return NumpyStages(ocp, self.dynamics_options)
 
     def evaluate(self, group, q, v, u, w, q_next, v_next, tau=None, tau_next=None) -> StageEval:

@@ -71,16 +71,30 @@ def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6
     return out
 
 
-def _counted(monkeypatch):
-    """The aligned horizons' renumberings, counted from now on: each one's outcome."""
-    outcomes, renumber = [], aligned.AlignedHorizon.renumber
+def _counted(monkeypatch, method="renumber"):
+    """The aligned horizons' renumberings (``renumber``, or ``renumber_at``: those of a kept
+    horizon), counted from now on: each one's outcome."""
+    outcomes, renumber = [], getattr(aligned.AlignedHorizon, method)
 
     def counted(self, *args):
         outcomes.append(renumber(self, *args))
         return outcomes[-1]
 
-    monkeypatch.setattr(aligned.AlignedHorizon, "renumber", counted)
+    monkeypatch.setattr(aligned.AlignedHorizon, method, counted)
     return outcomes
+
+
+def _guesses(monkeypatch):
+    """The initial guesses' formulations made at another state (:meth:`ocp.formulation.Formulation.
+    from_state`), counted from now on."""
+    made, from_state = [], Formulation.from_state
+
+    def counted(self, *args):
+        made.append(1)
+        return from_state(self, *args)
+
+    monkeypatch.setattr(Formulation, "from_state", counted)
+    return made
 
 
 def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
@@ -107,16 +121,20 @@ def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
 def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_their_ocps(
     config, model, monkeypatch, scheme, iterations
 ):
-    """Updates within the horizon's first stage renumber it in place and the others build it, in
-    either scheme: the same policies, ticks, iterates and (read between updates) formulations'
-    OCPs as the updates that build every OCP, to the last bit. Most updates are in place; a
-    schedule held for a late foot moves the knots and goes the general way."""
-    outcomes = _counted(monkeypatch)
+    """Updates within the horizon's first stage renumber it in place, updates that return to a
+    structure met before, with the knots it had then, renumber its kept horizon and load their
+    warm start into it, and the others build it, in either scheme: the same policies, ticks,
+    iterates and (read between updates) formulations' OCPs as the updates that build every OCP,
+    to the last bit. Most updates are in place; a schedule held for a late foot moves the knots
+    and goes the general way; some kept horizons' warm starts take initial guesses at the
+    measured state (a stage on other feet)."""
+    outcomes, kept, guesses = _counted(monkeypatch), _counted(monkeypatch, "renumber_at"), _guesses(monkeypatch)
     in_place = _updates(config, model, False, scheme, iterations)
     renumbered, refused = outcomes.count(True), outcomes.count(False)
-    assert renumbered >= 50 and refused >= 1
+    assert renumbered >= 50 and refused >= 1 and kept.count(True) >= 5 and len(guesses) >= 1
+    met = len(kept)
     general = _updates(config, model, True, scheme, iterations)
-    assert len(outcomes) == renumbered + refused
+    assert len(outcomes) == renumbered + refused and len(kept) == met
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
 

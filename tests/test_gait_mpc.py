@@ -153,7 +153,7 @@ def test_the_rehearsal_gives_the_horizons_of_each_knot_of_the_schedule_kept_on_t
     controller, rehearsed = fresh(controller_model), fresh(controller_model)
     ocps = list(rehearsed.rehearsal(0.0, rehearsed.q0, np.zeros(rehearsed.model.nv)))
     assert len(ocps) == 10 + 24  # the standing prefix, then one cycle
-    assert rehearsed.clock is None and rehearsed.feet_state == [] and rehearsed._labels == []  # left as it was
+    assert rehearsed.clock is None and rehearsed.feet_state == []  # left as it was
     dt = controller.dt
     schedule = controller.schedule
 

@@ -140,6 +140,27 @@ def test_without_a_compiler_the_static_start_s_terms_are_numpy_s(trot, monkeypat
     assert capsys.readouterr().err.count("warning") == 1
 
 
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
+def test_a_formulation_from_another_state_guesses_as_that_states_problem(trot, backend):
+    """:meth:`Formulation.from_state` after a first guess at the problem's own state: the initial
+    guesses (the static start's terms made again) are those of the same problem from that state,
+    to the last bit, and the formulation it came from keeps its own."""
+    f = Formulation(trot, backend=backend, quiet=True)
+    own = f.initial_iterate(0.1)
+    rng = np.random.default_rng(5)
+    q0, v0 = trot.q0.copy(), 0.1 * rng.standard_normal(trot.model.nv)
+    q0[7:] += 0.1 * rng.standard_normal(trot.model.nv - 6)
+    moved = f.from_state(q0, v0).initial_iterate(0.1)
+    expected = f.for_problem(dataclasses.replace(trot, q0=q0, v0=v0)).initial_iterate(0.1)
+    for a, b, c in zip(moved.groups, expected.groups, own.groups, strict=True):
+        for x, y in zip(vars(a).values(), vars(b).values()):
+            np.testing.assert_array_equal(x, y)
+        assert a.u.size == 0 or not np.array_equal(a.u, c.u)  # a static start's torques moved with the joints
+    again = f.initial_iterate(0.1)
+    for a, c in zip(again.groups, own.groups):
+        np.testing.assert_array_equal(a.u, c.u)
+
+
 def test_gaits_of_one_robot_share_their_kernels(trot):
     """Slots are sorted, so the walk's kernels are the trot's: loading them compiles nothing."""
     walk = build_problem(load_config(CONFIGS / "anymal_walk.yaml"))

@@ -1,20 +1,24 @@
-"""A compiled horizon moved within its first stage, in place: the updates of an MPC between two
-knots of its horizons, without an OCP, a formulation or a warm start made per update.
+"""A compiled horizon renumbered in place: the updates of an MPC that meet a horizon structure
+again, without an OCP or a formulation made per update.
 
-A builder whose horizons keep their structure between two knots (the same stages, one group
-per structure, the first one shortened) may say so with a method ``build.numbers(t, q, v, tau)``
-that returns, where the horizon at ``t`` has the groups of the last OCP it made, their
-:class:`HorizonNumbers` instead of the OCP: each group's numbers (:class:`ocp.problem.GroupNumbers`:
-its cost terms and contacts stacked, its time steps), the initial state, the terminal cost
-terms and the knots' times. Where those knots start as the last horizon's do but the first,
-which starts within the last horizon's first stage (:func:`within_first_stage`: the warm start
-of :func:`.controller.warm_start` is then the last iterate itself), an :class:`AlignedHorizon`:
+A builder whose updates meet the same horizon structures again (the same stages, one group per
+structure; a legged MPC's, between two knots and from one gait cycle to the next) may say so
+with a method ``build.numbers(t, q, v, tau)`` that returns the horizon at ``t`` as its
+:class:`HorizonNumbers` instead of its OCP: its ``structure`` (equal for horizons whose OCPs have
+the same groups), each group's numbers (:class:`ocp.problem.GroupNumbers`: its cost terms and
+contacts stacked, its time steps), the initial state, the terminal cost terms and the knots'
+times. An :class:`AlignedHorizon`, made once per structure from an update that built its OCP:
 
 - writes each group's constant inputs made from its numbers
   (:meth:`ocp.kernels.CompiledStages.static_inputs`), the terminal cost's and the initial state
   into the arrays of the compiled Newton step (:class:`.in_place.HorizonInPlace`);
-- runs the compiled Newton steps from the iterate the last update reached
-  (:meth:`AlignedHorizon.warm_start`).
+- runs the compiled Newton steps from the iterate the last update reached, where the horizon
+  moved within its first stage (:meth:`AlignedHorizon.renumber`: its knots start as the last
+  horizon's but the first, which starts within the last horizon's first stage,
+  :func:`within_first_stage`; the warm start of :func:`.controller.warm_start` is then the last
+  iterate itself); or from a start the MPC loads (:meth:`.in_place.HorizonInPlace.load`), where
+  it returns to a structure met before with the knots it had then (:meth:`AlignedHorizon.
+  renumber_at`).
 
 The numbers are those of the update that builds the OCP, its formulation and its warm start,
 bitwise. The OCP itself is made when asked (:meth:`AlignedHorizon.ocp`).
@@ -34,12 +38,14 @@ from .in_place import HorizonInPlace
 
 @dataclass(frozen=True)
 class HorizonNumbers:
-    """The horizon of an update with the groups of its builder's last OCP (module docstring):
-    the time of each knot from its start ``times (K + 1,)`` (:meth:`ocp.problem.OCP.times`), the
-    initial state ``q0, v0, tau0`` (``tau0`` empty without a torque filter), per group in
-    first-stage order its :class:`ocp.problem.GroupNumbers`, the ``terminal`` cost terms, the
-    OCP's ``disturbance (nv,)`` (None: zero) and ``make()``, which makes its OCP."""
+    """The horizon of an update (module docstring): its ``structure`` (hashable; equal for
+    horizons whose OCPs have the same groups), the time of each knot from its start ``times (K +
+    1,)`` (:meth:`ocp.problem.OCP.times`), the initial state ``q0, v0, tau0`` (``tau0`` empty
+    without a torque filter), per group in first-stage order its :class:`ocp.problem.GroupNumbers`,
+    the ``terminal`` cost terms, the OCP's ``disturbance (nv,)`` (None: zero) and ``make()``,
+    which makes its OCP."""
 
+    structure: object
     times: np.ndarray
     q0: np.ndarray
     v0: np.ndarray
@@ -74,29 +80,46 @@ def within_first_stage(old_times, new_times, kind, dt) -> bool:
 class AlignedHorizon(HorizonInPlace):
     """The horizon of ``formulation``, its OCP starting at time ``t``, from its iterate ``it``
     (:meth:`of`; module docstring): each group's constant inputs (:class:`ocp.kernels.HeldRows`),
-    the times of its knots, and the arrays of the compiled Newton step, its own from then on."""
+    the times of its knots, and the arrays of the compiled Newton step, its own from then on.
+    ``structure``: that of the numbers of its OCP (:attr:`HorizonNumbers.structure`; None:
+    unknown, no numbers renumber it)."""
 
     @classmethod
-    def of(cls, formulation, it, t, scratch) -> AlignedHorizon | None:
+    def of(cls, formulation, it, t, scratch, structure) -> AlignedHorizon | None:
         """The aligned horizon of ``formulation`` from ``it``, its calls' blocks taken from
         ``scratch`` (:class:`.in_place.Scratch`), or None without a compiled horizon."""
         horizon = formulation.compiled_horizon()
-        return None if horizon is None else cls(formulation, horizon, it, t, scratch)
+        return None if horizon is None else cls(formulation, horizon, it, t, scratch, structure)
 
-    def __init__(self, formulation, horizon, it, t, scratch):
+    def __init__(self, formulation, horizon, it, t, scratch, structure):
         rows = tuple(formulation.stages.held_rows(g) for g in formulation.groups)
         super().__init__(formulation, horizon, it, rows, scratch)
         ocp = formulation.ocp
         first = ocp.stages[0]
+        self.structure, self._made_times = structure, ocp.times().round(9)
         self.times, self.kind, self.dt, self.last = t + ocp.times(), first.kind, first.dt, None
 
     def renumber(self, t, numbers: HorizonNumbers) -> bool:
         """Write the ``numbers`` of the horizon at time ``t`` (module docstring); False, nothing
-        written, where its knots do not start as this horizon's within its first stage, or for
-        an initial state of other sizes or not finite."""
+        written, for numbers of another structure, knots that do not start as this horizon's
+        within its first stage, or an initial state of other sizes or not finite."""
         times = t + numbers.times
-        if not within_first_stage(self.times, times, self.kind, self.dt):
+        if numbers.structure != self.structure or not within_first_stage(self.times, times, self.kind, self.dt):
             return False
+        return self._write(times, numbers)
+
+    def renumber_at(self, t, numbers: HorizonNumbers) -> bool:
+        """Write the ``numbers`` of the horizon at time ``t``, whose start is then loaded: False,
+        nothing written, for numbers of another structure, knots whose times from the horizon's
+        start are not those of the OCP this horizon was made of (to the nanosecond), or an
+        initial state of other sizes or not finite."""
+        if numbers.structure != self.structure or not np.array_equal(numbers.times.round(9), self._made_times):
+            return False
+        return self._write(t + numbers.times, numbers)
+
+    def _write(self, times, numbers) -> bool:
+        """The numbers written, the knots at ``times`` (:meth:`renumber`); False, nothing written,
+        for an initial state of other sizes or not finite."""
         if not all(np.isfinite(x).all() for x in (numbers.q0, numbers.v0, numbers.tau0)):
             return False
         if not self.write_state(numbers.q0, numbers.v0, numbers.tau0):

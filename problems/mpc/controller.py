@@ -34,15 +34,17 @@ cost the same; one group of contact stages) may say so with a method ``build.nex
 Its updates a stage apart then move a compiled horizon in place (:mod:`.receding`) instead of
 building the OCP, its formulation and the warm start: the same updates, bitwise, in both schemes
 (``newton`` at a fixed barrier, with full Gauss-Newton steps; ``rti`` of one linearization with
-any barrier). A builder whose horizons keep their structure between two knots (a legged MPC's
-updates within a stage) may say so with a method ``build.numbers(t, q, v, tau)``: the horizon's
-OCP, or its numbers where it has the groups of the last OCP the builder made
-(:class:`.aligned.HorizonNumbers`). Its updates whose knots then start as the last horizon's but
-the first, which starts within the last horizon's first stage, write those numbers into the
-compiled horizon in place (:mod:`.aligned`) instead of building the OCP, its formulation and the
-warm start, in the same schemes, bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are
-made of a horizon in place when read; the result of an update in place keeps no linearization
-and no iteration history.
+any barrier). A builder whose horizons keep their structure between two knots, and meet it
+again (a legged MPC's updates within a stage, and its gait's cycles), may say so with a method
+``build.numbers(t, q, v, tau)``: the horizon's OCP, or its numbers with its structure
+(:class:`.aligned.HorizonNumbers`). The MPC keeps a compiled horizon per structure met
+(:mod:`.aligned`). An update whose knots start as the last horizon's but the first, which
+starts within the last horizon's first stage, writes those numbers into that horizon in place;
+one that returns to a structure met before, with the knots it had then, writes them into that
+structure's kept horizon and loads the warm start there (:func:`warm_start`, its initial guesses
+at the measured state). Neither builds the OCP or its formulation; both run the same schemes,
+bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are made of a horizon in place when
+read; the result of an update in place keeps no linearization and no iteration history.
 
 A builder may also give, with a method ``build.rehearsal(t, q, v, tau)``, the OCPs of the
 horizons its updates will meet (a legged MPC's: those of its schedule's knots). :meth:`MPC.start`
@@ -89,6 +91,7 @@ class Tick:
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
 MATCHINGS = 1000  # the most warm-start matchings an MPC keeps (:func:`warm_start`)
+KEPT = 100  # the most aligned horizons an MPC keeps (one per structure, :meth:`MPC._update_kept`)
 SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
 REGULARIZATIONS = tuple(10.0**k for k in range(-8, 5))  # the mu tried where the policy's LQR is not convex
 
@@ -131,6 +134,8 @@ class MPC:
         self._formulation, self._result = None, None  # the latest horizon's, unless the receding horizon holds it
         self._receding = None  # the horizon the updates move in place (module docstring), or None
         self._aligned = None  # the horizon the updates renumber in place (module docstring), or None
+        self._kept: dict = {}  # the aligned horizons of the structures met, by structure
+        self._structure = None  # the structure of the latest OCP made of numbers (None: unknown)
         self._scratch = Scratch()  # the blocks of its calls
         self._in_place = None  # the one of the two that made the latest update
         self._fresh = True  # whether _formulation is the latest horizon's
@@ -177,8 +182,11 @@ class MPC:
         """The first solve, from the formulation's initial guess (or ``warm_start``: an
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
         stamps = [time.process_time()]
-        self._receding = self._aligned = None
-        ocp = self.build(t, q, v, tau)
+        self._receding = self._aligned = self._structure = None
+        self._kept = {}
+        ocp = self.build.numbers(t, q, v, tau) if hasattr(self.build, "numbers") else self.build(t, q, v, tau)
+        if isinstance(ocp, HorizonNumbers):
+            self._structure, ocp = ocp.structure, ocp.ocp()
         stamps.append(time.process_time())
         if ocp.stages[0].kind != "contact":
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
@@ -213,6 +221,7 @@ class MPC:
             if policy is not None:
                 return policy
         aligns = hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations])
+        structure = None
         if aligns:
             made = self.build.numbers(t, q, v, tau)
             if isinstance(made, HorizonNumbers):
@@ -221,20 +230,20 @@ class MPC:
                 if policy is not None:
                     return policy
                 del stamps[1:]
-                made = made.ocp()
+                structure, made = made.structure, made.ocp()
             ocp = made
         else:
             ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
         old, t_old = self._old(), self.t
-        self.formulation = old.for_problem(ocp)
+        self.formulation, self._structure = old.for_problem(ocp), structure
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
-        r = AlignedHorizon.of(self.formulation, start, t, self._scratch) if aligns else None
+        r = AlignedHorizon.of(self.formulation, start, t, self._scratch, structure) if aligns else None
         if r is None:
             return self._solve(t, stamps, start, self.iterations)
-        self._aligned = self._in_place = r  # the steps in place, and the next updates' horizon
+        self._aligned = self._in_place = self._keep(r)  # the steps in place, and the next updates' horizon
         return self._steps_and_policy(t, r, stamps)
 
     def _update_in_place(self, t, q, v, tau, stamps) -> Policy | None:
@@ -267,20 +276,51 @@ class MPC:
 
     def _update_aligned(self, t, numbers, stamps) -> Policy | None:
         """:meth:`update` by the aligned horizon (module docstring) from the horizon's ``numbers``
-        (:class:`.aligned.HorizonNumbers`), or None where it does not move so (its knots not
-        within the last horizon's first stage, no compiled horizon), nothing changed."""
+        (:class:`.aligned.HorizonNumbers`), or by the kept horizon of their structure
+        (:meth:`_update_kept`); None where neither moves so (no compiled horizon, numbers of
+        another structure or whose knots are not within the last horizon's first stage, and no
+        kept horizon of their structure and knots), nothing changed."""
         r = self._aligned
         if r is None:
-            r = self._aligned = AlignedHorizon.of(self.formulation, self.result.iterate, self.t, self._scratch)
+            r = AlignedHorizon.of(self.formulation, self.result.iterate, self.t, self._scratch, self._structure)
             if r is None:
                 return None
+            self._aligned = self._keep(r)
         if not r.renumber(t, numbers):
-            return None
+            return self._update_kept(t, numbers, stamps)
         self._fresh, self._in_place = False, r
         stamps.append(time.process_time())
         r.warm_start()
         stamps.append(time.process_time())
         return self._steps_and_policy(t, r, stamps)
+
+    def _update_kept(self, t, numbers, stamps) -> Policy | None:
+        """:meth:`update` by the aligned horizon kept for the structure of ``numbers``, where its
+        knots are those it was made with (a horizon that returns to a structure met before: a
+        gait's knots from one cycle to the next): the numbers written into it, and the warm start
+        of :func:`warm_start` from the last update loaded (its initial guesses at the measured
+        state); or None, nothing changed."""
+        r = self._kept.get(numbers.structure)
+        if r is None:
+            return None
+        old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
+        if not r.renumber_at(t, numbers):
+            return None
+        stamps.append(time.process_time())
+        state = (numbers.q0, numbers.v0, numbers.tau0)
+        r.load(warm_start(old, t_old, it, r.formulation, t, self._matchings, state))
+        self._aligned = self._in_place = r
+        self._fresh = False
+        stamps.append(time.process_time())
+        return self._steps_and_policy(t, r, stamps)
+
+    def _keep(self, r) -> AlignedHorizon:
+        """``r``, kept for its structure (if known; at most :data:`KEPT` structures)."""
+        if r.structure is not None:
+            if len(self._kept) >= KEPT and r.structure not in self._kept:  # structures that do not recur
+                self._kept.clear()
+            self._kept[r.structure] = r
+        return r
 
     def _steps_and_policy(self, t, r, stamps) -> Policy:
         """The Newton steps of an update in place on ``r`` (a :class:`.in_place.HorizonInPlace`
@@ -292,6 +332,7 @@ class MPC:
         if result is None:  # the steps one after the other, from the same start
             start, self._receding, self._aligned = r.start(), None, None
             self.formulation = self._formulation.for_problem(r.ocp())
+            self._structure = r.structure if isinstance(r, AlignedHorizon) else None
             return self._solve(t, stamps[:-1], start, self.iterations)
         self.t, self.result = t, result  # its iterate made when read (:attr:`result`)
         return self._finish(t, stamps, Policy(r.formulation.model, t, r.dt, *r.first_stage()), result, 0.0)
@@ -408,7 +449,7 @@ def policy_recursion(lin, backend) -> tuple:
     raise error
 
 
-def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
+def warm_start(old, t_old, it: Iterate, new, t_new, cache=None, state=None) -> Iterate:
     """``it``, solved by the formulation ``old`` for the horizon that started at ``t_old``, as
     a start for ``new``, the horizon that starts at ``t_new``. Stages are matched by kind and
     start time: a stage of ``new`` takes the variables of the stage of ``old`` that starts when
@@ -423,8 +464,10 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
     the horizons (impulse stages move with it). ``cache``: a dict kept across calls (an MPC's
     updates) that holds the variables' shapes of each kind of group and the matchings of the
     horizons' structures met (by their groups, their stages' start times relative to ``t_new``
-    and the variables' shapes), or None. A horizon moved within its first stage, of the same
-    groups (an MPC's updates between two knots), is ``it`` itself (:func:`_aligned`)."""
+    and the variables' shapes), or None. ``state``: the initial state ``(q0, v0, tau0)`` of new's
+    initial guesses, where new's OCP is another of its structure (None: its OCP's). A horizon
+    moved within its first stage, of the same groups (an MPC's updates between two knots), is
+    ``it`` itself (:func:`_aligned`)."""
     old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
     if _aligned(old, old_times, new, new_start):  # each stage takes its own variables: no matching, no copy
         return it
@@ -444,8 +487,10 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None) -> Iterate:
         matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
     picks, source, refits = matching
     groups, nv = [], new.model.nv
+    guessing = state is not None and any(g < 0 for sources, _ in picks for g in sources)
+    guesses = new.from_state(*state) if guessing else new  # the formulation of the initial guesses
     for group, (sources, rows), refit in zip(new.groups, picks, refits):
-        parts = [new.initial_variables(group, _barrier(it)) if g < 0 else it.groups[g] for g in sources]
+        parts = [guesses.initial_variables(group, _barrier(it)) if g < 0 else it.groups[g] for g in sources]
         if len(parts) == 1:
             gv = type(parts[0])(*(x[rows] for x in _group_arrays(parts[0])))
         else:  # rows of the variables of several groups, one after the other

@@ -5,12 +5,13 @@ update that keeps the horizon's structure makes no OCP, formulation or warm star
 :class:`HorizonInPlace` holds those arrays for the groups of one formulation's compiled horizon,
 from an iterate: the knots ``q, v, tau, lam``, the initial state, the terminal cost's constant
 inputs and each group's ``u, w, beta, s, z``. Its updates (:mod:`.receding`: a horizon moved by a
-stage; :mod:`.aligned`: a horizon moved within its first stage) write their numbers into them,
-then run compiled Newton steps (:meth:`HorizonInPlace.newton_step`), each from where the last one
-reached (:meth:`HorizonInPlace.advance`), as :func:`solvers.ipm.solve` runs them at a fixed
-barrier. An ``rti`` update ends at the last step (the next update's start), a ``newton`` update
-at the iterate of the last linearization (:meth:`HorizonInPlace.hold`). What an update does not
-make, the horizon makes when asked: its OCP (:meth:`HorizonInPlace.ocp`), the iterate reached
+stage; :mod:`.aligned`: a horizon renumbered) write their numbers into them (and a start, where
+they load one: :meth:`HorizonInPlace.load`), then run compiled Newton steps
+(:meth:`HorizonInPlace.newton_step`), each from where the last one reached
+(:meth:`HorizonInPlace.advance`), as :func:`solvers.ipm.solve` runs them at a fixed barrier. An
+``rti`` update ends at the last step (the next update's start), a ``newton`` update at the
+iterate of the last linearization (:meth:`HorizonInPlace.hold`). What an update does not make,
+the horizon makes when asked: its OCP (:meth:`HorizonInPlace.ocp`), the iterate reached
 (:meth:`HorizonInPlace.stepped`) and the update's start (:meth:`HorizonInPlace.start`).
 """
 
@@ -61,15 +62,11 @@ class HorizonInPlace:
         knots = [s.step.view(self.step, name) for name in _KNOTS]
         self._knots = tuple(zip((q, v, tau, lam), knots))  # (start, step) pairs
         self._groups = []  # per group, its (start, step) pairs of u, w, beta, s, z
-        for i, gv in enumerate(it.groups):
+        for i in range(len(it.groups)):
             starts = self._arrays[8 + 5 * i : 13 + 5 * i]
-            stepped = [s.step.view(self.step, (i, name)) for name in _VARIABLES]
-            for x, y in zip(stepped, vars(gv).values()):
-                x[:] = y  # as if the last step had reached it
-            self._groups.append(tuple(zip(starts, stepped)))
-        for (_, x), y in zip(self._knots, (it.q, it.v, it.tau, it.lam)):
-            x[:] = y
+            self._groups.append(tuple(zip(starts, [s.step.view(self.step, (i, name)) for name in _VARIABLES])))
         self._pairs = self._knots + sum(self._groups, ())  # (start, step) of every array, knots first
+        self._reach(it)  # as if the last step had reached it
         self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
         self._scalars = s.linear.view(self.block, "scalars")
         self.gains, self.feedforward = (s.solution.view(self.solution, name)[0] for name in ("K", "k"))
@@ -103,6 +100,19 @@ class HorizonInPlace:
         if self._moved is None:
             self._moved = self._copy(0)
         self._start_from_step()
+
+    def load(self, it):
+        """The next Newton step starts from the iterate ``it`` of this horizon's structure, as if
+        the last step had reached it (an update's warm start)."""
+        self._reach(it)
+        self._moved = None
+        self._start_from_step()
+
+    def _reach(self, it):
+        """``it`` written where the last step's iterate is."""
+        arrays = (it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in vars(gv).values()))
+        for (_, stepped), x in zip(self._pairs, arrays, strict=True):
+            stepped[:] = x
 
     def _start_from_step(self):
         """The iterate the last step reached into the arrays the next call starts from."""

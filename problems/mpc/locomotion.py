@@ -182,7 +182,6 @@ class GaitController:
         self.clock, self.knot, self.yaw_ref, self.t = None, 0, 0.0, 0.0
         self.last_contact = {f: -np.inf for f in self.feet}
         self.touchdowns: list = []
-        self._labels: list = []  # the stages of the last OCP made (horizon_knots)
 
     # ------------------------------------------------------------------ the plant's side
 
@@ -209,20 +208,14 @@ class GaitController:
     def __call__(self, t, q, v, tau=None):
         """The OCP of the horizon from time ``t`` and the measured state ``(q, v)``."""
         h = self._horizon(t, q, v)
-        self._labels = knots = horizon_knots(self.parts, h)
-        return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
+        return horizon_ocp(self.config, self.model, q, v, h, self.parts, horizon_knots(self.parts, h))
 
-    def numbers(self, t, q, v, tau=None):
-        """The horizon from time ``t`` and the measured state ``(q, v)`` (:meth:`__call__`): where
-        its stages have the labels of the last OCP made (:func:`problems.tasks.gait_mpc.horizon_knots`:
-        the same groups), their :class:`.aligned.HorizonNumbers`, its OCP made when asked; else its
-        OCP. The last OCP is that of the MPC's latest update: a controller serves one MPC, whose
-        updates move its schedule."""
+    def numbers(self, t, q, v, tau=None) -> HorizonNumbers:
+        """The horizon from time ``t`` and the measured state ``(q, v)`` (:meth:`__call__`) as its
+        :class:`.aligned.HorizonNumbers`, its OCP made when asked. Its structure is the labels of
+        its stages (:func:`problems.tasks.gait_mpc.horizon_knots`: equal labels, the same groups)."""
         h = self._horizon(t, q, v)
         knots = horizon_knots(self.parts, h)
-        if [label for label, _ in knots] != [label for label, _ in self._labels]:
-            self._labels = knots
-            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
         times, groups = horizon_numbers(self.parts, h, knots)
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         terminal = terminal_costs(self.config, self.model, h)
@@ -230,15 +223,16 @@ class GaitController:
         def make():
             return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots, groups)
 
-        return HorizonNumbers(times, q, v, np.zeros(0), groups, terminal, None, make)
+        structure = tuple(label for label, _ in knots)
+        return HorizonNumbers(structure, times, q, v, np.zeros(0), groups, terminal, None, make)
 
     def rehearsal(self, t, q, v, tau=None):
         """The OCPs of the horizons that the updates from time ``t`` and the measured state
         ``(q, v)`` meet at the schedule's knots, the feet following it on time: one per knot of
         its phases played once and of one cycle (their structures; the plan's numbers are those of
         a schedule started at each knot). For :meth:`.controller.MPC.start`, which prepares their
-        compiled horizons before the loop. The controller's schedule, feet and last OCP are left
-        as they are; the group keys of the labels met are kept, as an update keeps them."""
+        compiled horizons before the loop. The controller's schedule and feet are left as they
+        are; the group keys of the labels met are kept, as an update keeps them."""
         positions, _, com = self.kinematics(q, v)
         ghost = copy.copy(self)  # the schedule's clock and feet of each knot; the rest shared
         ghost.yaw_ref = _yaw(q)
