@@ -108,14 +108,16 @@ class AlignedHorizon(HorizonInPlace):
             return False
         return self._write(times, numbers)
 
+    def knots_as(self, numbers: HorizonNumbers) -> bool:
+        """Whether ``numbers`` are of this horizon's structure, their knots' times from the
+        horizon's start those of the OCP this horizon was made of (to the nanosecond)."""
+        return numbers.structure == self.structure and np.array_equal(numbers.times.round(9), self._made_times)
+
     def renumber_at(self, t, numbers: HorizonNumbers) -> bool:
         """Write the ``numbers`` of the horizon at time ``t``, whose start is then loaded: False,
-        nothing written, for numbers of another structure, knots whose times from the horizon's
-        start are not those of the OCP this horizon was made of (to the nanosecond), or an
-        initial state of other sizes or not finite."""
-        if numbers.structure != self.structure or not np.array_equal(numbers.times.round(9), self._made_times):
-            return False
-        return self._write(t + numbers.times, numbers)
+        nothing written, for numbers that are not :meth:`knots_as` this horizon's, or an initial
+        state of other sizes or not finite."""
+        return self.knots_as(numbers) and self._write(t + numbers.times, numbers)
 
     def _write(self, times, numbers) -> bool:
         """The numbers written, the knots at ``times`` (:meth:`renumber`); False, nothing written,

@@ -301,7 +301,7 @@ class MPC:
         of :func:`warm_start` from the last update loaded (its initial guesses at the measured
         state); or None, nothing changed."""
         r = self._kept.get(numbers.structure)
-        if r is None:
+        if r is None or not r.knots_as(numbers):
             return None
         old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
         if not r.renumber_at(t, numbers):
