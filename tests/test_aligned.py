@@ -16,6 +16,7 @@ from liftoff.problems.mpc import aligned
 from liftoff.problems.mpc.aligned import within_first_stage
 from liftoff.problems.mpc.controller import MPC
 from liftoff.problems.mpc.locomotion import GaitController
+from liftoff.problems.mpc.row_gather import RowGather, inputs
 from liftoff.problems.tasks.config import load_config
 from liftoff.problems.tasks.gait_mpc import GaitMPCConfig, horizon_knots, horizon_numbers, horizon_ocp
 from liftoff.solvers.ipm import Options
@@ -115,6 +116,40 @@ def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
         np.testing.assert_array_equal(f.stages.terminal_constants(ocp.terminal_costs), f.stages.terminal_inputs[1])
         landings += any(stage.kind == "impulse" for stage in ocp.stages)
     assert landings >= 20
+
+
+def test_a_structures_row_gather_makes_the_inputs_of_its_later_horizons(config, model):
+    """The row gather of a horizon structure (:class:`RowGather`, made from its first horizon)
+    gives each later horizon of that structure the constant inputs and the terminal cost's that
+    the formulation of its OCP holds, to the last bit; over 100 updates' horizons, most of them of
+    a structure met before."""
+    controller, v = GaitController(config, model), np.zeros(model.nv)
+    f, gathers, later = Formulation(controller.layout, quiet=True), {}, 0
+    rng = np.random.default_rng(7)
+    for k in range(100):
+        q = controller.q0.copy()
+        q[:3] += 0.01 * rng.standard_normal(3)
+        numbers = controller.numbers(round(k * PERIOD, 9), q, v + 0.05 * rng.standard_normal(model.nv))
+        f = f.for_problem(numbers.ocp())
+        own = [f.stages.maps[int(g.index[0])].static for g in f.groups] + [f.stages.terminal_inputs[1][None]]
+        if numbers.structure not in gathers:
+            gathers[numbers.structure] = RowGather.of(f.stages, f.groups, numbers, inputs(f.stages, f.groups, numbers))
+        else:
+            later += 1
+        for a, b in zip(gathers[numbers.structure](numbers.plan), own, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert later >= 60
+
+
+def test_inputs_that_are_not_copies_of_the_plan_have_no_row_gather(config, model):
+    """Numbers whose inputs are not the plan's numbers copied (here, numbers made of the plan
+    doubled) have no row gather: their updates make them the general way."""
+    controller = GaitController(config, model)
+    numbers = controller.numbers(0.0, controller.q0, np.zeros(model.nv))
+    f = Formulation(controller.layout, quiet=True).for_problem(numbers.ocp())
+    doubled = replace(numbers, numbers_of=lambda plan: numbers.numbers_of(2.0 * plan))
+    assert RowGather.of(f.stages, f.groups, doubled, inputs(f.stages, f.groups, doubled)) is None
+    assert RowGather.of(f.stages, f.groups, numbers, inputs(f.stages, f.groups, numbers)) is not None
 
 
 @pytest.mark.parametrize("scheme, iterations", [("rti", 1), ("newton", 1), ("newton", 2)])

@@ -151,7 +151,7 @@ def structure(ocp) -> list:
 
 def test_the_rehearsal_gives_the_horizons_of_each_knot_of_the_schedule_kept_on_time(controller_model):
     controller, rehearsed = fresh(controller_model), fresh(controller_model)
-    ocps = list(rehearsed.rehearsal(0.0, rehearsed.q0, np.zeros(rehearsed.model.nv)))
+    ocps = [numbers.ocp() for numbers in rehearsed.rehearsal(0.0, rehearsed.q0, np.zeros(rehearsed.model.nv))]
     assert len(ocps) == 10 + 24  # the standing prefix, then one cycle
     assert rehearsed.clock is None and rehearsed.feet_state == []  # left as it was
     dt = controller.dt

@@ -5,13 +5,16 @@ A builder whose updates meet the same horizon structures again (the same stages,
 structure; a legged MPC's, between two knots and from one gait cycle to the next) may say so
 with a method ``build.numbers(t, q, v, tau)`` that returns the horizon at ``t`` as its
 :class:`HorizonNumbers` instead of its OCP: its ``structure`` (equal for horizons whose OCPs have
-the same groups), each group's numbers (:class:`ocp.problem.GroupNumbers`: its cost terms and
-contacts stacked, its time steps), the initial state, the terminal cost terms and the knots'
-times. An :class:`AlignedHorizon`, made once per structure from an update that built its OCP:
+the same groups), its plan (the numbers the rest is made of) with each group's numbers made of it
+(:class:`ocp.problem.GroupNumbers`: its cost terms and contacts stacked, its time steps), the
+initial state, the terminal cost terms and the knots' times. An :class:`AlignedHorizon`, made
+once per structure from an update that built its OCP:
 
-- writes each group's constant inputs made from its numbers
-  (:meth:`ocp.kernels.CompiledStages.static_inputs`), the terminal cost's and the initial state
-  into the arrays of the compiled Newton step (:class:`.in_place.HorizonInPlace`);
+- writes each group's constant inputs, the terminal cost's and the initial state into the arrays
+  of the compiled Newton step (:class:`.in_place.HorizonInPlace`): the inputs gathered from the
+  plan where the structure has a row gather (:mod:`.row_gather`, made at its first renumbering
+  or before the loop, :meth:`.controller.MPC.start`), else made from the group's numbers
+  (:meth:`ocp.kernels.CompiledStages.static_inputs`);
 - runs the compiled Newton steps from the iterate the last update reached, where the horizon
   moved within its first stage (:meth:`AlignedHorizon.renumber`: its knots start as the last
   horizon's but the first, which starts within the last horizon's first stage,
@@ -28,12 +31,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .in_place import HorizonInPlace
+from .row_gather import RowGather, inputs
 
 
 @dataclass(frozen=True)
@@ -41,19 +46,33 @@ class HorizonNumbers:
     """The horizon of an update (module docstring): its ``structure`` (hashable; equal for
     horizons whose OCPs have the same groups), the time of each knot from its start ``times (K +
     1,)`` (:meth:`ocp.problem.OCP.times`), the initial state ``q0, v0, tau0`` (``tau0`` empty
-    without a torque filter), per group in first-stage order its :class:`ocp.problem.GroupNumbers`,
-    the ``terminal`` cost terms, the OCP's ``disturbance (nv,)`` (None: zero) and ``make()``,
-    which makes its OCP."""
+    without a torque filter), the builder's ``plan`` (a vector of the numbers the groups' are
+    made of) and ``numbers_of(plan)``, which makes them: per group in first-stage order its
+    :class:`ocp.problem.GroupNumbers`, and the terminal cost terms (:attr:`groups`,
+    :attr:`terminal`: those of ``plan``, made when first read); the OCP's ``disturbance (nv,)``
+    (None: zero) and ``make()``, which makes its OCP."""
 
     structure: object
     times: np.ndarray
     q0: np.ndarray
     v0: np.ndarray
     tau0: np.ndarray
-    groups: tuple
-    terminal: tuple
+    plan: np.ndarray
+    numbers_of: Callable
     disturbance: np.ndarray | None
     make: Callable
+
+    @functools.cached_property
+    def _numbers(self) -> tuple:
+        return self.numbers_of(self.plan)
+
+    @property
+    def groups(self) -> tuple:
+        return self._numbers[0]
+
+    @property
+    def terminal(self) -> tuple:
+        return self._numbers[1]
 
     def ocp(self):
         """The OCP of these numbers."""
@@ -85,18 +104,21 @@ class AlignedHorizon(HorizonInPlace):
     unknown, no numbers renumber it)."""
 
     @classmethod
-    def of(cls, formulation, it, t, scratch, structure) -> AlignedHorizon | None:
+    def of(cls, formulation, it, t, scratch, structure, gathers) -> AlignedHorizon | None:
         """The aligned horizon of ``formulation`` from ``it``, its calls' blocks taken from
-        ``scratch`` (:class:`.in_place.Scratch`), or None without a compiled horizon."""
+        ``scratch`` (:class:`.in_place.Scratch`), or None without a compiled horizon.
+        ``gathers``: the :class:`.row_gather.RowGather` of each structure (None: none), a dict
+        the horizons of one MPC share, where the first renumbering of a structure without one
+        makes it."""
         horizon = formulation.compiled_horizon()
-        return None if horizon is None else cls(formulation, horizon, it, t, scratch, structure)
+        return None if horizon is None else cls(formulation, horizon, it, t, scratch, structure, gathers)
 
-    def __init__(self, formulation, horizon, it, t, scratch, structure):
+    def __init__(self, formulation, horizon, it, t, scratch, structure, gathers):
         rows = tuple(formulation.stages.held_rows(g) for g in formulation.groups)
         super().__init__(formulation, horizon, it, rows, scratch)
         ocp = formulation.ocp
         first = ocp.stages[0]
-        self.structure, self._made_times = structure, ocp.times().round(9)
+        self.structure, self.gathers, self._made_times = structure, gathers, ocp.times().round(9)
         self.times, self.kind, self.dt, self.last = t + ocp.times(), first.kind, first.dt, None
 
     def renumber(self, t, numbers: HorizonNumbers) -> bool:
@@ -126,12 +148,26 @@ class AlignedHorizon(HorizonInPlace):
             return False
         if not self.write_state(numbers.q0, numbers.v0, numbers.tau0):
             return False
-        stages = self.formulation.stages
-        for rows, group, own in zip(self.rows, self.formulation.groups, numbers.groups):
-            rows.set(stages.static_inputs(group, own, numbers.disturbance))
-        self._terminal[:] = stages.terminal_constants(numbers.terminal)
-        self.times, self.dt, self.last = times, float(numbers.groups[0].dt[0]), numbers
+        *own, terminal = self._inputs(numbers)
+        for rows, x in zip(self.rows, own):
+            rows.set(x)
+        self._terminal[:] = terminal[0]
+        self.times, self.dt, self.last = times, float(numbers.times[1] - numbers.times[0]), numbers
         return True
+
+    def _inputs(self, numbers) -> list:
+        """The constant inputs of ``numbers``: each group's, then the terminal cost's ``(1, n)``;
+        by the structure's row gather where it has one (made here the first time, for numbers
+        without a disturbance), else made the general way."""
+        plain = numbers.disturbance is None and self.structure is not None
+        gather = self.gathers.get(self.structure, False) if plain else None
+        if gather:
+            return gather(numbers.plan)
+        f = self.formulation
+        own = inputs(f.stages, f.groups, numbers)
+        if gather is False:  # none tried for this structure yet
+            self.gathers[self.structure] = RowGather.of(f.stages, f.groups, numbers, own)
+        return own
 
     def warm_start(self):
         """The iterate the last update reached: the next Newton step's start (that of

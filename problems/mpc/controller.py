@@ -43,13 +43,16 @@ starts within the last horizon's first stage, writes those numbers into that hor
 one that returns to a structure met before, with the knots it had then, writes them into that
 structure's kept horizon and loads the warm start there (:func:`warm_start`, its initial guesses
 at the measured state). Neither builds the OCP or its formulation; both run the same schemes,
-bitwise. :attr:`MPC.formulation` and :attr:`MPC.result` are made of a horizon in place when
+bitwise. Where a structure's constant inputs are its plan's numbers copied, they are gathered
+from the plan (:mod:`.row_gather`) instead of made from its numbers' cost terms.
+:attr:`MPC.formulation` and :attr:`MPC.result` are made of a horizon in place when
 read; the result of an update in place keeps no linearization and no iteration history.
 
-A builder may also give, with a method ``build.rehearsal(t, q, v, tau)``, the OCPs of the
-horizons its updates will meet (a legged MPC's: those of its schedule's knots). :meth:`MPC.start`
-then makes their compiled horizons before the first solve: an update that meets one of those
-structures finds its index maps, workspaces and horizon made, as it would the second time.
+A builder may also give, with a method ``build.rehearsal(t, q, v, tau)``, the OCPs (or numbers)
+of the horizons its updates will meet (a legged MPC's: those of its schedule's knots).
+:meth:`MPC.start` then makes their compiled horizons (and row gathers) before the first solve: an
+update that meets one of those structures finds its index maps, workspaces and horizon made, as
+it would the second time.
 
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
@@ -71,6 +74,7 @@ from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
 from .in_place import Scratch
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
+from .row_gather import RowGather
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ class Tick:
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
 MATCHINGS = 1000  # the most warm-start matchings an MPC keeps (:func:`warm_start`)
-KEPT = 100  # the most aligned horizons an MPC keeps (one per structure, :meth:`MPC._update_kept`)
+KEPT = 100  # the most aligned horizons and row gathers an MPC keeps (one per structure, :meth:`MPC._update_kept`)
 SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
 REGULARIZATIONS = tuple(10.0**k for k in range(-8, 5))  # the mu tried where the policy's LQR is not convex
 
@@ -135,6 +139,7 @@ class MPC:
         self._receding = None  # the horizon the updates move in place (module docstring), or None
         self._aligned = None  # the horizon the updates renumber in place (module docstring), or None
         self._kept: dict = {}  # the aligned horizons of the structures met, by structure
+        self._gathers: dict = {}  # their RowGather (None: none) by structure
         self._structure = None  # the structure of the latest OCP made of numbers (None: unknown)
         self._scratch = Scratch()  # the blocks of its calls
         self._in_place = None  # the one of the two that made the latest update
@@ -183,7 +188,7 @@ class MPC:
         :class:`ocp.formulation.Iterate` of the same structure) with ``first_iterations``."""
         stamps = [time.process_time()]
         self._receding = self._aligned = self._structure = None
-        self._kept = {}
+        self._kept, self._gathers = {}, {}
         ocp = self.build.numbers(t, q, v, tau) if hasattr(self.build, "numbers") else self.build(t, q, v, tau)
         if isinstance(ocp, HorizonNumbers):
             self._structure, ocp = ocp.structure, ocp.ocp()
@@ -203,12 +208,18 @@ class MPC:
         return self._solve(t, stamps, warm_start, self.first_iterations)
 
     def _rehearse(self, t, q, v, tau):
-        """Make the compiled horizons of the OCPs of ``build.rehearsal(t, q, v, tau)``, where the
-        builder has that method (module docstring): their structures, their groups' index maps and
-        workspaces, which the formulation keeps for the updates that meet them."""
+        """Make the compiled horizons of the OCPs (or numbers) of ``build.rehearsal(t, q, v, tau)``,
+        where the builder has that method (module docstring): their structures, their groups'
+        index maps and workspaces, which the formulation keeps for the updates that meet them, and
+        the row gathers of the numbers' structures."""
         if hasattr(self.build, "rehearsal"):
-            for ocp in self.build.rehearsal(t, q, v, tau):
-                self.formulation.for_problem(ocp).compiled_horizon()
+            for made in self.build.rehearsal(t, q, v, tau):
+                numbers = made if isinstance(made, HorizonNumbers) else None
+                f = self.formulation.for_problem(made.ocp() if numbers else made)
+                if f.compiled_horizon() is None or numbers is None or numbers.structure in self._gathers:
+                    continue
+                own = [f.stages.held_rows(g).rows for g in f.groups] + [f.stages.terminal_inputs[1][None]]
+                self._gathers[numbers.structure] = RowGather.of(f.stages, f.groups, numbers, own)
 
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
@@ -221,7 +232,7 @@ class MPC:
             if policy is not None:
                 return policy
         aligns = hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations])
-        structure = None
+        numbers = None
         if aligns:
             made = self.build.numbers(t, q, v, tau)
             if isinstance(made, HorizonNumbers):
@@ -230,20 +241,21 @@ class MPC:
                 if policy is not None:
                     return policy
                 del stamps[1:]
-                structure, made = made.structure, made.ocp()
+                numbers, made = made, made.ocp()
             ocp = made
         else:
             ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
         old, t_old = self._old(), self.t
-        self.formulation, self._structure = old.for_problem(ocp), structure
+        self.formulation = old.for_problem(ocp)
+        self._structure = None if numbers is None else numbers.structure
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
-        r = AlignedHorizon.of(self.formulation, start, t, self._scratch, structure) if aligns else None
+        r = self._aligned_horizon(start, t) if aligns else None
         if r is None:
             return self._solve(t, stamps, start, self.iterations)
-        self._aligned = self._in_place = self._keep(r)  # the steps in place, and the next updates' horizon
+        self._aligned = self._in_place = r  # the steps in place, and the next updates' horizon
         return self._steps_and_policy(t, r, stamps)
 
     def _update_in_place(self, t, q, v, tau, stamps) -> Policy | None:
@@ -282,10 +294,9 @@ class MPC:
         kept horizon of their structure and knots), nothing changed."""
         r = self._aligned
         if r is None:
-            r = AlignedHorizon.of(self.formulation, self.result.iterate, self.t, self._scratch, self._structure)
+            r = self._aligned = self._aligned_horizon(self.result.iterate, self.t)
             if r is None:
                 return None
-            self._aligned = self._keep(r)
         if not r.renumber(t, numbers):
             return self._update_kept(t, numbers, stamps)
         self._fresh, self._in_place = False, r
@@ -314,12 +325,17 @@ class MPC:
         stamps.append(time.process_time())
         return self._steps_and_policy(t, r, stamps)
 
-    def _keep(self, r) -> AlignedHorizon:
-        """``r``, kept for its structure (if known; at most :data:`KEPT` structures)."""
-        if r.structure is not None:
-            if len(self._kept) >= KEPT and r.structure not in self._kept:  # structures that do not recur
+    def _aligned_horizon(self, it, t) -> AlignedHorizon | None:
+        """The aligned horizon of the latest formulation (fresh) from its iterate ``it`` at time
+        ``t``, kept for its structure (if known; at most :data:`KEPT` structures, their row
+        gathers with them); None without a compiled horizon."""
+        structure = self._structure
+        r = AlignedHorizon.of(self._formulation, it, t, self._scratch, structure, self._gathers)
+        if r is not None and structure is not None:
+            if len(self._kept) >= KEPT and structure not in self._kept:  # structures that do not recur
                 self._kept.clear()
-            self._kept[r.structure] = r
+                self._gathers.clear()
+            self._kept[structure] = r
         return r
 
     def _steps_and_policy(self, t, r, stamps) -> Policy:

@@ -75,7 +75,10 @@ from liftoff.problems.tasks.gait_mpc import (
     horizon_knots,
     horizon_numbers,
     horizon_ocp,
+    horizon_times,
     layout_ocp,
+    plan_horizon,
+    plan_vector,
     terminal_costs,
 )
 from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
@@ -212,22 +215,30 @@ class GaitController:
 
     def numbers(self, t, q, v, tau=None) -> HorizonNumbers:
         """The horizon from time ``t`` and the measured state ``(q, v)`` (:meth:`__call__`) as its
-        :class:`.aligned.HorizonNumbers`, its OCP made when asked. Its structure is the labels of
-        its stages (:func:`problems.tasks.gait_mpc.horizon_knots`: equal labels, the same groups)."""
-        h = self._horizon(t, q, v)
+        :class:`.aligned.HorizonNumbers`, its OCP made when asked."""
+        return self._numbers(q, v, self._horizon(t, q, v))
+
+    def _numbers(self, q, v, h: Horizon) -> HorizonNumbers:
+        """The :class:`.aligned.HorizonNumbers` of the plan ``h`` from the measured state ``(q, v)``:
+        its structure the labels of its stages (:func:`problems.tasks.gait_mpc.horizon_knots`:
+        equal labels, the same groups), its plan the numbers of ``h``
+        (:func:`problems.tasks.gait_mpc.plan_vector`)."""
         knots = horizon_knots(self.parts, h)
-        times, groups = horizon_numbers(self.parts, h, knots)
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
-        terminal = terminal_costs(self.config, self.model, h)
+
+        def numbers_of(plan):
+            other = plan_horizon(h, plan)
+            return horizon_numbers(self.parts, other, knots)[1], terminal_costs(self.config, self.model, other)
 
         def make():
-            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots, groups)
+            return horizon_ocp(self.config, self.model, q, v, h, self.parts, knots)
 
         structure = tuple(label for label, _ in knots)
-        return HorizonNumbers(structure, times, q, v, np.zeros(0), groups, terminal, None, make)
+        times = horizon_times(h, knots)
+        return HorizonNumbers(structure, times, q, v, np.zeros(0), plan_vector(h), numbers_of, None, make)
 
     def rehearsal(self, t, q, v, tau=None):
-        """The OCPs of the horizons that the updates from time ``t`` and the measured state
+        """The numbers (:meth:`numbers`) of the horizons that the updates from time ``t`` and the measured state
         ``(q, v)`` meet at the schedule's knots, the feet following it on time: one per knot of
         its phases played once and of one cycle (their structures; the plan's numbers are those of
         a schedule started at each knot). For :meth:`.controller.MPC.start`, which prepares their
@@ -239,8 +250,7 @@ class GaitController:
         for knot in range(self.schedule.prefix + self.schedule.cycle):
             ghost.clock, ghost.knot = knot * self.dt, knot
             ghost.feet_state = ghost._feet_at(t, knot, positions)
-            h = ghost._plan(t, q, v, com)
-            yield horizon_ocp(self.config, self.model, q, v, h, self.parts, horizon_knots(self.parts, h))
+            yield ghost._numbers(q, v, ghost._plan(t, q, v, com))
 
     def _horizon(self, t, q, v) -> Horizon:
         """The schedule and the feet moved to the update at ``t`` (the first: started), and the plan of its horizon."""

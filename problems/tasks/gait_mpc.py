@@ -27,7 +27,7 @@ contact and cost term a horizon can have: the kernels are built for it once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -224,11 +224,35 @@ def horizon_ocp(
 def horizon_numbers(parts: StageParts, h: Horizon, knots) -> tuple:
     """``(times, groups)`` of :func:`horizon_ocp`'s OCP of the horizon ``h`` (its stages
     ``knots``, :func:`horizon_knots`): the time of each of its knots from 0
-    (:meth:`ocp.problem.OCP.times`) and the :class:`ocp.problem.GroupNumbers` of its groups, in
+    (:func:`horizon_times`) and the :class:`ocp.problem.GroupNumbers` of its groups, in
     first-stage order: that OCP's numbers without its stages."""
+    return horizon_times(h, knots), tuple(numbers for _, _, numbers in _group_numbers(parts, h, knots))
+
+
+def horizon_times(h: Horizon, knots) -> np.ndarray:
+    """The time of each knot from 0 of :func:`horizon_ocp`'s OCP of the horizon ``h`` (its stages
+    ``knots``): :meth:`ocp.problem.OCP.times`."""
     dts = h.dts.tolist()
-    times = knot_times([dts[j] if label[0] == "contact" else 0.0 for label, j in knots])
-    return times, tuple(numbers for _, _, numbers in _group_numbers(parts, h, knots))
+    return knot_times([dts[j] if label[0] == "contact" else 0.0 for label, j in knots])
+
+
+PLAN = ("dts", "footholds", "swing", "com", "q_ref", "v_ref")  # the numbers of a Horizon (the rest: its structure)
+
+
+def plan_vector(h: Horizon) -> np.ndarray:
+    """The numbers of the horizon ``h`` (its fields :data:`PLAN`) in one vector."""
+    return np.concatenate([getattr(h, name).ravel() for name in PLAN])
+
+
+def plan_horizon(h: Horizon, plan) -> Horizon:
+    """The horizon of ``h``'s structure (which feet stand and land where) with the numbers
+    ``plan`` (:func:`plan_vector`'s)."""
+    fields, start = {}, 0
+    for name in PLAN:
+        x = getattr(h, name)
+        fields[name] = plan[start : start + x.size].reshape(x.shape)
+        start += x.size
+    return replace(h, **fields)
 
 
 def terminal_costs(config: GaitMPCConfig, model, h: Horizon) -> tuple:
