@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from liftoff.dynamics.codegen import CompileError
-from liftoff.ocp.formulation import Formulation, Iterate
+from liftoff.ocp.formulation import Formulation, GroupVariables, Iterate
 from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, solve, stopping
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
@@ -95,7 +95,7 @@ class Tick:
 
 PARTS = ("build", "regroup", "warm_start", "solve", "policy")  # an update's steps, in order
 MATCHINGS = 1000  # the most warm-start matchings an MPC keeps (:func:`warm_start`)
-KEPT = 100  # the most aligned horizons and row gathers an MPC keeps (one per structure, :meth:`MPC._update_kept`)
+KEPT = 200  # the most aligned horizons and row gathers an MPC keeps (one per structure, :meth:`MPC._update_kept`)
 SCHEMES = ("newton", "rti")  # where the policy's linearization is (module docstring)
 REGULARIZATIONS = tuple(10.0**k for k in range(-8, 5))  # the mu tried where the policy's LQR is not convex
 
@@ -211,15 +211,17 @@ class MPC:
         """Make the compiled horizons of the OCPs (or numbers) of ``build.rehearsal(t, q, v, tau)``,
         where the builder has that method (module docstring): their structures, their groups'
         index maps and workspaces, which the formulation keeps for the updates that meet them, and
-        the row gathers of the numbers' structures."""
+        for numbers, their structures' row gathers and kept aligned horizons (whose arrays the
+        first update that meets them loads)."""
         if hasattr(self.build, "rehearsal"):
             for made in self.build.rehearsal(t, q, v, tau):
                 numbers = made if isinstance(made, HorizonNumbers) else None
                 f = self.formulation.for_problem(made.ocp() if numbers else made)
-                if f.compiled_horizon() is None or numbers is None or numbers.structure in self._gathers:
+                if f.compiled_horizon() is None or numbers is None or numbers.structure in self._kept:
                     continue
                 own = [f.stages.held_rows(g).rows for g in f.groups] + [f.stages.terminal_inputs[1][None]]
                 self._gathers[numbers.structure] = RowGather.of(f.stages, f.groups, numbers, own)
+                self._aligned_horizon(f, numbers.structure, _storage(f, self._matchings), t)
 
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
@@ -252,7 +254,7 @@ class MPC:
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
-        r = self._aligned_horizon(start, t) if aligns else None
+        r = self._aligned_horizon(self.formulation, self._structure, start, t) if aligns else None
         if r is None:
             return self._solve(t, stamps, start, self.iterations)
         self._aligned = self._in_place = r  # the steps in place, and the next updates' horizon
@@ -294,7 +296,7 @@ class MPC:
         kept horizon of their structure and knots), nothing changed."""
         r = self._aligned
         if r is None:
-            r = self._aligned = self._aligned_horizon(self.result.iterate, self.t)
+            r = self._aligned = self._aligned_horizon(self.formulation, self._structure, self.result.iterate, self.t)
             if r is None:
                 return None
         if not r.renumber(t, numbers):
@@ -325,12 +327,11 @@ class MPC:
         stamps.append(time.process_time())
         return self._steps_and_policy(t, r, stamps)
 
-    def _aligned_horizon(self, it, t) -> AlignedHorizon | None:
-        """The aligned horizon of the latest formulation (fresh) from its iterate ``it`` at time
-        ``t``, kept for its structure (if known; at most :data:`KEPT` structures, their row
-        gathers with them); None without a compiled horizon."""
-        structure = self._structure
-        r = AlignedHorizon.of(self._formulation, it, t, self._scratch, structure, self._gathers)
+    def _aligned_horizon(self, formulation, structure, it, t) -> AlignedHorizon | None:
+        """The aligned horizon of ``formulation`` (of the numbers' ``structure``; None: unknown)
+        from its iterate ``it`` at time ``t``, kept for its structure (if known; at most
+        :data:`KEPT` structures, their row gathers with them); None without a compiled horizon."""
+        r = AlignedHorizon.of(formulation, it, t, self._scratch, structure, self._gathers)
         if r is not None and structure is not None:
             if len(self._kept) >= KEPT and structure not in self._kept:  # structures that do not recur
                 self._kept.clear()
@@ -627,6 +628,18 @@ def _row_shapes(formulation, group, cache) -> tuple:
     if key not in cache:
         cache[key] = _shapes_of(formulation, group)
     return cache[key]
+
+
+def _storage(formulation, cache) -> Iterate:
+    """An iterate of ``formulation``'s shapes, zero: the arrays of a horizon kept before an update
+    loads its start (``cache``: :func:`_row_shapes`')."""
+    K, ocp = formulation.ocp.K, formulation.ocp
+    groups = tuple(
+        GroupVariables(*(np.zeros((g.size, *shape)) for shape in _row_shapes(formulation, g, cache)))
+        for g in formulation.groups
+    )
+    knots = (np.zeros((K + 1, n)) for n in (ocp.model.nq, ocp.model.nv, ocp.nx))
+    return Iterate(*knots, groups, np.zeros((K + 1, ocp.ntau)))
 
 
 def _shapes_of(formulation, group) -> tuple:
