@@ -72,30 +72,17 @@ def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6
     return out
 
 
-def _counted(monkeypatch, method="renumber"):
-    """The aligned horizons' renumberings (``renumber``, or ``renumber_at``: those of a kept
-    horizon), counted from now on: each one's outcome."""
-    outcomes, renumber = [], getattr(aligned.AlignedHorizon, method)
+def _counted(monkeypatch, method="renumber", owner=aligned.AlignedHorizon):
+    """The calls of ``owner.method`` from now on, each one's outcome: the aligned horizons'
+    renumberings (``renumber``, or ``renumber_at``: those of a kept horizon) by default."""
+    outcomes, call = [], getattr(owner, method)
 
     def counted(self, *args):
-        outcomes.append(renumber(self, *args))
+        outcomes.append(call(self, *args))
         return outcomes[-1]
 
-    monkeypatch.setattr(aligned.AlignedHorizon, method, counted)
+    monkeypatch.setattr(owner, method, counted)
     return outcomes
-
-
-def _guesses(monkeypatch):
-    """The initial guesses' formulations made at another state (:meth:`ocp.formulation.Formulation.
-    from_state`), counted from now on."""
-    made, from_state = [], Formulation.from_state
-
-    def counted(self, *args):
-        made.append(1)
-        return from_state(self, *args)
-
-    monkeypatch.setattr(Formulation, "from_state", counted)
-    return made
 
 
 def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
@@ -163,7 +150,8 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     to the last bit. Most updates are in place; a schedule held for a late foot moves the knots
     and goes the general way; some kept horizons' warm starts take initial guesses at the
     measured state (a stage on other feet)."""
-    outcomes, kept, guesses = _counted(monkeypatch), _counted(monkeypatch, "renumber_at"), _guesses(monkeypatch)
+    outcomes, kept = _counted(monkeypatch), _counted(monkeypatch, "renumber_at")
+    guesses = _counted(monkeypatch, "from_state", Formulation)  # initial guesses' formulations at the measured state
     in_place = _updates(config, model, False, scheme, iterations)
     renumbered, refused = outcomes.count(True), outcomes.count(False)
     assert renumbered >= 50 and refused >= 1 and kept.count(True) >= 5 and len(guesses) >= 1

@@ -50,9 +50,9 @@ read; the result of an update in place keeps no linearization and no iteration h
 
 A builder may also give, with a method ``build.rehearsal(t, q, v, tau)``, the OCPs (or numbers)
 of the horizons its updates will meet (a legged MPC's: those of its schedule's knots).
-:meth:`MPC.start` then makes their compiled horizons (and row gathers) before the first solve: an
-update that meets one of those structures finds its index maps, workspaces and horizon made, as
-it would the second time.
+:meth:`MPC.start` then makes their compiled horizons (for numbers, with their row gathers and
+kept horizons) before the first solve: an update that meets one of those structures finds its
+index maps, workspaces and horizon made, as it would the second time.
 
 Each update is recorded as a :class:`Tick` (wall time, iterations, KKT error, status).
 """
