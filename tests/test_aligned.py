@@ -129,14 +129,20 @@ def test_a_structures_row_gather_makes_the_inputs_of_its_later_horizons(config, 
 
 
 def test_inputs_that_are_not_copies_of_the_plan_have_no_row_gather(config, model):
-    """Numbers whose inputs are not the plan's numbers copied (here, numbers made of the plan
-    doubled) have no row gather: their updates make them the general way."""
+    """Numbers whose inputs are not the plan's numbers copied (numbers made of the plan doubled;
+    costs weighed by the stages' time steps, which the signed probe makes negative weights) have
+    no row gather: their updates make them the general way."""
     controller = GaitController(config, model)
     numbers = controller.numbers(0.0, controller.q0, np.zeros(model.nv))
     f = Formulation(controller.layout, quiet=True).for_problem(numbers.ocp())
     doubled = replace(numbers, numbers_of=lambda plan: numbers.numbers_of(2.0 * plan))
     assert RowGather.of(f.stages, f.groups, doubled, inputs(f.stages, f.groups, doubled)) is None
     assert RowGather.of(f.stages, f.groups, numbers, inputs(f.stages, f.groups, numbers)) is not None
+    weighed = replace(config, costs=replace(config.costs, integrate_dt=True))
+    controller = GaitController(weighed, model)
+    numbers = controller.numbers(0.0, controller.q0, np.zeros(model.nv))
+    f = f.for_problem(numbers.ocp())
+    assert RowGather.of(f.stages, f.groups, numbers, inputs(f.stages, f.groups, numbers)) is None
 
 
 @pytest.mark.parametrize("scheme, iterations", [("rti", 1), ("newton", 1), ("newton", 2)])
@@ -158,6 +164,19 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     met = len(kept)
     general = _updates(config, model, True, scheme, iterations)
     assert len(outcomes) == renumbered + refused and len(kept) == met
+    for a, b in zip(in_place, general, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_updates_without_row_gathers_are_the_updates_that_build_their_ocps(config, model, monkeypatch):
+    """Costs weighed by the stages' time steps have no row gather: the updates renumber the horizon
+    in place with the inputs made from the numbers, and every number is still the general
+    updates'."""
+    weighed = replace(config, costs=replace(config.costs, integrate_dt=True))
+    outcomes, gathers = _counted(monkeypatch), _counted(monkeypatch, "of", RowGather)
+    in_place = _updates(weighed, model, False, "rti", 1, updates=40, read=(5,))
+    assert outcomes.count(True) >= 20 and gathers and all(g is None for g in gathers)
+    general = _updates(weighed, model, True, "rti", 1, updates=40, read=(5,))
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
 

@@ -66,11 +66,18 @@ class RowGather:
         inputs are not copies of the plan (module docstring)."""
         n = numbers.plan.size
         tags = np.arange(1.0, n + 1) * np.where(np.arange(n) % 2, -1.0, 1.0)
-        zero, tagged = (inputs(stages, groups, numbers, p) for p in (np.zeros(n), tags))
+        try:
+            with np.errstate(all="ignore"):  # a probe's numbers that no horizon has: no gather, not an error
+                zero, tagged = (inputs(stages, groups, numbers, p) for p in (np.zeros(n), tags))
+        except (ValueError, ArithmeticError):  # numbers refused (a weight scaled by a negative time step)
+            return None
         blocks = []
         for c, t in zip(zero, tagged):
             moved = np.flatnonzero(c != t)
-            j = np.abs(t.ravel()[moved] - c.ravel()[moved]).round().astype(int) - 1
+            d = np.abs(t.ravel()[moved] - c.ravel()[moved])
+            if not np.isfinite(d).all():
+                return None
+            j = d.round().astype(int) - 1
             if ((j < 0) | (j >= n)).any() or not np.array_equal(c.ravel()[moved] + tags[j], t.ravel()[moved]):
                 return None
             constant = c.ravel().copy()
