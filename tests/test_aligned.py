@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from liftoff.ocp.formulation import Formulation
-from liftoff.problems.mpc import aligned
+from liftoff.problems.mpc import aligned, controller
 from liftoff.problems.mpc.aligned import within_first_stage
 from liftoff.problems.mpc.controller import MPC
 from liftoff.problems.mpc.locomotion import GaitController
@@ -164,6 +164,18 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     met = len(kept)
     general = _updates(config, model, True, scheme, iterations)
     assert len(outcomes) == renumbered + refused and len(kept) == met
+    for a, b in zip(in_place, general, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_an_mpc_that_keeps_few_structures_starts_over_and_updates_alike(config, model, monkeypatch):
+    """An MPC that meets more structures than it keeps (:data:`controller.KEPT`, here 4) drops its
+    kept horizons and row gathers and keeps on: every number is still the general updates'."""
+    monkeypatch.setattr(controller, "KEPT", 4)
+    kept = _counted(monkeypatch, "renumber_at")
+    in_place = _updates(config, model, False, "rti", 1, updates=60, read=(5,))
+    assert kept.count(True) >= 1
+    general = _updates(config, model, True, "rti", 1, updates=60, read=(5,))
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
 

@@ -50,7 +50,9 @@ class HorizonNumbers:
     made of) and ``numbers_of(plan)``, which makes them: per group in first-stage order its
     :class:`ocp.problem.GroupNumbers`, and the terminal cost terms (:attr:`groups`,
     :attr:`terminal`: those of ``plan``, made when first read); the OCP's ``disturbance (nv,)``
-    (None: zero) and ``make()``, which makes its OCP."""
+    (None: zero) and ``make()``, which makes its OCP. ``numbers_of`` is a function of the plan and
+    the structure alone: the numbers of two horizons of one structure with one plan are one (what
+    a structure's row gather, :mod:`.row_gather`, is found from)."""
 
     structure: object
     times: np.ndarray
