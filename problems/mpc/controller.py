@@ -211,13 +211,14 @@ class MPC:
         """Make the compiled horizons of the OCPs (or numbers) of ``build.rehearsal(t, q, v, tau)``,
         where the builder has that method (module docstring): their structures, their groups'
         index maps and workspaces, which the formulation keeps for the updates that meet them, and
-        for numbers, their structures' row gathers and kept aligned horizons (whose arrays the
-        first update that meets them loads)."""
+        for numbers, where the updates renumber horizons in place, their structures' row gathers and
+        kept aligned horizons (whose arrays the first update that meets them loads)."""
         if hasattr(self.build, "rehearsal"):
+            in_place = self._recedes(self._options[self.iterations])  # whether the updates renumber horizons
             for made in self.build.rehearsal(t, q, v, tau):
                 numbers = made if isinstance(made, HorizonNumbers) else None
                 f = self.formulation.for_problem(made.ocp() if numbers else made)
-                if f.compiled_horizon() is None or numbers is None or numbers.structure in self._kept:
+                if f.compiled_horizon() is None or numbers is None or not in_place or numbers.structure in self._kept:
                     continue
                 own = [f.stages.held_rows(g).rows for g in f.groups] + [f.stages.terminal_inputs[1][None]]
                 self._gathers[numbers.structure] = RowGather.of(f.stages, f.groups, numbers, own)
