@@ -161,8 +161,8 @@ class AlignedHorizon(HorizonInPlace):
         """The constant inputs of ``numbers``: each group's, then the terminal cost's ``(1, n)``;
         by the structure's row gather where it has one (made here the first time, for numbers
         without a disturbance), else made the general way."""
-        plain = numbers.disturbance is None and self.structure is not None
-        gather = self.gathers.get(self.structure, False) if plain else None
+        gathered = numbers.disturbance is None and self.structure is not None
+        gather = self.gathers.get(self.structure, False) if gathered else None
         if gather:
             return gather(numbers.plan)
         f = self.formulation
@@ -170,6 +170,13 @@ class AlignedHorizon(HorizonInPlace):
         if gather is False:  # none tried for this structure yet
             self.gathers[self.structure] = RowGather.of(f.stages, f.groups, numbers, own)
         return own
+
+    def gather_from(self, numbers):
+        """Find the row gather of this horizon's structure from ``numbers``, those of the OCP it
+        was made of, before any renumbering: their inputs are the rows it holds."""
+        f = self.formulation
+        own = [rows.rows for rows in self.rows] + [self._terminal[None].copy()]
+        self.gathers[self.structure] = RowGather.of(f.stages, f.groups, numbers, own)
 
     def warm_start(self):
         """The iterate the last update reached: the next Newton step's start (that of

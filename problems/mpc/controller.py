@@ -74,7 +74,6 @@ from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
 from .in_place import Scratch
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
-from .row_gather import RowGather
 
 
 @dataclass(frozen=True)
@@ -220,9 +219,7 @@ class MPC:
                 f = self.formulation.for_problem(made.ocp() if numbers else made)
                 if f.compiled_horizon() is None or numbers is None or not in_place or numbers.structure in self._kept:
                     continue
-                own = [f.stages.held_rows(g).rows for g in f.groups] + [f.stages.terminal_inputs[1][None]]
-                self._gathers[numbers.structure] = RowGather.of(f.stages, f.groups, numbers, own)
-                self._aligned_horizon(f, numbers.structure, _storage(f, self._matchings), t)
+                self._aligned_horizon(f, numbers.structure, _storage(f, self._matchings), t).gather_from(numbers)
 
     def update(self, t, q, v, tau=None) -> Policy:
         """One update at time ``t`` from the measured state ``(q, v)`` (and torques ``tau`` with
@@ -235,7 +232,7 @@ class MPC:
             if policy is not None:
                 return policy
         aligns = hasattr(self.build, "numbers") and self._recedes(self._options[self.iterations])
-        numbers = None
+        structure = None
         if aligns:
             made = self.build.numbers(t, q, v, tau)
             if isinstance(made, HorizonNumbers):
@@ -244,14 +241,13 @@ class MPC:
                 if policy is not None:
                     return policy
                 del stamps[1:]
-                numbers, made = made, made.ocp()
+                structure, made = made.structure, made.ocp()
             ocp = made
         else:
             ocp = self.build(t, q, v, tau)
         stamps.append(time.process_time())
         old, t_old = self._old(), self.t
-        self.formulation = old.for_problem(ocp)
-        self._structure = None if numbers is None else numbers.structure
+        self.formulation, self._structure = old.for_problem(ocp), structure
         stamps.append(time.process_time())
         start = warm_start(old, t_old, self.result.iterate, self.formulation, t, self._matchings)
         stamps.append(time.process_time())
