@@ -20,8 +20,8 @@ once per structure from an update that built its OCP:
   horizon's but the first, which starts within the last horizon's first stage,
   :func:`within_first_stage`; the warm start of :func:`.controller.warm_start` is then the last
   iterate itself); or from a start the MPC loads (:meth:`.in_place.HorizonInPlace.load`), where
-  it returns to a structure met before with the knots it had then (:meth:`AlignedHorizon.
-  renumber_at`).
+  it returns to a structure met before with the stages it had then, its first stage of any
+  length (:meth:`AlignedHorizon.renumber_at`).
 
 The numbers are those of the update that builds the OCP, its formulation and its warm start,
 bitwise. The OCP itself is made when asked (:meth:`AlignedHorizon.ocp`).
@@ -98,6 +98,11 @@ def within_first_stage(old_times, new_times, kind, dt) -> bool:
     )
 
 
+def _after_first(times) -> np.ndarray:
+    """The times of the knots after the first from the end of the first stage, to the nanosecond."""
+    return (times[1:] - times[1]).round(9)
+
+
 class AlignedHorizon(HorizonInPlace):
     """The horizon of ``formulation``, its OCP starting at time ``t``, from its iterate ``it``
     (:meth:`of`; module docstring): each group's constant inputs (:class:`ocp.kernels.HeldRows`),
@@ -120,7 +125,7 @@ class AlignedHorizon(HorizonInPlace):
         super().__init__(formulation, horizon, it, rows, scratch)
         ocp = formulation.ocp
         first = ocp.stages[0]
-        self.structure, self.gathers, self._made_times = structure, gathers, ocp.times().round(9)
+        self.structure, self.gathers, self._made_times = structure, gathers, _after_first(ocp.times())
         self.times, self.kind, self.dt, self.last = t + ocp.times(), first.kind, first.dt, None
 
     def renumber(self, t, numbers: HorizonNumbers) -> bool:
@@ -133,9 +138,12 @@ class AlignedHorizon(HorizonInPlace):
         return self._write(times, numbers)
 
     def knots_as(self, numbers: HorizonNumbers) -> bool:
-        """Whether ``numbers`` are of this horizon's structure, their knots' times from the
-        horizon's start those of the OCP this horizon was made of (to the nanosecond)."""
-        return numbers.structure == self.structure and np.array_equal(numbers.times.round(9), self._made_times)
+        """Whether ``numbers`` are of this horizon's structure, their knots' times from the end
+        of the first stage those of the OCP this horizon was made of (to the nanosecond): the same
+        stages after a first contact stage of any length, whose time step is an input."""
+        if numbers.structure != self.structure or self.kind != "contact":
+            return False
+        return np.array_equal(_after_first(numbers.times), self._made_times)
 
     def renumber_at(self, t, numbers: HorizonNumbers) -> bool:
         """Write the ``numbers`` of the horizon at time ``t``, whose start is then loaded: False,

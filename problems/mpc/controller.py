@@ -306,10 +306,11 @@ class MPC:
 
     def _update_kept(self, t, numbers, stamps) -> Policy | None:
         """:meth:`update` by the aligned horizon kept for the structure of ``numbers``, where its
-        knots are those it was made with (a horizon that returns to a structure met before: a
-        gait's knots from one cycle to the next): the numbers written into it, and the warm start
-        of :func:`warm_start` from the last update loaded (its initial guesses at the measured
-        state); or None, nothing changed."""
+        stages after the first are those it was made with (a horizon that returns to a structure
+        met before: a gait's knots from one cycle to the next, its first stage of any length): the
+        numbers written into it, and the warm start of :func:`warm_start` from the last update
+        loaded, matched on the horizon's knots now (:meth:`.aligned.AlignedHorizon.retimed`; its
+        initial guesses at the measured state); or None, nothing changed."""
         r = self._kept.get(numbers.structure)
         if r is None or not r.knots_as(numbers):
             return None
@@ -318,7 +319,7 @@ class MPC:
             return None
         stamps.append(time.process_time())
         state = (numbers.q0, numbers.v0, numbers.tau0)
-        r.load(warm_start(old, t_old, it, r.formulation, t, self._matchings, state))
+        r.load(warm_start(old, t_old, it, r.retimed(), t, self._matchings, state))
         self._aligned = self._in_place = r
         self._fresh = False
         stamps.append(time.process_time())
