@@ -192,14 +192,17 @@ class GaitController:
         """Read the contacts of the plant's ``steps`` (:class:`.plants.Steps`;
         :func:`.loop.closed_loop`'s hook): a contact during a step is dated its time."""
         touching = steps.readings[:, [steps.index[f] for f in self.feet], TOUCHING] != 0
-        times = steps.t.tolist()
-        for j, i in zip(*touching.nonzero()):  # by step, then by foot
-            f, st, t = self.feet[i], self.feet_state[i], times[j]
-            self.last_contact[f] = t
-            if st.touched is None and st.planned > st.lift and st.progress(t) >= 0.5:
-                st.touched = t
-                self.touchdowns.append(Touchdown(f, st.planned, t))
-                self.floor = float(dynamics.frame_placement(self.model, steps.q[j + 1], f)[1][2])
+        times, landed = steps.t.tolist(), []
+        for i in touching.any(axis=0).nonzero()[0].tolist():
+            st, when = self.feet_state[i], touching[:, i].nonzero()[0].tolist()
+            self.last_contact[self.feet[i]] = times[when[-1]]
+            if st.touched is None and st.planned > st.lift:
+                landed += [(j, i) for j in when if st.progress(times[j]) >= 0.5][:1]
+        for j, i in sorted(landed):  # by step, then by foot
+            f, st = self.feet[i], self.feet_state[i]
+            st.touched = times[j]
+            self.touchdowns.append(Touchdown(f, st.planned, st.touched))
+            self.floor = float(dynamics.frame_placement(self.model, steps.q[j + 1], f)[1][2])
 
     def holds(self, t) -> set:
         """The feet the controller expects on the ground at time ``t``: those in stance and those

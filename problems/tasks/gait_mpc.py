@@ -260,10 +260,25 @@ def terminal_costs(config: GaitMPCConfig, model, h: Horizon) -> tuple:
     return (StateCost(h.q_ref[-1], h.v_ref[-1], state_weights(config.costs.terminal_state, model.nv), "state"),)
 
 
-def horizon_knots(parts: StageParts, h: Horizon) -> list:
+def horizon_knots(parts: StageParts, h: Horizon) -> tuple:
     """Per stage of the horizon ``h``'s OCP, in time order: its label (:meth:`StageParts.label`)
     and its contact stage in ``h`` (an impulse stage before the contact stage where feet land).
-    OCPs of equal labels in the same order have the same groups."""
+    OCPs of equal labels in the same order have the same groups. Made once per pattern of
+    ``h``'s stances and landings (kept in ``parts``, at most :data:`PATTERNS`)."""
+    key = (h.stance.shape, h.stance.tobytes(), h.landing.tobytes())
+    knots = parts.knots.get(key)
+    if knots is None:
+        if len(parts.knots) >= PATTERNS:
+            parts.knots.clear()
+        knots = parts.knots[key] = _knots(parts, h)
+    return knots
+
+
+PATTERNS = 1000  # the patterns of stances and landings whose knots a StageParts keeps (patterns that do not recur)
+
+
+def _knots(parts: StageParts, h: Horizon) -> tuple:
+    """:func:`horizon_knots`, made."""
     held = h.landing if parts.config.gait.impulse_contacts == "landing" else h.stance  # an impulse stage's feet
     bits = 1 << np.arange(h.stance.shape[1])
     standing, holding, landing = ((x @ bits).tolist() for x in (h.stance, held, h.landing))  # per stage, bit masks
@@ -272,7 +287,7 @@ def horizon_knots(parts: StageParts, h: Horizon) -> list:
         if lands:
             knots.append((parts.label("impulse", holds, lands), j))
         knots.append((parts.label("contact", stands), j))
-    return knots
+    return tuple(knots)
 
 
 def _group_numbers(parts: StageParts, h: Horizon, knots, made=None):
@@ -344,6 +359,7 @@ class StageParts:
         self.lowered = np.array([0.0, 0.0, self.mpc.footholds.touchdown_depth])  # a touchdown's reference
         self.keys: dict = {}  # the group key of each label met
         self.labels: dict = {}  # the labels by kind and feet (:meth:`label`)
+        self.knots: dict = {}  # the knots of each pattern of stances and landings met (:func:`horizon_knots`)
         self.names = tuple(config.contacts.feet)
 
     def contacts(self, holds) -> tuple:
