@@ -16,8 +16,8 @@ number of the plan, or one plus a constant (a touchdown's reference: the foothol
   for bit, or there is no gather (an input that is not a copy: a torque filter's gain, a weight
   scaled by the time step).
 
-Each update of a structure that has one then writes its inputs with one gather per group
-(:meth:`RowGather.__call__`) instead of making its numbers' cost terms and their columns. A
+Each update of a structure that has one then writes its inputs with one gather for all its
+groups (:meth:`RowGather.__call__`) instead of making its numbers' cost terms and their columns. A
 copy whose constant is zero is written as the number itself (not ``0 + x``: the sign of a zero
 is kept); one with a constant as ``c + x``, which is what the general way computes (``x - d``
 is ``x + (-d)`` in floating point). The numbers of the plan are the horizon's; a disturbance is
@@ -43,19 +43,21 @@ class _Entries:
     shifted: np.ndarray
     shifted_sources: np.ndarray
 
-    def of(self, plan) -> np.ndarray:
-        out = self.constant.copy()
-        out[self.copied] = plan[self.sources]
-        out[self.shifted] += plan[self.shifted_sources]
-        return out.reshape(self.shape)
-
 
 class RowGather:
     """Per group of ``groups`` (of the formulation ``stages``), then the terminal cost, the
-    :class:`_Entries` of its constant inputs (module docstring)."""
+    :class:`_Entries` of its constant inputs (module docstring), kept as the entries of all of
+    them one after the other."""
 
     def __init__(self, blocks):
-        self.blocks = blocks
+        ends = np.cumsum([b.constant.size for b in blocks]).tolist()
+        self._spans = [(end - b.constant.size, end, b.shape) for b, end in zip(blocks, ends)]
+        starts = [start for start, _, _ in self._spans]
+        self._constant = np.concatenate([b.constant for b in blocks])
+        self._copied = np.concatenate([b.copied + start for b, start in zip(blocks, starts)])
+        self._sources = np.concatenate([b.sources for b in blocks])
+        self._shifted = np.concatenate([b.shifted + start for b, start in zip(blocks, starts)])
+        self._shifted_sources = np.concatenate([b.shifted_sources for b in blocks])
 
     @classmethod
     def of(cls, stages, groups, numbers, own) -> RowGather | None:
@@ -89,8 +91,12 @@ class RowGather:
         return gather
 
     def __call__(self, plan) -> list:
-        """The constant inputs of each group, then of the terminal cost ``(1, n)``, of the plan ``plan``."""
-        return [block.of(plan) for block in self.blocks]
+        """The constant inputs of each group, then of the terminal cost ``(1, n)``, of the plan
+        ``plan``: views of one array."""
+        out = self._constant.copy()
+        out[self._copied] = plan[self._sources]
+        out[self._shifted] += plan[self._shifted_sources]
+        return [out[start:end].reshape(shape) for start, end, shape in self._spans]
 
 
 def inputs(stages, groups, numbers, plan=None) -> list:
