@@ -200,6 +200,18 @@ class OCP:
         """``g = exp(-2 pi f_c dt)`` of the torque filter over time steps ``dt`` (module docstring)."""
         return np.exp(-2 * np.pi * self.torque_filter * np.asarray(dt, dtype=float))
 
+    def retimed(self, dt) -> OCP:
+        """This problem with its first stage, a contact stage, ``dt`` seconds long (``dt > 0``):
+        its other fields and stages are this one's, checked as they were (not again)."""
+        first = self.stages[0]
+        if first.kind != "contact" or not (math.isfinite(dt) and dt > 0):
+            raise ValueError(f"a first contact stage is retimed to a time step > 0, not a first {first.kind} stage to {dt!r}")
+        stage = dataclasses.replace(first, dt=dt)
+        object.__setattr__(stage, "_checked", first.__dict__.get("_checked"))
+        new = object.__new__(OCP)
+        new.__dict__.update({name: self.__dict__[name] for name in _OCP_FIELDS}, stages=(stage, *self.stages[1:]))
+        return new
+
     def times(self) -> np.ndarray:
         """The time of each knot (an impulse stage takes no time); read-only, made once."""
         return self._times
@@ -249,6 +261,9 @@ class OCP:
 
     def terminal(self) -> CostSum:
         return CostSum(tuple(_stack_term([t]) for t in self.terminal_costs))
+
+
+_OCP_FIELDS = tuple(f.name for f in dataclasses.fields(OCP))
 
 
 def knot_times(dts) -> np.ndarray:

@@ -378,6 +378,27 @@ def test_an_ocp_of_groups_keeps_them_and_refuses_groups_that_do_not_partition_it
             OCP.of_groups(bad, **fields)
 
 
+def test_a_retimed_ocp_is_the_ocp_with_its_first_stage_of_that_time_step(anymal):
+    problem = lift_foot_problem(anymal)
+    problem.groups(), problem.times()  # kept by the original, made again by the copy
+    retimed = problem.retimed(0.004)
+    first = dataclasses.replace(problem.stages[0], dt=0.004)
+    made = dataclasses.replace(problem, stages=(first, *problem.stages[1:]))
+    assert retimed.stages[0] == first and all(a is b for a, b in zip(retimed.stages[1:], problem.stages[1:]))
+    np.testing.assert_array_equal(retimed.times(), made.times())
+    assert retimed.times()[1] == 0.004 and problem.times()[1] != 0.004
+    assert [g.index.tolist() for g in retimed.groups()] == [g.index.tolist() for g in made.groups()]
+    assert retimed.groups()[0].stages[0] is retimed.stages[0]
+    for name in ("q0", "v0", "terminal_costs", "friction", "limits", "torque_filter", "tau0"):
+        assert getattr(retimed, name) is getattr(problem, name)
+    for dt in (0.0, -0.01, float("nan")):
+        with pytest.raises(ValueError, match="retimed to a time step > 0"):
+            problem.retimed(dt)
+    impulse_first = dataclasses.replace(problem, stages=(ImpulseStage(problem.stages[0].contacts), *problem.stages))
+    with pytest.raises(ValueError, match="not a first impulse stage"):
+        impulse_first.retimed(0.01)
+
+
 def test_a_stage_s_terms_as_rows_of_its_group_s_stacked_terms_are_its_terms(anymal):
     """:class:`TermRows`: row r of a group's stacked terms reads, slices, adds and pickles as the
     tuple of stage r's terms."""

@@ -30,7 +30,6 @@ bitwise. The OCP itself is made when asked (:meth:`AlignedHorizon.ocp`).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,7 +201,6 @@ class AlignedHorizon(HorizonInPlace):
         :meth:`ocp.formulation.Formulation.for_problem`): the first update's, its first stage
         of this horizon's time step. Its OCP's knots start when this horizon's do, to rounding
         (its other stages' time steps are the first update's), without making this OCP."""
-        f, ocp = copy.copy(self.formulation), self.formulation.ocp
-        first = dataclasses.replace(ocp.stages[0], dt=self.dt)
-        f.ocp = dataclasses.replace(ocp, stages=(first, *ocp.stages[1:]))
+        f = copy.copy(self.formulation)
+        f.ocp = f.ocp.retimed(self.dt)
         return f
