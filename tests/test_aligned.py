@@ -72,17 +72,26 @@ def _updates(config, model, general, scheme, iterations, updates=100, read=(5, 6
     return out
 
 
-def _counted(monkeypatch, method="renumber", owner=aligned.AlignedHorizon):
-    """The calls of ``owner.method`` from now on, each one's outcome: the aligned horizons'
-    renumberings (``renumber``, or ``renumber_at``: those of a kept horizon) by default."""
+def _counted(monkeypatch, method="renumber", owner=aligned.AlignedHorizon, record=None):
+    """The calls of ``owner.method`` from now on, each one's outcome (or ``record(self, args,
+    outcome)``): the aligned horizons' renumberings (``renumber``, or ``renumber_at``: those of a
+    kept horizon) by default."""
     outcomes, call = [], getattr(owner, method)
 
     def counted(self, *args):
-        outcomes.append(call(self, *args))
-        return outcomes[-1]
+        out = call(self, *args)
+        outcomes.append(out if record is None else record(self, args, out))
+        return out
 
     monkeypatch.setattr(owner, method, counted)
     return outcomes
+
+
+def _first_stage_retimed(horizon, args, renumbered) -> bool:
+    """Whether ``horizon.renumber_at(*args)`` renumbered a kept horizon whose first stage now has
+    another length than the one it was made with."""
+    _, numbers = args
+    return bool(renumbered) and abs(numbers.times[1] - horizon.formulation.ocp.times()[1]) > 1e-9
 
 
 def test_a_horizons_numbers_make_the_inputs_and_times_of_its_ocp(config, model):
@@ -154,13 +163,16 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     warm start into it, and the others build it, in either scheme: the same policies, ticks,
     iterates and (read between updates) formulations' OCPs as the updates that build every OCP,
     to the last bit. Most updates are in place; a schedule held for a late foot moves the knots
-    and goes the general way; some kept horizons' warm starts take initial guesses at the
+    and goes the general way; some kept horizons are met again with a first stage of another
+    length than they were made with; some kept horizons' warm starts take initial guesses at the
     measured state (a stage on other feet)."""
     outcomes, kept = _counted(monkeypatch), _counted(monkeypatch, "renumber_at")
+    retimed = _counted(monkeypatch, "renumber_at", record=_first_stage_retimed)
     guesses = _counted(monkeypatch, "from_state", Formulation)  # initial guesses' formulations at the measured state
     in_place = _updates(config, model, False, scheme, iterations)
     renumbered, refused = outcomes.count(True), outcomes.count(False)
     assert renumbered >= 50 and refused >= 1 and kept.count(True) >= 5 and len(guesses) >= 1
+    assert retimed.count(True) >= 1
     met = len(kept)
     general = _updates(config, model, True, scheme, iterations)
     assert len(outcomes) == renumbered + refused and len(kept) == met
