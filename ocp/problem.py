@@ -205,7 +205,8 @@ class OCP:
         its other fields and stages are this one's, checked as they were (not again)."""
         first = self.stages[0]
         if first.kind != "contact" or not (math.isfinite(dt) and dt > 0):
-            raise ValueError(f"a first contact stage is retimed to a time step > 0, not a first {first.kind} stage to {dt!r}")
+            message = f"a first contact stage is retimed to a time step > 0, not a first {first.kind} stage to {dt!r}"
+            raise ValueError(message)
         stage = dataclasses.replace(first, dt=dt)
         object.__setattr__(stage, "_checked", first.__dict__.get("_checked"))
         new = object.__new__(OCP)
