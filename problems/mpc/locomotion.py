@@ -85,6 +85,7 @@ from liftoff.problems.tasks.gaits import PROFILES, initial_state, legged_model
 
 from .aligned import HorizonNumbers
 from .feet import FeetKinematics
+from .plan import CompiledPlan
 from .plants import TOUCHING
 
 GRAVITY = 9.81
@@ -179,6 +180,7 @@ class GaitController:
         fh = config.mpc.footholds
         self.gain = fh.gain if fh.gain is not None else float(np.sqrt((self.com_height - self.ground) / GRAVITY))
         self.layout = layout_ocp(config, self.model, self.q0)
+        self._compiled = CompiledPlan.of(self) if config.solver.backend == "compiled" else None
         self.parts = StageParts(config, self.model.nv)  # the contacts and terms every horizon shares
         self._check_reach()
         self.feet_state: list = []
@@ -336,13 +338,29 @@ class GaitController:
         st.change = self.schedule.next(i, max(knot, st.change), False)
 
     def _plan(self, t, q, v, com_now) -> Horizon:
+        """The plan of the horizon from time ``t``, the measured state ``(q, v)`` and CoM
+        ``com_now`` (:meth:`reference_plan`), in one compiled call where it can be
+        (:class:`.plan.CompiledPlan`: the same numbers)."""
+        if self._compiled is None:
+            return self.reference_plan(t, q, v, com_now)
+        return self._compiled(self, t, q, self._velocity_error(t, q, v), com_now)
+
+    def _velocity_error(self, t, q, v) -> np.ndarray:
+        """The measured horizontal base velocity minus the command's at time ``t`` (world axes,
+        the command turned by the reference yaw)."""
+        velocity = (_base_rotation(q) @ v[:3])[:2]
+        return velocity - _rotation(self.yaw_ref) @ self.commands[self.config.mpc.command_index(t), :2]
+
+    def reference_plan(self, t, q, v, com_now) -> Horizon:
+        """The plan of the horizon from time ``t`` (module docstring) with numpy: the schedule's
+        knots' times and commands, the base's path, each foot's runs of stages (:meth:`_segments`)
+        and the references; the targets of the feet in the air at the start set."""
         N, nf = self.config.mpc.horizon, len(self.feet)
         times = self._when(self.knot + np.arange(N + self.schedule.cycle + 1), t)
         times[0] = t
         commands = self.commands[self.config.mpc.command_index(times)]
         xy, yaw = self._base_path(q, commands, times[1:] - times[:-1])
-        velocity = (_base_rotation(q) @ v[:3])[:2]  # world axes
-        error = velocity - _rotation(yaw[0]) @ commands[0, :2]
+        error = self._velocity_error(t, q, v)
         stance, footholds = np.zeros((N, nf), dtype=bool), np.zeros((N, nf, 3))
         landing, swing = np.zeros((N, nf), dtype=bool), np.zeros((N, nf, 3))
         swings = []  # per swing run: its foot, first and end stages and the arguments of _swing
@@ -420,7 +438,7 @@ class GaitController:
         half = 0.5 * stance * self.dt
         ox = half * (c * vx - s * vy - yaw_rate * hy) + self.gain * error[0]
         oy = half * (s * vx + c * vy + yaw_rate * hx) + self.gain * error[1]
-        reach, max_step = math.hypot(ox, oy), self.config.mpc.footholds.max_step
+        reach, max_step = math.sqrt(ox * ox + oy * oy), self.config.mpc.footholds.max_step
         if reach > max_step:
             ox, oy = ox * max_step / reach, oy * max_step / reach
         return np.array([xy[j, 0] + hx + ox, xy[j, 1] + hy + oy, self.floor])
