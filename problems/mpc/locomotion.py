@@ -162,7 +162,8 @@ class GaitController:
     """The MPC's problem builder for the gait MPC ``config`` (module docstring); ``model`` the
     controller's (default: the configuration's robot with its joint friction). The feet's
     kinematics at each update run in the configuration's ``solver.backend``
-    (:class:`.feet.FeetKinematics`; ``quiet``: no message while compiling)."""
+    (:class:`.feet.FeetKinematics`; ``quiet``: no message while compiling), and so does the
+    horizon's plan (:class:`.plan.CompiledPlan`, or :meth:`reference_plan` with numpy)."""
 
     def __init__(self, config: GaitMPCConfig, model=None, quiet=False):
         self.config, self.model = config, model if model is not None else legged_model(config)
