@@ -16,6 +16,7 @@ import numpy as np
 
 from liftoff.dynamics.codegen import compiled_library
 from liftoff.dynamics.memory import address
+from liftoff.problems.tasks.config import SWING_PROFILES
 from liftoff.problems.tasks.gait_mpc import Horizon
 
 _SOURCE = Path(__file__).with_name("plan.c")
@@ -23,7 +24,6 @@ _P, _I, _L, _D = ctypes.c_void_p, ctypes.c_int, ctypes.c_long, ctypes.c_double
 _SIZES = ("N", "F", "M", "L", "prefix", "cycle", "commands", "nq", "nv", "profile")
 _NUMBERS = ("dt", "gain", "max_step", "vertical_landing", "depth", "height", "com_height")
 _ARRAYS = ("waits", "starts", "rows", "hips", "q0", "times", "yaw", "xy", "cmd")
-PROFILES = ("parabola", "triangle")  # plan.c's numbers of the swing profiles
 
 
 class _Plan(ctypes.Structure):  # plan.c's plan_t
@@ -63,7 +63,7 @@ class CompiledPlan:
         sizes = (self.N, self.F, M, L, schedule.prefix, schedule.cycle, len(c.mpc.command), self.nq, self.nv)
         numbers = (controller.dt, controller.gain, fh.max_step, fh.vertical_landing, fh.touchdown_depth)
         numbers += (c.gait.step_height, controller.com_height)
-        profile = PROFILES.index(c.gait.swing_profile)
+        profile = SWING_PROFILES.index(c.gait.swing_profile)  # plan.c's: 0 parabola, 1 triangle
         self._plan = _Plan(*sizes, profile, *numbers, *(address(self._arrays[name]) for name in _ARRAYS))
         self._feet = np.zeros((self.F, _FOOT))
         self._call = library.liftoff_plan
