@@ -136,14 +136,20 @@ static int fresh_curvature(const group_t *g, const double *beta, double *seconds
     return 0;
 }
 
-int liftoff_linearize_group(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
-                            const double *u, const double *w, const double *s, const double *z, double eps,
-                            const double *beta, const double *lam, double *r_p, double *r_c, double *gc, double *st,
-                            double *norms, double *LU, int *piv, double *T, double *t, const int *rows, int nm,
-                            double *const *lqr, int fresh, double *seconds) {
+/* The group's stage kernel on its rows of the iterate (gather()): its wall time into *seconds;
+   0, or -2 where it failed. */
+static int evaluate(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
+                    const double *u, const double *w, const double *lam, double *seconds) {
     gather(g, knots, q, v, tau, u, w, lam);
     *seconds = 0.0;
-    if (timed(g->kernel, g->S, g->x, g->outputs, seconds)) return -2;
+    return timed(g->kernel, g->S, g->x, g->outputs, seconds) ? -2 : 0;
+}
+
+/* The rest of the group's linearization after evaluate(): the scatter, the curvature, the
+   interior-point terms and the condensing; the kernels' status as liftoff_linearize_group's. */
+static int finish(const group_t *g, const double *s, const double *z, double eps, const double *beta, double *r_p,
+                  double *r_c, double *gc, double *st, double *norms, double *LU, int *piv, double *T, double *t,
+                  const int *rows, int nm, double *const *lqr, int fresh, double *seconds) {
     g->scatter(g->S, g->blocks, g->nnz, g->size, g->count, g->src, g->dst, g->src_index, g->dst_index);
     if (fresh && g->curvature_kernel && fresh_curvature(g, beta, seconds)) return -2;
     if (g->curvature)
@@ -154,6 +160,16 @@ int liftoff_linearize_group(const group_t *g, const int *knots, const double *q,
     return g->condense(g->S, g->nx, g->nu, g->nw, g->H, gc, g->C, g->c, g->A, g->b, g->nzw, g->zw, g->nww, g->ww,
                        g->nar, g->ar, g->nac, g->ac, LU, piv, T, t, rows, nm, lqr[0], lqr[1], lqr[2], lqr[3], lqr[4],
                        lqr[5], lqr[6], lqr[7]);
+}
+
+int liftoff_linearize_group(const group_t *g, const int *knots, const double *q, const double *v, const double *tau,
+                            const double *u, const double *w, const double *s, const double *z, double eps,
+                            const double *beta, const double *lam, double *r_p, double *r_c, double *gc, double *st,
+                            double *norms, double *LU, int *piv, double *T, double *t, const int *rows, int nm,
+                            double *const *lqr, int fresh, double *seconds) {
+    const int status = evaluate(g, knots, q, v, tau, u, w, lam, seconds);
+    return status ? status
+                  : finish(g, s, z, eps, beta, r_p, r_c, gc, st, norms, LU, piv, T, t, rows, nm, lqr, fresh, seconds);
 }
 
 void liftoff_expand_group(const group_t *g, const int *knots, const double *dx, const double *controls, int nm,
@@ -251,14 +267,27 @@ int liftoff_linearize_horizon(const horizon_t *h, const int *const *knots_of, co
     memset(lqr[7], 0, sizeof(double) * K * nm);
     int *nu = ints + at[L_NU];
     double squares = 0.0, cost = 0.0, violation = 0.0, l1 = 0.0, log_slacks = 0.0, seconds = 0.0;
+    /* the stage kernels first, the groups of one kernel one after the other: a kernel is hundreds
+       of kilobytes of straight-line code, read from memory again when other code ran in between
+       (the groups' workspaces are distinct: ocp/horizon.py's Structure) */
+    for (int i = 0; i < h->G; ++i) {
+        int first = 1;
+        for (int j = 0; j < i && first; ++j) first = h->groups[j]->kernel != h->groups[i]->kernel;
+        for (int j = i; j < h->G && first; ++j) {
+            const group_t *g = h->groups[j];
+            if (g->kernel != h->groups[i]->kernel) continue;
+            const double *const *gv = x + 8 + 5 * j; /* u, w, beta, s, z */
+            if (evaluate(g, knots_of[j], q, v, tau, gv[0], gv[1], lam, out + h->desc[j * DESC + D_SECONDS]))
+                return -2;
+        }
+    }
     for (int i = 0; i < h->G; ++i) {
         const group_t *g = h->groups[i];
         const int *d = h->desc + i * DESC, *knots = knots_of[i];
         const double *const *gv = x + 8 + 5 * i; /* u, w, beta, s, z */
-        const int status = liftoff_linearize_group(
-            g, knots, q, v, tau, gv[0], gv[1], gv[3], gv[4], eps, gv[2], lam, out + d[D_RP], out + d[D_RC],
-            out + d[D_GC], out + d[D_ST], out + d[D_NORMS], out + d[D_LU], ints + d[D_PIV], out + d[D_T],
-            out + d[D_TT], knots, nm, lqr, h->fresh, out + d[D_SECONDS]);
+        const int status = finish(g, gv[3], gv[4], eps, gv[2], out + d[D_RP], out + d[D_RC], out + d[D_GC],
+                                  out + d[D_ST], out + d[D_NORMS], out + d[D_LU], ints + d[D_PIV], out + d[D_T],
+                                  out + d[D_TT], knots, nm, lqr, h->fresh, out + d[D_SECONDS]);
         if (status) return status < 0 ? status : 1;
         for (int r = 0; r < g->S; ++r) nu[knots[r]] = g->nu;
         const double *norms = out + d[D_NORMS];

@@ -91,7 +91,7 @@ class GroupLinearization:
         H = H_kernel if exact is None else exact.H
         S, ny, nw = len(x), gy.shape[1], c.shape[1]
         self.S, self.nx, self.nu, self.nw, self.ny, self.ni = S, nx, nu, nw, ny, ineq.g.shape[1]
-        self.H, self.function = H, library.liftoff_linearize_group
+        self.H, self.x, self.function = H, x, library.liftoff_linearize_group
         bcol, bsign = interior._bound_columns(ineq.bounds)
         cols = interior._cone_columns(ineq)
         g, G = (np.ascontiguousarray(a, dtype=float) for a in (ineq.g, ineq.G))

@@ -10,7 +10,9 @@ first with the compiled curvature kernels, with the terminal cost's curvature.
 :meth:`ocp.formulation.Formulation.linearize`, ``direction`` and ``step`` otherwise go group by
 group from Python (each group's compiled steps in one call, :mod:`ocp.group`) and make each
 group's Python objects. A :class:`CompiledHorizon` runs the same compiled functions on the same
-arrays in the same order, its sums in numpy's order: its results are theirs, bitwise. Each call's
+arrays, its sums in numpy's order: its results are theirs, bitwise. Its order differs in one
+way: the groups' stage kernels all run first, those of one kernel one after the other (a
+kernel's code, hundreds of kilobytes, stays in the caches from one group to the next). Each call's
 outputs are views of one allocation; what does not change between calls (the groups'
 ``group_t``, the offsets of every output) is a :class:`Structure`, made once per sequence of
 groups' workspaces and kept by the formulation's copies: an MPC's updates of a recurring horizon
@@ -59,9 +61,13 @@ class Structure:
     """What the calls of horizons of ``K`` stages share: their groups' compiled linearizations
     ``calls`` (:class:`ocp.group.GroupLinearization`, in order), the terminal ``kernel``, the
     ``model`` (``ntau`` torque states, ``nm`` controls per stage at most); the shapes of the
-    outputs of each call and their offsets (``horizon_t``)."""
+    outputs of each call and their offsets (``horizon_t``). The groups' workspaces are distinct
+    (an OCP has one group per key): the linearization runs every group's kernel before the
+    steps that read its outputs."""
 
     def __init__(self, calls, K, model, ntau, nm, kernel):
+        if len({id(c.x) for c in calls}) < len(calls):
+            raise ValueError("the groups of a compiled horizon must have workspaces of their own")
         nq, nv = model.nq, model.nv
         nx = 2 * nv + ntau
         self.calls, self.K, self.nx, self.nm = calls, K, nx, nm

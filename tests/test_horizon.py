@@ -201,6 +201,17 @@ def test_a_copy_for_other_data_shares_the_structure_and_has_its_own_numbers(poli
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_structure_refuses_groups_that_share_a_workspace(trot):
+    """The linearization runs every group's kernel before reading any group's outputs: two groups
+    of one workspace (one would overwrite the other's) are refused."""
+    formulation = Formulation(trot, "lifted", "compiled", quiet=True)
+    s = formulation.compiled_horizon().structure
+    args = (s.K, formulation.model, trot.ntau, trot.nu, formulation.stages.terminal_inputs[0])
+    assert type(s)(list(s.calls), *args).calls == s.calls
+    with pytest.raises(ValueError, match="workspaces of their own"):
+        type(s)([*s.calls, s.calls[0]], *args)
+
+
 def test_a_value_not_finite_is_reported_where_the_group_by_group_path_finds_it(trot):
     """A non-finite control: the compiled horizon leaves the linearization to the group by
     group path, which names the quantity and the stage, and keeps to it afterwards."""
