@@ -15,6 +15,7 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.problems.mpc import aligned, controller
 from liftoff.problems.mpc.aligned import within_first_stage
 from liftoff.problems.mpc.controller import MPC
+from liftoff.problems.mpc.in_place import HorizonInPlace
 from liftoff.problems.mpc.locomotion import GaitController
 from liftoff.problems.mpc.row_gather import RowGather, inputs
 from liftoff.problems.tasks.config import load_config
@@ -165,14 +166,16 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     to the last bit. Most updates are in place; a schedule held for a late foot moves the knots
     and goes the general way; some kept horizons are met again with a first stage of another
     length than they were made with; some kept horizons' warm starts take initial guesses at the
-    measured state (a stage on other feet)."""
+    measured state (a stage on other feet), and some, met before and all copies, are gathered
+    from the last horizon's step in one call."""
     outcomes, kept = _counted(monkeypatch), _counted(monkeypatch, "renumber_at")
     retimed = _counted(monkeypatch, "renumber_at", record=_first_stage_retimed)
     guesses = _counted(monkeypatch, "from_state", Formulation)  # initial guesses' formulations at the measured state
+    gathered = _counted(monkeypatch, "gather_start", HorizonInPlace)
     in_place = _updates(config, model, False, scheme, iterations)
     renumbered, refused = outcomes.count(True), outcomes.count(False)
     assert renumbered >= 50 and refused >= 1 and kept.count(True) >= 5 and len(guesses) >= 1
-    assert retimed.count(True) >= 1
+    assert retimed.count(True) >= 1 and len(gathered) >= 1
     met = len(kept)
     general = _updates(config, model, True, scheme, iterations)
     assert len(outcomes) == renumbered + refused and len(kept) == met

@@ -42,8 +42,9 @@ again (a legged MPC's updates within a stage, and its gait's cycles), may say so
 starts within the last horizon's first stage, writes those numbers into that horizon in place;
 one that returns to a structure met before, with the knots it had then, writes them into that
 structure's kept horizon and loads the warm start there (:func:`warm_start`, its initial guesses
-at the measured state). Neither builds the OCP or its formulation; both run the same schemes,
-bitwise. Where a structure's constant inputs are its plan's numbers copied, they are gathered
+at the measured state): after an update in place, a warm start met before whose entries are all
+copies is one gather from the last horizon's step. Neither builds the OCP or its formulation;
+both run the same schemes, bitwise. Where a structure's constant inputs are its plan's numbers copied, they are gathered
 from the plan (:mod:`.row_gather`) instead of made from its numbers' cost terms.
 :attr:`MPC.formulation` and :attr:`MPC.result` are made of a horizon in place when
 read; the result of an update in place keeps no linearization and no iteration history.
@@ -144,6 +145,7 @@ class MPC:
         self._in_place = None  # the one of the two that made the latest update
         self._fresh = True  # whether _formulation is the latest horizon's
         self._matchings: dict = {}  # warm_start's cache: the variables' shapes by kind of group, the matchings
+        self._starts: dict = {}  # the kept horizons' starts gathered from the last one's step (_update_kept)
         self.ticks: list = []
 
     @classmethod
@@ -196,7 +198,7 @@ class MPC:
             raise ValueError("an MPC horizon starts with a contact stage (its control is the policy's)")
         first = Formulation(self.layout or ocp, self.formulation_name, self.backend, quiet=self.quiet)
         self.formulation = first.for_problem(ocp) if self.layout is not None else first
-        self._matchings = {}
+        self._matchings, self._starts = {}, {}
         self.policy_kernel = None
         if self.formulation.backend == "compiled":
             try:
@@ -310,16 +312,36 @@ class MPC:
         met before: a gait's knots from one cycle to the next, its first stage of any length): the
         numbers written into it, and the warm start of :func:`warm_start` from the last update
         loaded, matched on the horizon's knots now (:meth:`.aligned.AlignedHorizon.retimed`; its
-        initial guesses at the measured state); or None, nothing changed."""
+        initial guesses at the measured state); or None, nothing changed. After an update in
+        place on an aligned horizon, a warm start met before whose entries are all copies is
+        gathered from that horizon's step in one call (:meth:`.in_place.HorizonInPlace.gather_start`)."""
         r = self._kept.get(numbers.structure)
         if r is None or not r.knots_as(numbers):
             return None
-        old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
-        if not r.renumber_at(t, numbers):
-            return None
-        stamps.append(time.process_time())
-        state = (numbers.q0, numbers.v0, numbers.tau0)
-        r.load(warm_start(old, t_old, it, r.retimed(), t, self._matchings, state))
+        source = self._aligned if not self._fresh and self._in_place is self._aligned else None
+        key = None
+        if source is not None:  # what the matching depends on: both horizons, their first stages, the time between
+            dt = float(numbers.times[1] - numbers.times[0])
+            key = (source.horizon.structure, source.structure, r.horizon.structure, r.structure)
+            key += tuple(round(x, 9) for x in (source.dt, dt, t - self.t))
+        known, positions = key in self._starts, self._starts.get(key)
+        if positions is not None:
+            if not r.renumber_at(t, numbers):
+                return None
+            stamps.append(time.process_time())
+            r.gather_start(source, positions)
+        else:
+            old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
+            if not r.renumber_at(t, numbers):
+                return None
+            stamps.append(time.process_time())
+            state, new = (numbers.q0, numbers.v0, numbers.tau0), r.retimed()
+            r.load(warm_start(old, t_old, it, new, t, self._matchings, state))
+            if key is not None and not known:  # None: not all copies, the general way each time
+                if len(self._starts) >= MATCHINGS:
+                    self._starts.clear()
+                start = (old, t_old, source.step_positions(), new, t, self._matchings)
+                self._starts[key] = _start_positions(*start, r.iterate_size)
         self._aligned = self._in_place = r
         self._fresh = False
         stamps.append(time.process_time())
@@ -483,23 +505,9 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None, state=None) -> I
     initial guesses, where new's OCP is another of its structure (None: its OCP's). A horizon
     moved within its first stage, of the same groups (an MPC's updates between two knots), is
     ``it`` itself (:func:`_aligned`)."""
-    old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
-    if _aligned(old, old_times, new, new_start):  # each stage takes its own variables: no matching, no copy
+    matching = _matching_of(old, t_old, it, new, t_new, cache)
+    if matching is None:  # each stage takes its own variables: no copy
         return it
-    cache = {} if cache is None else cache
-    old_shapes = tuple(_shapes(gv) for gv in it.groups)
-    signature = (  # the groups' keys by identity: equal keys are one object (ocp.problem._stage_key)
-        tuple((id(g.key), g.index.tobytes()) for g in old.groups),
-        tuple((id(g.key), g.index.tobytes()) for g in new.groups),
-        (old_times - t_new).round(9).tobytes(),
-        (new_start - t_new).round(9).tobytes(),
-        old_shapes,
-    )
-    matching = cache.get(signature)
-    if matching is None:
-        if len(cache) >= MATCHINGS:  # structures that do not repeat: start over
-            cache.clear()
-        matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
     picks, source, refits = matching
     groups, nv = [], new.model.nv
     guessing = state is not None and any(g < 0 for sources, _ in picks for g in sources)
@@ -515,6 +523,47 @@ def warm_start(old, t_old, it: Iterate, new, t_new, cache=None, state=None) -> I
             gv.u[row], gv.w[row, :nv] = it.groups[g].u[r], it.groups[g].w[r, :nv]
         groups.append(gv)
     return Iterate(it.q[source], it.v[source], it.lam[source], tuple(groups), it.tau[source])
+
+
+def _matching_of(old, t_old, it, new, t_new, cache) -> tuple | None:
+    """:func:`warm_start`'s matching of ``new``'s stages with ``old``'s (:func:`_matching`, kept
+    in ``cache``), or None where each stage takes its own variables (:func:`_aligned`)."""
+    old_times, new_start = t_old + old.ocp.times(), t_new + new.ocp.times()
+    if _aligned(old, old_times, new, new_start):
+        return None
+    cache = {} if cache is None else cache
+    old_shapes = tuple(_shapes(gv) for gv in it.groups)
+    signature = (  # the groups' keys by identity: equal keys are one object (ocp.problem._stage_key)
+        tuple((id(g.key), g.index.tobytes()) for g in old.groups),
+        tuple((id(g.key), g.index.tobytes()) for g in new.groups),
+        (old_times - t_new).round(9).tobytes(),
+        (new_start - t_new).round(9).tobytes(),
+        old_shapes,
+    )
+    matching = cache.get(signature)
+    if matching is None:
+        if len(cache) >= MATCHINGS:  # structures that do not repeat: start over
+            cache.clear()
+        matching = cache[signature] = _matching(old, old_times[:-1], old_shapes, new, new_start, cache)
+    return matching
+
+
+def _start_positions(old, t_old, positions, new, t_new, cache, size) -> np.ndarray | None:
+    """The entries of ``positions`` (:meth:`.in_place.HorizonInPlace.step_positions` of the
+    horizon of ``old``) that :func:`warm_start` copies into each entry of ``new``'s start, in the
+    order of a horizon's iterate (``size`` entries), or None where some entry is not a copy: a
+    stage that takes an initial guess (matched on other feet, or unmatched)."""
+    matching = _matching_of(old, t_old, positions, new, t_new, cache)
+    if matching is not None and any(g < 0 for sources, _ in matching[0] for g in sources):
+        return None
+    flat = _flat(warm_start(old, t_old, positions, new, t_new, cache))
+    return flat.astype(np.intp) if flat.size == size else None
+
+
+def _flat(it: Iterate) -> np.ndarray:
+    """The entries of ``it`` one after the other: the knots' ``q, v, tau, lam``, then each group's."""
+    arrays = [it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in _group_arrays(gv))]
+    return np.concatenate([np.ravel(x) for x in arrays])
 
 
 def _aligned(old, old_times, new, new_start) -> bool:

@@ -54,7 +54,7 @@ class HorizonInPlace:
     def __init__(self, formulation, horizon, it, rows, scratch=None):
         self.formulation, self.horizon, self.rows = formulation, horizon, rows
         s, scratch = horizon.structure, scratch or Scratch()
-        self._arrays = [x.copy() for x in horizon.input_arrays(it)]  # the calls' inputs, kept alive
+        self._arrays, self._iterate = _one_buffer(horizon.input_arrays(it))  # the calls' inputs, kept alive
         self._x = addresses(self._arrays)
         self.block, self.ints = scratch.take("linear", s.linear.size), scratch.take("ints", s.ints, np.intc)
         self.solution, self.step = scratch.take("solution", s.solution.size), scratch.take("step", s.step.size)
@@ -108,6 +108,33 @@ class HorizonInPlace:
         self._moved = None
         self._start_from_step()
 
+    def gather_start(self, source, positions):
+        """The next Newton step starts from the entries ``positions`` of the step block of the
+        horizon ``source`` (whose last step reached the iterate there), in the order of this
+        horizon's iterate (:meth:`step_positions`, :func:`.controller.warm_start`'s copies):
+        :meth:`load` of an iterate whose entries are all copies, in one gather. The step block
+        is left to the next call."""
+        np.take(source.step, positions, out=self._iterate)
+        self._moved = None
+
+    @property
+    def iterate_size(self) -> int:
+        """The number of entries of the iterate (its arrays' sizes summed)."""
+        return self._iterate.size
+
+    def step_positions(self) -> Iterate:
+        """The iterate whose entries are the positions of the last step's in the step block (as
+        floats, exact)."""
+        base = self.step.__array_interface__["data"][0]
+
+        def at(x):
+            first = (x.__array_interface__["data"][0] - base) // x.itemsize
+            return np.arange(first, first + x.size, dtype=float).reshape(x.shape)
+
+        q, v, tau, lam = (at(stepped) for _, stepped in self._knots)
+        groups = tuple(GroupVariables(*(at(stepped) for _, stepped in pairs)) for pairs in self._groups)
+        return Iterate(q, v, lam, groups, tau)
+
     def _reach(self, it):
         """``it`` written where the last step's iterate is."""
         arrays = (it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in vars(gv).values()))
@@ -154,3 +181,17 @@ class HorizonInPlace:
         q, v, tau, lam = (pair[j].copy() for pair in self._knots)
         groups = tuple(GroupVariables(*(pair[j].copy() for pair in pairs)) for pairs in self._groups)
         return Iterate(q, v, lam, groups, tau)
+
+
+def _one_buffer(arrays) -> tuple:
+    """Copies of a compiled horizon's input ``arrays`` (:meth:`ocp.horizon.CompiledHorizon.
+    input_arrays`), in their order, as views of one buffer that holds the iterate's first (the
+    knots', then each group's): ``(copies, the iterate's part of the buffer)``."""
+    order = [0, 1, 2, 3, *range(8, len(arrays)), 4, 5, 6, 7]  # q0, v0, tau0 and the terminal inputs last
+    buffer = np.empty(sum(x.size for x in arrays))
+    views, at = [None] * len(arrays), 0
+    for i in order:
+        views[i] = buffer[at : at + arrays[i].size].reshape(arrays[i].shape)
+        views[i][...] = arrays[i]
+        at += arrays[i].size
+    return views, buffer[: at - sum(arrays[i].size for i in range(4, 8))]
