@@ -24,6 +24,7 @@ from liftoff.ocp.horizon import SCALARS, addresses
 
 _KNOTS = ("q", "v", "tau", "lam")  # the compiled step's names of the knots, then of a group's stepped variables
 _VARIABLES = ("u", "w", "beta_new", "s", "z")
+_SECONDS = SCALARS.index("seconds")
 
 
 class Scratch:
@@ -66,6 +67,8 @@ class HorizonInPlace:
             starts = self._arrays[8 + 5 * i : 13 + 5 * i]
             self._groups.append(tuple(zip(starts, [s.step.view(self.step, (i, name)) for name in _VARIABLES])))
         self._pairs = self._knots + sum(self._groups, ())  # (start, step) of every array, knots first
+        self._stepped = np.concatenate([_positions(self.step, stepped).ravel() for _, stepped in self._pairs])
+        self._stepped = self._stepped.astype(np.intp)  # where the step block holds each entry of the iterate
         self._reach(it)  # as if the last step had reached it
         self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
         self._scalars = s.linear.view(self.block, "scalars")
@@ -91,7 +94,7 @@ class HorizonInPlace:
             rows.write()
         status = self.horizon.call_newton(self._x, eps, recursion, self.block, self.ints, self.solution, self.step)
         if status == 0:
-            self.formulation.stages.kernel_seconds += self.numbers()["seconds"]
+            self.formulation.stages.kernel_seconds += float(self._scalars[_SECONDS])
         return status
 
     def advance(self):
@@ -125,14 +128,8 @@ class HorizonInPlace:
     def step_positions(self) -> Iterate:
         """The iterate whose entries are the positions of the last step's in the step block (as
         floats, exact)."""
-        base = self.step.__array_interface__["data"][0]
-
-        def at(x):
-            first = (x.__array_interface__["data"][0] - base) // x.itemsize
-            return np.arange(first, first + x.size, dtype=float).reshape(x.shape)
-
-        q, v, tau, lam = (at(stepped) for _, stepped in self._knots)
-        groups = tuple(GroupVariables(*(at(stepped) for _, stepped in pairs)) for pairs in self._groups)
+        q, v, tau, lam = (_positions(self.step, stepped) for _, stepped in self._knots)
+        groups = tuple(GroupVariables(*(_positions(self.step, x) for _, x in pairs)) for pairs in self._groups)
         return Iterate(q, v, lam, groups, tau)
 
     def _reach(self, it):
@@ -143,8 +140,7 @@ class HorizonInPlace:
 
     def _start_from_step(self):
         """The iterate the last step reached into the arrays the next call starts from."""
-        for x, stepped in self._pairs:
-            x[:] = stepped
+        np.take(self.step, self._stepped, out=self._iterate)
 
     def hold(self):
         """The update ends at the iterate its last Newton step started from (``newton``: that of
@@ -195,3 +191,10 @@ def _one_buffer(arrays) -> tuple:
         views[i][...] = arrays[i]
         at += arrays[i].size
     return views, buffer[: at - sum(arrays[i].size for i in range(4, 8))]
+
+
+def _positions(block, x) -> np.ndarray:
+    """The positions in ``block`` of the entries of its view ``x`` (contiguous), as floats (exact),
+    in ``x``'s shape."""
+    first = (x.__array_interface__["data"][0] - block.__array_interface__["data"][0]) // x.itemsize
+    return np.arange(first, first + x.size, dtype=float).reshape(x.shape)

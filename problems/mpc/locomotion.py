@@ -487,7 +487,7 @@ def _floor(x) -> int:
 
 
 def _yaw(q) -> float:
-    x, y, z, w = q[3:7]
+    x, y, z, w = q[3:7].tolist()  # Python floats: numpy's arithmetic, without its scalars' cost
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
@@ -502,7 +502,7 @@ def _rotation(yaw) -> np.ndarray:
 
 
 def _base_rotation(q) -> np.ndarray:
-    x, y, z, w = q[3:7]
+    x, y, z, w = q[3:7].tolist()
     return np.array(
         [
             [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
