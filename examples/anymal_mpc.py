@@ -10,7 +10,7 @@ import numpy as np
 
 from liftoff.problems.mpc.controller import MPC
 from liftoff.problems.mpc.disturbances import Push
-from liftoff.problems.mpc.gait_run import fallen, make_plant
+from liftoff.problems.mpc.gait_run import Fallen, make_plant
 from liftoff.problems.mpc.locomotion import GaitController
 from liftoff.problems.mpc.loop import closed_loop
 from liftoff.problems.tasks.config import load_config
@@ -25,7 +25,7 @@ q0, v0 = controller.q0, np.zeros(controller.model.nv)
 # the policy at every plant step (1 kHz), an MPC update every 5 ms, until the end or a fall;
 # the controller reads the feet's contacts at every step
 log = closed_loop(
-    mpc, plant, controller.model, q0, v0, 2.0, config.mpc.period, stop=fallen(ground), observe=controller.observe
+    mpc, plant, controller.model, q0, v0, 2.0, config.mpc.period, stop=Fallen(ground), observe=controller.observe
 )
 
 a = log.arrays()

@@ -27,7 +27,7 @@ from liftoff.problems.cli import main
 from liftoff.problems.mpc import controller
 from liftoff.problems.mpc.controller import warm_start
 from liftoff.problems.mpc.feet import FeetKinematics
-from liftoff.problems.mpc.gait_run import command_tracking, fallen, impact_speeds, measures, run, tilt_degrees
+from liftoff.problems.mpc.gait_run import Fallen, command_tracking, impact_speeds, measures, run, tilt_degrees
 from liftoff.problems.mpc.locomotion import GaitController, Schedule
 from liftoff.problems.mpc.plants import ContactReading, Measurement, Steps
 from liftoff.problems.tasks.config import ConfigError, load_config, parse_config
@@ -657,7 +657,8 @@ def test_liftoff_mpc_runs_a_gait(tmp_path, capsys):
 
 
 def test_a_legged_run_falls_with_its_base_low_or_tilted_beyond_45_degrees():
-    stop, q = fallen(0.1), np.r_[0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0, np.zeros(12)]
+    """Each configuration, and a block of steps at once (:meth:`Fallen.anywhere`: any of them)."""
+    stop, q, seen = Fallen(0.1), np.r_[0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 1.0, np.zeros(12)], []
     for height, axis, degrees, status in [
         (0.5, (1, 0, 0), 44.0, None),
         (0.36, (0, 1, 0), 0.0, None),
@@ -669,7 +670,11 @@ def test_a_legged_run_falls_with_its_base_low_or_tilted_beyond_45_degrees():
         half = np.radians(degrees) / 2
         q[2], q[3:7] = height, (*(np.sin(half) * np.array(axis, dtype=float)), np.cos(half))
         assert stop(Measurement(q, np.zeros(18))) == status
+        assert stop.anywhere(q[None]) == (status == "fell")
         assert (tilt_degrees(q[None])[0] > 45.0) == (status == "fell" and height > 0.35)
+        seen.append((q.copy(), status))
+    upright = np.array([x for x, status in seen if status is None])
+    assert not stop.anywhere(upright) and stop.anywhere(np.array([x for x, _ in seen]))
 
 
 def test_a_warm_start_stage_on_other_feet_keeps_its_motion_and_starts_its_forces_afresh(controller_model, rng):

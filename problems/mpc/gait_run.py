@@ -143,16 +143,22 @@ def lowest_point(model, q, spheres) -> float:
     return float(np.min(centres[:, 2] - [s.radius for s in spheres]))
 
 
-def fallen(ground):
-    """The stop test of a legged run: ``fell`` when the base is too low or tilted (module docstring)."""
+class Fallen:
+    """The stop test of a legged run on ground at height ``ground``: ``fell`` when the base is too
+    low or tilted (module docstring); :meth:`anywhere` tests a block of steps at once."""
 
-    upright = math.cos(math.radians(FALL_TILT_DEG))  # the base's z axis along the vertical beyond this: not tilted
+    def __init__(self, ground):
+        self.ground = ground
+        self.upright = math.cos(math.radians(FALL_TILT_DEG))  # the base's z axis along the vertical beyond this
 
-    def stop(measurement):
+    def __call__(self, measurement):
         z, x, y, _, _ = measurement.q[2:7].tolist()
-        return "fell" if z - ground < FALL_HEIGHT_M or 1 - 2 * (x * x + y * y) < upright else None
+        return "fell" if z - self.ground < FALL_HEIGHT_M or 1 - 2 * (x * x + y * y) < self.upright else None
 
-    return stop
+    def anywhere(self, q) -> bool:
+        """Whether the test says ``fell`` at any of the configurations ``q (n, nq)``."""
+        z, x, y = q[:, 2], q[:, 3], q[:, 4]
+        return bool(((z - self.ground < FALL_HEIGHT_M) | (1 - 2 * (x * x + y * y) < self.upright)).any())
 
 
 def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, progress=None, quiet=False):
@@ -175,7 +181,7 @@ def run(config, duration=None, pushes=(), mass_scale=1.0, formulation=None, prog
         duration,
         config.mpc.period,
         progress,
-        stop=fallen(ground),
+        stop=Fallen(ground),
         observe=controller.observe,
     )
     engine = {"engine": plant.engine, "description": plant.description, **contact_solver(plant)}

@@ -232,8 +232,10 @@ def _stepped(plant, policy, measurement, first, n, diverged):
 def _until_the_end(steps: Steps, diverged, stop) -> tuple:
     """``(status, message, steps)``: the first of ``steps`` whose state diverged (``diverged``'s
     test, unless checked) or that ``stop`` ends, its status and why, and the steps up to it; or
-    ``(None, "", steps)``."""
-    if steps.checked and not steps.diverged and stop is None:
+    ``(None, "", steps)``. A ``stop`` with a method ``anywhere(q)`` (whether it ends the run at any
+    of the configurations ``q (n, nq)``) is asked once per block, and then step by step only
+    where it ends the run."""
+    if steps.checked and not steps.diverged and (stop is None or not _anywhere(stop, steps)):
         return None, "", steps
     for j in range(steps.size):
         after = steps.after(j)
@@ -243,6 +245,12 @@ def _until_the_end(steps: Steps, diverged, stop) -> tuple:
         if status is not None:
             return status, why or "", steps.head(j + 1)
     return None, "", steps
+
+
+def _anywhere(stop, steps: Steps) -> bool:
+    """Whether ``stop`` may end the run at one of ``steps`` (True where it tests one step at a time)."""
+    anywhere = getattr(stop, "anywhere", None)
+    return True if anywhere is None else anywhere(steps.q[1:])
 
 
 def _ended(log, mpc, status, t, message) -> Log:
