@@ -15,7 +15,7 @@ from liftoff.ocp.formulation import Formulation
 from liftoff.problems.mpc import aligned, controller
 from liftoff.problems.mpc.aligned import within_first_stage
 from liftoff.problems.mpc.controller import MPC
-from liftoff.problems.mpc.in_place import HorizonInPlace
+from liftoff.problems.mpc.in_place import HorizonInPlace, StepGather
 from liftoff.problems.mpc.locomotion import GaitController
 from liftoff.problems.mpc.row_gather import RowGather, inputs
 from liftoff.problems.tasks.config import load_config
@@ -181,6 +181,17 @@ def test_updates_within_the_first_stage_in_place_are_the_updates_that_build_thei
     assert len(outcomes) == renumbered + refused and len(kept) == met
     for a, b in zip(in_place, general, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "positions",
+    [[], [4], [3, 4, 5, 9, 10, 0, 1, 2], [7, 6, 5], [2, 2, 3], list(range(10, 40)) + list(range(0, 10))],
+)
+def test_a_step_gather_takes_the_entries_at_its_positions(positions):
+    """Runs of consecutive positions copied as slices: what indexing the block by them gives."""
+    block, dst = np.arange(100.0) * 1.5, np.full(len(positions), np.nan)
+    StepGather(positions)(block, dst)
+    np.testing.assert_array_equal(dst, block[np.array(positions, dtype=int)])
 
 
 def test_an_mpc_that_keeps_few_structures_starts_over_and_updates_alike(config, model, monkeypatch):

@@ -72,7 +72,7 @@ from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, sol
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
 from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
-from .in_place import Scratch
+from .in_place import Scratch, StepGather
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
 
@@ -314,7 +314,7 @@ class MPC:
         loaded, matched on the horizon's knots now (:meth:`.aligned.AlignedHorizon.retimed`; its
         initial guesses at the measured state); or None, nothing changed. After an update in
         place on an aligned horizon, a warm start met before whose entries are all copies is
-        gathered from that horizon's step in one call (:meth:`.in_place.HorizonInPlace.gather_start`)."""
+        gathered from that horizon's step (:meth:`.in_place.HorizonInPlace.gather_start`)."""
         r = self._kept.get(numbers.structure)
         if r is None or not r.knots_as(numbers):
             return None
@@ -324,12 +324,12 @@ class MPC:
             dt = float(numbers.times[1] - numbers.times[0])
             key = (source.horizon.structure, source.structure, r.horizon.structure, r.structure)
             key += tuple(round(x, 9) for x in (source.dt, dt, t - self.t))
-        known, positions = key in self._starts, self._starts.get(key)
-        if positions is not None:
+        known, gather = key in self._starts, self._starts.get(key)
+        if gather is not None:
             if not r.renumber_at(t, numbers):
                 return None
             stamps.append(time.process_time())
-            r.gather_start(source, positions)
+            r.gather_start(source, gather)
         else:
             old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
             if not r.renumber_at(t, numbers):
@@ -341,7 +341,7 @@ class MPC:
                 if len(self._starts) >= MATCHINGS:
                     self._starts.clear()
                 start = (old, t_old, source.step_positions(), new, t, self._matchings)
-                self._starts[key] = _start_positions(*start, r.iterate_size)
+                self._starts[key] = _start_gather(*start, r.iterate_size)
         self._aligned = self._in_place = r
         self._fresh = False
         stamps.append(time.process_time())
@@ -548,16 +548,16 @@ def _matching_of(old, t_old, it, new, t_new, cache) -> tuple | None:
     return matching
 
 
-def _start_positions(old, t_old, positions, new, t_new, cache, size) -> np.ndarray | None:
-    """The entries of ``positions`` (:meth:`.in_place.HorizonInPlace.step_positions` of the
-    horizon of ``old``) that :func:`warm_start` copies into each entry of ``new``'s start, in the
-    order of a horizon's iterate (``size`` entries), or None where some entry is not a copy: a
+def _start_gather(old, t_old, positions, new, t_new, cache, size) -> StepGather | None:
+    """The gather of the entries of ``positions`` (:meth:`.in_place.HorizonInPlace.step_positions`
+    of the horizon of ``old``) that :func:`warm_start` copies into each entry of ``new``'s start, in
+    the order of a horizon's iterate (``size`` entries), or None where some entry is not a copy: a
     stage that takes an initial guess (matched on other feet, or unmatched)."""
     matching = _matching_of(old, t_old, positions, new, t_new, cache)
     if matching is not None and any(g < 0 for sources, _ in matching[0] for g in sources):
         return None
     flat = _flat(warm_start(old, t_old, positions, new, t_new, cache))
-    return flat.astype(np.intp) if flat.size == size else None
+    return StepGather(flat) if flat.size == size else None
 
 
 def _flat(it: Iterate) -> np.ndarray:
