@@ -72,7 +72,7 @@ from liftoff.solvers.ipm import Options, Result, barrier_falls, newton_step, sol
 from liftoff.solvers.riccati import RiccatiError, compiled_address, riccati
 
 from .aligned import AlignedHorizon, HorizonNumbers, within_first_stage
-from .in_place import Scratch, StepGather
+from .in_place import Scratch, StepGather, entries
 from .policy import Policy, PolicyKernel
 from .receding import RecedingHorizon
 
@@ -325,23 +325,20 @@ class MPC:
             key = (source.horizon.structure, source.structure, r.horizon.structure, r.structure)
             key += tuple(round(x, 9) for x in (source.dt, dt, t - self.t))
         known, gather = key in self._starts, self._starts.get(key)
+        if gather is None:
+            old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
+        if not r.renumber_at(t, numbers):
+            return None
+        stamps.append(time.process_time())
         if gather is not None:
-            if not r.renumber_at(t, numbers):
-                return None
-            stamps.append(time.process_time())
             r.gather_start(source, gather)
         else:
-            old, t_old, it = self._old(), self.t, self.result.iterate  # read before r (which may be old) moves
-            if not r.renumber_at(t, numbers):
-                return None
-            stamps.append(time.process_time())
             state, new = (numbers.q0, numbers.v0, numbers.tau0), r.retimed()
             r.load(warm_start(old, t_old, it, new, t, self._matchings, state))
             if key is not None and not known:  # None: not all copies, the general way each time
                 if len(self._starts) >= MATCHINGS:
                     self._starts.clear()
-                start = (old, t_old, source.step_positions(), new, t, self._matchings)
-                self._starts[key] = _start_gather(*start, r.iterate_size)
+                self._starts[key] = _start_gather(old, t_old, source.step_positions(), new, t, self._matchings)
         self._aligned = self._in_place = r
         self._fresh = False
         stamps.append(time.process_time())
@@ -548,22 +545,15 @@ def _matching_of(old, t_old, it, new, t_new, cache) -> tuple | None:
     return matching
 
 
-def _start_gather(old, t_old, positions, new, t_new, cache, size) -> StepGather | None:
+def _start_gather(old, t_old, positions, new, t_new, cache) -> StepGather | None:
     """The gather of the entries of ``positions`` (:meth:`.in_place.HorizonInPlace.step_positions`
     of the horizon of ``old``) that :func:`warm_start` copies into each entry of ``new``'s start, in
-    the order of a horizon's iterate (``size`` entries), or None where some entry is not a copy: a
-    stage that takes an initial guess (matched on other feet, or unmatched)."""
+    the order of a horizon's iterate (:func:`.in_place.entries`), or None where some entry is not a
+    copy: a stage that takes an initial guess (matched on other feet, or unmatched)."""
     matching = _matching_of(old, t_old, positions, new, t_new, cache)
     if matching is not None and any(g < 0 for sources, _ in matching[0] for g in sources):
         return None
-    flat = _flat(warm_start(old, t_old, positions, new, t_new, cache))
-    return StepGather(flat) if flat.size == size else None
-
-
-def _flat(it: Iterate) -> np.ndarray:
-    """The entries of ``it`` one after the other: the knots' ``q, v, tau, lam``, then each group's."""
-    arrays = [it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in _group_arrays(gv))]
-    return np.concatenate([np.ravel(x) for x in arrays])
+    return StepGather(entries(warm_start(old, t_old, positions, new, t_new, cache)))
 
 
 def _aligned(old, old_times, new, new_start) -> bool:

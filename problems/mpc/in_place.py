@@ -67,7 +67,7 @@ class HorizonInPlace:
             starts = self._arrays[8 + 5 * i : 13 + 5 * i]
             self._groups.append(tuple(zip(starts, [s.step.view(self.step, (i, name)) for name in _VARIABLES])))
         self._pairs = self._knots + sum(self._groups, ())  # (start, step) of every array, knots first
-        self._stepped = StepGather(np.concatenate([_positions(self.step, x).ravel() for _, x in self._pairs]))
+        self._stepped = StepGather(entries(self.step_positions()))  # the last step's iterate, in the buffer's order
         self._reach(it)  # as if the last step had reached it
         self._moved = None  # the update's start, copied once a Newton step advances from it (advance)
         self._scalars = s.linear.view(self.block, "scalars")
@@ -118,11 +118,6 @@ class HorizonInPlace:
         step block is left to the next call."""
         gather(source.step, self._iterate)
         self._moved = None
-
-    @property
-    def iterate_size(self) -> int:
-        """The number of entries of the iterate (its arrays' sizes summed)."""
-        return self._iterate.size
 
     def step_positions(self) -> Iterate:
         """The iterate whose entries are the positions of the last step's in the step block (as
@@ -194,6 +189,13 @@ class StepGather:
     def __call__(self, block, dst):
         for a, b, p, e in self._runs:
             dst[a:b] = block[p:e]
+
+
+def entries(it: Iterate) -> np.ndarray:
+    """The entries of ``it`` one after the other, in the order of a horizon's iterate in its
+    buffer (:func:`_one_buffer`): the knots' ``q, v, tau, lam``, then each group's ``u, w, beta, s, z``."""
+    arrays = [it.q, it.v, it.tau, it.lam, *(x for gv in it.groups for x in (gv.u, gv.w, gv.beta, gv.s, gv.z))]
+    return np.concatenate([np.ravel(x) for x in arrays])
 
 
 def _one_buffer(arrays) -> tuple:
